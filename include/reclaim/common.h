@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * DOC: common definitions
+ *
+ * Export macro, the type-checked container_of() that every intrusive user of
+ * the library needs, and the few portability helpers the public headers share.
+ *
+ * Error convention, for every module: fallible functions return 0 on success
+ * or a negative errno value (-EINVAL, -ENOMEM, -EBUSY, ...) on failure, and a
+ * failing call has no effect (in particular, a callback passed to a failing
+ * call never runs).  Misuse that can be detected cheaply (NULL, double add, a
+ * node of another lruvec) is reported by such an error in every build, never
+ * by an abort.
+ */
+#ifndef RECLAIM_COMMON_H
+#define RECLAIM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define RCL_API __attribute__((visibility("default")))
+#else
+#define RCL_API
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define RCL_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define RCL_DEPRECATED(msg)
+#endif
+
+/*
+ * Private members of public structs that the library accesses atomically.
+ * C++ has no _Atomic before C++23; there the member is declared with the plain
+ * type, which has the same size and alignment for the lock-free integer and
+ * pointer types used here.  Applications never touch these members.
+ */
+#ifdef __cplusplus
+#define RCL__ATOMIC(type) type
+#else
+#define RCL__ATOMIC(type) _Atomic(type)
+#endif
+
+/**
+ * rcl_container_of() - the object that embeds @ptr as its member @member
+ * @ptr: pointer to the embedded member
+ * @type: type of the containing object
+ * @member: name of the member within @type
+ *
+ * Type-checked: a pointer that is not a pointer to @member's type gives a
+ * compiler diagnostic.
+ */
+#define rcl_container_of(ptr, type, member)                                   \
+	((type *)(void *)((char *)(1 ? (ptr) : &((type *)0)->member) -         \
+			  offsetof(type, member)))
+
+#endif /* RECLAIM_COMMON_H */

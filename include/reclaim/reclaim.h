@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * DOC: libreclaim umbrella header
+ *
+ * Includes every public header of the library.  Applications may include
+ * the module headers (<reclaim/lruvec.h>, ...) individually instead.
+ */
+#ifndef RECLAIM_RECLAIM_H
+#define RECLAIM_RECLAIM_H
+
+#include <reclaim/common.h>
+#include <reclaim/version.h>
+#include <reclaim/lruvec.h>
+
+#endif /* RECLAIM_RECLAIM_H */

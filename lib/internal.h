@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal definitions shared by the library's source files.  Nothing here is
+ * part of the API; names are rcl__ (cross-file) or static.
+ */
+#ifndef RECLAIM_INTERNAL_H
+#define RECLAIM_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <reclaim/lruvec.h>
+
+/*
+ * RCL_ASSERT() checks the library's own invariants, never the caller's input
+ * (bad input gets an -errno).  It is active in every build: a broken
+ * invariant in a reclaim library means lost or corrupted objects, and stopping
+ * is the lesser harm.
+ */
+#define RCL_ASSERT(cond)                                                      \
+	do {                                                                  \
+		if (__builtin_expect(!(cond), 0))                             \
+			rcl__assert_fail(#cond, __FILE__, __LINE__, __func__);  \
+	} while (0)
+
+__attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
+						       const char *file,
+						       int line,
+						       const char *func);
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define RCL_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* ------------------------------------------------------------------------- */
+/* Node flag word                                                             */
+/* ------------------------------------------------------------------------- */
+/*
+ * bits  0-1  type
+ * bit   2    ACTIVE        (public)
+ * bit   3    UNEVICTABLE   (public)
+ * bit   4    PENDING       (public)  in an add batch
+ * bit   5    LISTED        (public)  linked on a list of the lruvec
+ * bit   6    ISOLATED      (public)  held by a reclaimer
+ * bit   7    QUEUED        a batch entry refers to the node
+ * bit   8    REFERENCED    (public)
+ * bit   9    WORKINGSET    (public)
+ * bit  10    DIRTY         (public, reserved)
+ * bit  11    WRITEBACK     (public, reserved)
+ * bit  12    RECLAIM       (public, reserved)
+ * bits 13-15 reserved
+ * bits 16-31 id of the lruvec (0 = none)
+ *
+ * PENDING, LISTED and ISOLATED are mutually exclusive; none set = idle.
+ * While LISTED, the bits that choose the list (type, ACTIVE, UNEVICTABLE)
+ * change only under the lruvec lock, together with the move.  REFERENCED and
+ * QUEUED change locklessly, by CAS.
+ */
+#define F_TYPE_MASK 0x3u
+#define F_ACTIVE RCL_LRU_F_ACTIVE
+#define F_UNEVICTABLE RCL_LRU_F_UNEVICTABLE
+#define F_PENDING RCL_LRU_F_PENDING
+#define F_LISTED RCL_LRU_F_LISTED
+#define F_ISOLATED RCL_LRU_F_ISOLATED
+#define F_QUEUED (1u << 7)
+#define F_REFERENCED RCL_LRU_F_REFERENCED
+#define F_WORKINGSET RCL_LRU_F_WORKINGSET
+#define F_DIRTY RCL_LRU_F_DIRTY
+#define F_WRITEBACK RCL_LRU_F_WRITEBACK
+#define F_RECLAIM RCL_LRU_F_RECLAIM
+#define F_STATE (F_PENDING | F_LISTED | F_ISOLATED)
+#define F_ID_SHIFT 16
+#define F_PUBLIC                                                              \
+	(F_ACTIVE | F_UNEVICTABLE | F_PENDING | F_LISTED | F_ISOLATED |       \
+	 F_REFERENCED | F_WORKINGSET | F_DIRTY | F_WRITEBACK | F_RECLAIM)
+/* Object state that survives deletion and re-adding. */
+#define F_KEEP_IDLE (F_DIRTY | F_WRITEBACK)
+
+static inline unsigned f_id(uint32_t f)
+{
+	return f >> F_ID_SHIFT;
+}
+
+static inline unsigned f_type(uint32_t f)
+{
+	return f & F_TYPE_MASK;
+}
+
+/* The list a node with flags @f belongs on. */
+static inline unsigned f_list(uint32_t f)
+{
+	if (f & F_UNEVICTABLE)
+		return RCL_LRU_UNEVICTABLE;
+	return RCL_LRU_LIST(f_type(f), f & F_ACTIVE);
+}
+
+static inline uint32_t node_flags(const struct rcl_lru_node *n)
+{
+	return atomic_load_explicit(&((struct rcl_lru_node *)n)->__flags,
+				    memory_order_acquire);
+}
+
+static inline bool node_cas(struct rcl_lru_node *n, uint32_t *old, uint32_t new)
+{
+	return atomic_compare_exchange_weak_explicit(&n->__flags, old, new,
+						     memory_order_acq_rel,
+						     memory_order_acquire);
+}
+
+/* ------------------------------------------------------------------------- */
+/* lruvec internals (lib/lruvec.c)                                            */
+/* ------------------------------------------------------------------------- */
+
+#define RCL__LRUVEC_MAGIC 0x5652554cu /* "LURV" */
+
+enum rcl__stat {
+	RCL__STAT_SCANNED,
+	RCL__STAT_FREED,
+	RCL__STAT_WEIGHT_FREED,
+	RCL__STAT_ROTATED,
+	RCL__STAT_ACTIVATED,
+	RCL__STAT_DEACTIVATED,
+	RCL__STAT_REFILL_SCANNED,
+	RCL__STAT_ACTIVE_ROTATED,
+	RCL__NR_STATS
+};
+
+static inline bool lruvec_live(const struct rcl_lruvec *lv)
+{
+	return lv && atomic_load_explicit(
+			     &((struct rcl_lruvec *)lv)->__magic,
+			     memory_order_acquire) == RCL__LRUVEC_MAGIC;
+}
+
+void rcl__lruvec_lock(struct rcl_lruvec *lv);
+void rcl__lruvec_unlock(struct rcl_lruvec *lv);
+
+/* Batch entry operations, applied under the lruvec lock. */
+enum rcl__batch_op {
+	RCL__OP_ADD = 0,
+	RCL__OP_ACTIVATE = 1,
+};
+void rcl__lruvec_apply_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node,
+			      enum rcl__batch_op op);
+
+/* ------------------------------------------------------------------------- */
+/* Per-thread batches (lib/batch.c)                                           */
+/* ------------------------------------------------------------------------- */
+
+struct rcl__tbatch;
+
+/*
+ * Lock the calling thread's batch, creating it on first use.  Returns NULL
+ * (nothing locked) if it cannot be created; callers then work unbatched.
+ */
+struct rcl__tbatch *rcl__tbatch_lock_local(void);
+void rcl__tbatch_unlock(struct rcl__tbatch *b);
+/* Append an entry to a locked batch; drains the batch when it fills. */
+void rcl__tbatch_append(struct rcl__tbatch *b, struct rcl_lru_node *node,
+			struct rcl_lruvec *lv, enum rcl__batch_op op);
+/*
+ * Remove every entry for @node from every batch (the caller has made the node
+ * idle, so no new entry can appear) and clear its QUEUED bit.
+ */
+void rcl__tbatch_purge(struct rcl_lru_node *node);
+/* Drain every batch's entries for @lv (NULL: everything). */
+void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
+
+/* ------------------------------------------------------------------------- */
+/* Per-thread reclaim context                                                 */
+/* ------------------------------------------------------------------------- */
+
+/* The lruvec whose evict callback the calling thread is running, if any. */
+extern _Thread_local struct rcl_lruvec *rcl__tls_evicting;
+
+#endif /* RECLAIM_INTERNAL_H */

@@ -1,0 +1,1128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lruvec: intrusive active/inactive lists, after the kernel's mm/swap.c
+ * and mm/vmscan.c.
+ *
+ * Each list is a circular doubly linked list through the nodes embedded in the
+ * application's objects, with a sentinel head in the lruvec; the head is the
+ * young end, the tail the old end.  One mutex per lruvec guards the links and
+ * the list sizes.  The node's 32-bit flag word carries its state (pending in a
+ * batch, listed, isolated, or idle), the bits that choose its list (type,
+ * active, unevictable), the referenced bit and the id of its lruvec.  Bits
+ * that only age a node (referenced, queued) change by CAS without the lock,
+ * which is what makes a cache hit cheap: the hot path of mark_accessed() is
+ * one load of the node's flags and, for an active referenced node, nothing
+ * else.
+ *
+ * Reclaim follows isolate_lru_folios()/move_folios_to_lru(): up to 32 nodes
+ * are unlinked from the tail under the lock and marked isolated, the lock is
+ * dropped while the application's evict callback judges each one, and the
+ * survivors are relinked under the lock.  A node that is isolated is in the
+ * reclaimer's hands; deleting it reports -EBUSY (or waits, with _del_wait()).
+ *
+ * Why a CLOCK on the active list rather than the kernel's unconditional
+ * deactivation of unmapped pages: the kernel can afford a FIFO active list
+ * because refault detection catches what it demotes too early; a user-space
+ * cache without that information (workingset comes later) keeps its hot set
+ * better if a referenced active object gets one more trip.  The rule is
+ * documented in the header and counted (active_rotated).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------- */
+/* Assertions                                                                 */
+/* ------------------------------------------------------------------------- */
+
+void rcl__assert_fail(const char *expr, const char *file, int line,
+		      const char *func)
+{
+	fprintf(stderr, "libreclaim: internal invariant violated: %s (%s:%d, %s)\n",
+		expr, file, line, func);
+	abort();
+}
+
+/* ------------------------------------------------------------------------- */
+/* lruvec ids                                                                 */
+/* ------------------------------------------------------------------------- */
+
+/* Bit i set: id i is in use.  Id 0 is never handed out ("no lruvec"). */
+static uint64_t id_map[(RCL_LRUVEC_MAX_IDS + 1) / 64];
+static unsigned id_hint = 1;
+static pthread_mutex_t id_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned id_alloc(void)
+{
+	unsigned i, id = 0;
+
+	pthread_mutex_lock(&id_lock);
+	for (i = 0; i < RCL_LRUVEC_MAX_IDS; i++) {
+		unsigned cand = 1 + (id_hint - 1 + i) % RCL_LRUVEC_MAX_IDS;
+
+		if (!(id_map[cand / 64] & (1ull << (cand % 64)))) {
+			id_map[cand / 64] |= 1ull << (cand % 64);
+			id = cand;
+			/* Hand ids out round-robin so a freed id is reused late. */
+			id_hint = cand % RCL_LRUVEC_MAX_IDS + 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&id_lock);
+	return id;
+}
+
+static void id_free(unsigned id)
+{
+	pthread_mutex_lock(&id_lock);
+	id_map[id / 64] &= ~(1ull << (id % 64));
+	pthread_mutex_unlock(&id_lock);
+}
+
+/* ------------------------------------------------------------------------- */
+/* List primitives (lruvec lock held)                                         */
+/* ------------------------------------------------------------------------- */
+
+void rcl__lruvec_lock(struct rcl_lruvec *lv)
+{
+	pthread_mutex_lock(&lv->__lock);
+}
+
+void rcl__lruvec_unlock(struct rcl_lruvec *lv)
+{
+	pthread_mutex_unlock(&lv->__lock);
+}
+
+/* Sizes are written under the lock and read lock-free (relaxed). */
+static inline void ctr_add(RCL__ATOMIC(uint64_t) *c, int64_t d)
+{
+	atomic_store_explicit(
+		c, atomic_load_explicit(c, memory_order_relaxed) + (uint64_t)d,
+		memory_order_relaxed);
+}
+
+static inline void stat_add(struct rcl_lruvec *lv, unsigned type,
+			    enum rcl__stat s, uint64_t d)
+{
+	atomic_fetch_add_explicit(&lv->__types[type].stat[s], d,
+				  memory_order_relaxed);
+}
+
+static inline void link_between(struct rcl_lru_node *n,
+				struct rcl_lru_node *prev,
+				struct rcl_lru_node *next)
+{
+	n->__prev = prev;
+	n->__next = next;
+	prev->__next = n;
+	next->__prev = n;
+}
+
+static inline void unlink_node(struct rcl_lru_node *n)
+{
+	n->__prev->__next = n->__next;
+	n->__next->__prev = n->__prev;
+	n->__next = n->__prev = NULL;
+}
+
+static void list_add_head(struct rcl_lruvec *lv, unsigned list,
+			  struct rcl_lru_node *n)
+{
+	struct rcl__lru_list *l = &lv->__lists[list];
+
+	link_between(n, &l->head, l->head.__next);
+	ctr_add(&l->nr, 1);
+	ctr_add(&l->weight, n->__weight);
+}
+
+static void list_add_tail(struct rcl_lruvec *lv, unsigned list,
+			  struct rcl_lru_node *n)
+{
+	struct rcl__lru_list *l = &lv->__lists[list];
+
+	link_between(n, l->head.__prev, &l->head);
+	ctr_add(&l->nr, 1);
+	ctr_add(&l->weight, n->__weight);
+}
+
+static void list_del(struct rcl_lruvec *lv, unsigned list,
+		     struct rcl_lru_node *n)
+{
+	struct rcl__lru_list *l = &lv->__lists[list];
+
+	RCL_ASSERT(atomic_load_explicit(&l->nr, memory_order_relaxed) > 0);
+	unlink_node(n);
+	ctr_add(&l->nr, -1);
+	ctr_add(&l->weight, -(int64_t)n->__weight);
+}
+
+static inline struct rcl_lru_node *list_tail(struct rcl_lruvec *lv,
+					     unsigned list)
+{
+	struct rcl__lru_list *l = &lv->__lists[list];
+
+	return l->head.__prev == &l->head ? NULL : l->head.__prev;
+}
+
+/*
+ * Replace the flag word of a node whose list-choosing bits only change under
+ * the lruvec lock (held): @clear and @set are applied to whatever the lockless
+ * bits (REFERENCED, QUEUED) are at the moment.  Returns the new value.
+ */
+static uint32_t flags_update(struct rcl_lru_node *n, uint32_t clear,
+			     uint32_t set)
+{
+	uint32_t f = node_flags(n);
+
+	while (!node_cas(n, &f, (f & ~clear) | set))
+		;
+	return (f & ~clear) | set;
+}
+
+/* Is @n (flags @f) on @lv, in one of the states in @states? */
+static inline bool node_on(const struct rcl_lruvec *lv, uint32_t f,
+			   uint32_t states)
+{
+	return (f & states) && f_id(f) == lv->__id;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Batch application (called by lib/batch.c, lruvec lock held)                */
+/* ------------------------------------------------------------------------- */
+
+void rcl__lruvec_apply_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
+			      enum rcl__batch_op op)
+{
+	uint32_t f = node_flags(n);
+
+	if (op == RCL__OP_ADD) {
+		/* Pending: list it.  Otherwise it was deleted meanwhile. */
+		while (node_on(lv, f, F_PENDING)) {
+			uint32_t nf = (f & ~(F_PENDING | F_QUEUED)) | F_LISTED;
+
+			if (node_cas(n, &f, nf)) {
+				list_add_head(lv, f_list(nf), n);
+				return;
+			}
+		}
+	} else {
+		/* A queued activation: still inactive and evictable? */
+		if (node_on(lv, f, F_LISTED) &&
+		    !(f & (F_ACTIVE | F_UNEVICTABLE))) {
+			list_del(lv, f_list(f), n);
+			f = flags_update(n, F_QUEUED, F_ACTIVE);
+			list_add_head(lv, f_list(f), n);
+			stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
+			return;
+		}
+	}
+	atomic_fetch_and_explicit(&n->__flags, ~F_QUEUED, memory_order_acq_rel);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Nodes                                                                      */
+/* ------------------------------------------------------------------------- */
+
+RCL_API void rcl_lru_node_init(struct rcl_lru_node *node)
+{
+	if (!node)
+		return;
+	node->__next = node->__prev = NULL;
+	atomic_store_explicit(&node->__flags, 0, memory_order_relaxed);
+	node->__weight = 0;
+}
+
+RCL_API unsigned rcl_lru_node_flags(const struct rcl_lru_node *node)
+{
+	return node ? node_flags(node) & F_PUBLIC : 0;
+}
+
+RCL_API unsigned rcl_lru_node_type(const struct rcl_lru_node *node)
+{
+	uint32_t f;
+
+	if (!node)
+		return 0;
+	f = node_flags(node);
+	return (f & F_STATE) ? f_type(f) : 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Lifecycle                                                                  */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
+			    const struct rcl_lruvec_config *cfg)
+{
+	static const struct rcl_lru_type_config defaults[2] = {
+		{ "file", 1 },
+		{ "anon", 2 },
+	};
+	const struct rcl_lru_type_config *types = defaults;
+	unsigned nr_types = 2, i;
+	unsigned id;
+	int err;
+
+	if (!lv)
+		return -EINVAL;
+	if (cfg && cfg->nr_types > RCL_LRU_MAX_TYPES)
+		return -EINVAL;
+	if (cfg && cfg->nr_types) {
+		types = cfg->types;
+		nr_types = cfg->nr_types;
+	}
+
+	memset(lv, 0, sizeof(*lv));
+	err = pthread_mutex_init(&lv->__lock, NULL);
+	if (err)
+		return -err;
+	err = pthread_cond_init(&lv->__putback, NULL);
+	if (err) {
+		pthread_mutex_destroy(&lv->__lock);
+		return -err;
+	}
+	id = id_alloc();
+	if (!id) {
+		pthread_cond_destroy(&lv->__putback);
+		pthread_mutex_destroy(&lv->__lock);
+		return -ENOSPC;
+	}
+
+	for (i = 0; i < RCL_LRU_NR_LISTS; i++) {
+		struct rcl_lru_node *h = &lv->__lists[i].head;
+
+		h->__next = h->__prev = h;
+	}
+	for (i = 0; i < nr_types; i++) {
+		struct rcl__lru_type *t = &lv->__types[i];
+
+		if (types[i].name)
+			snprintf(t->name, sizeof(t->name), "%s", types[i].name);
+		else
+			snprintf(t->name, sizeof(t->name), "type%u", i);
+		t->cost = types[i].cost ? types[i].cost : 1;
+	}
+	lv->__nr_types = nr_types;
+	lv->__ops = cfg ? cfg->ops : NULL;
+	lv->__priv = cfg ? cfg->priv : NULL;
+	lv->__weight_per_gib =
+		cfg && cfg->weight_per_gib ? cfg->weight_per_gib : 1ull << 30;
+	lv->__id = (uint16_t)id;
+	atomic_store_explicit(&lv->__magic, RCL__LRUVEC_MAGIC,
+			      memory_order_release);
+	return 0;
+}
+
+static bool lruvec_empty_locked(struct rcl_lruvec *lv)
+{
+	unsigned i;
+
+	if (atomic_load_explicit(&lv->__nr_isolated, memory_order_relaxed))
+		return false;
+	for (i = 0; i < RCL_LRU_NR_LISTS; i++)
+		if (lv->__lists[i].head.__next != &lv->__lists[i].head)
+			return false;
+	return true;
+}
+
+RCL_API int rcl_lruvec_destroy(struct rcl_lruvec *lv)
+{
+	bool empty;
+
+	if (!lruvec_live(lv))
+		return 0;
+	if (rcl__tls_evicting == lv)
+		return -EDEADLK;
+
+	/* No batch may keep a pointer to @lv once it is gone. */
+	rcl__tbatch_drain_all(lv);
+
+	pthread_mutex_lock(&lv->__lock);
+	empty = lruvec_empty_locked(lv);
+	pthread_mutex_unlock(&lv->__lock);
+	if (!empty)
+		return -EBUSY;
+
+	atomic_store_explicit(&lv->__magic, 0, memory_order_release);
+	id_free(lv->__id);
+	lv->__id = 0;
+	pthread_cond_destroy(&lv->__putback);
+	pthread_mutex_destroy(&lv->__lock);
+	return 0;
+}
+
+RCL_API unsigned rcl_lruvec_id(const struct rcl_lruvec *lv)
+{
+	return lruvec_live(lv) ? lv->__id : 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Add, delete, access                                                        */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
+			   unsigned type, uint32_t weight, unsigned flags)
+{
+	const unsigned known = RCL_LRU_ADD_ACTIVE | RCL_LRU_ADD_UNEVICTABLE |
+			       RCL_LRU_ADD_NOBATCH;
+	struct rcl__tbatch *b = NULL;
+	uint32_t f, nf;
+
+	if (!lruvec_live(lv) || !node || type >= lv->__nr_types ||
+	    (flags & ~known) ||
+	    (flags & (RCL_LRU_ADD_ACTIVE | RCL_LRU_ADD_UNEVICTABLE)) ==
+		    (RCL_LRU_ADD_ACTIVE | RCL_LRU_ADD_UNEVICTABLE))
+		return -EINVAL;
+
+	if (!(flags & RCL_LRU_ADD_NOBATCH))
+		b = rcl__tbatch_lock_local();
+	if (!b)
+		pthread_mutex_lock(&lv->__lock);
+
+	/* Claim the node: idle -> pending (batched) or listed. */
+	f = node_flags(node);
+	do {
+		if (f & (F_STATE | F_QUEUED)) {
+			if (b)
+				rcl__tbatch_unlock(b);
+			else
+				pthread_mutex_unlock(&lv->__lock);
+			return -EBUSY;
+		}
+		nf = (f & F_KEEP_IDLE) | type |
+		     ((uint32_t)lv->__id << F_ID_SHIFT);
+		if (flags & RCL_LRU_ADD_ACTIVE)
+			nf |= F_ACTIVE;
+		if (flags & RCL_LRU_ADD_UNEVICTABLE)
+			nf |= F_UNEVICTABLE;
+		nf |= b ? F_PENDING | F_QUEUED : F_LISTED;
+	} while (!node_cas(node, &f, nf));
+	node->__weight = weight;
+
+	if (b) {
+		rcl__tbatch_append(b, node, lv, RCL__OP_ADD);
+		rcl__tbatch_unlock(b);
+	} else {
+		list_add_head(lv, f_list(nf), node);
+		pthread_mutex_unlock(&lv->__lock);
+	}
+	return 0;
+}
+
+/*
+ * Unlink a listed node of @lv and make it idle.  Lock held.  Returns whether
+ * it has a batch entry left to purge.
+ */
+static bool del_listed_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n)
+{
+	uint32_t f = node_flags(n);
+
+	RCL_ASSERT(node_on(lv, f, F_LISTED));
+	list_del(lv, f_list(f), n);
+	while (!node_cas(n, &f, f & (F_KEEP_IDLE | F_QUEUED)))
+		;
+	return f & F_QUEUED;
+}
+
+/* Tries are bounded: each retry means another thread changed the state. */
+#define STATE_RETRIES 64
+
+static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
+{
+	unsigned tries;
+
+	if (!lruvec_live(lv) || !node)
+		return -EINVAL;
+
+	for (tries = 0; tries < STATE_RETRIES; tries++) {
+		uint32_t f = node_flags(node);
+		bool queued;
+
+		if (!node_on(lv, f, F_STATE))
+			return -ENOENT;
+		if (f & F_PENDING) {
+			/* Not on a list: only the batch entry refers to it. */
+			if (!node_cas(node, &f, f & (F_KEEP_IDLE | F_QUEUED)))
+				continue;
+			rcl__tbatch_purge(node);
+			return 0;
+		}
+
+		pthread_mutex_lock(&lv->__lock);
+		f = node_flags(node);
+		if (wait && node_on(lv, f, F_ISOLATED)) {
+			if (rcl__tls_evicting) {
+				pthread_mutex_unlock(&lv->__lock);
+				return -EDEADLK;
+			}
+			/*
+			 * Wait for the putback, then delete under the same
+			 * lock hold, so that no other reclaimer can isolate
+			 * the node again in between.
+			 */
+			atomic_fetch_add_explicit(&lv->__nr_waiters, 1,
+						  memory_order_relaxed);
+			while (node_on(lv, f, F_ISOLATED)) {
+				pthread_cond_wait(&lv->__putback, &lv->__lock);
+				f = node_flags(node);
+			}
+			atomic_fetch_sub_explicit(&lv->__nr_waiters, 1,
+						  memory_order_relaxed);
+		}
+		if (!node_on(lv, f, F_LISTED)) {
+			pthread_mutex_unlock(&lv->__lock);
+			if (node_on(lv, f, F_ISOLATED))
+				return -EBUSY;
+			continue;	/* pending, or gone: look again */
+		}
+		queued = del_listed_locked(lv, node);
+		pthread_mutex_unlock(&lv->__lock);
+		if (queued)
+			rcl__tbatch_purge(node);
+		return 0;
+	}
+	/* Another thread keeps changing the node: the caller races itself. */
+	return -EBUSY;
+}
+
+RCL_API int rcl_lruvec_del(struct rcl_lruvec *lv, struct rcl_lru_node *node)
+{
+	return do_del(lv, node, false);
+}
+
+RCL_API int rcl_lruvec_del_wait(struct rcl_lruvec *lv,
+				struct rcl_lru_node *node)
+{
+	return do_del(lv, node, true);
+}
+
+RCL_API int rcl_lruvec_mark_accessed(struct rcl_lruvec *lv,
+				     struct rcl_lru_node *node)
+{
+	uint32_t f;
+	unsigned tries;
+
+	if (unlikely(!lv || !node))
+		return -EINVAL;
+	f = atomic_load_explicit(&node->__flags, memory_order_relaxed);
+	/* The hot path: active and referenced already.  No store. */
+	if (likely((f & (F_ACTIVE | F_REFERENCED)) ==
+			   (F_ACTIVE | F_REFERENCED) &&
+		   f_id(f) == lv->__id && f_id(f) != 0))
+		return 0;
+
+	for (tries = 0; tries < STATE_RETRIES; tries++) {
+		struct rcl__tbatch *b;
+
+		if (!lruvec_live(lv))
+			return -EINVAL;
+		if (!node_on(lv, f, F_STATE))
+			return -ENOENT;
+		if (!(f & F_REFERENCED)) {
+			/* First touch (or first since aged). */
+			if (node_cas(node, &f, f | F_REFERENCED))
+				return 0;
+			continue;
+		}
+		if (f & F_ACTIVE)
+			return 0;
+		if (f & F_PENDING) {
+			/* Second touch before the add is drained: land active. */
+			if (node_cas(node, &f, (f | F_ACTIVE) & ~F_REFERENCED))
+				return 0;
+			continue;
+		}
+		if (f & (F_ISOLATED | F_UNEVICTABLE | F_QUEUED))
+			return 0;	/* nothing to move, or already queued */
+
+		/* Second touch of a listed inactive node: queue activation. */
+		b = rcl__tbatch_lock_local();
+		if (!b) {
+			pthread_mutex_lock(&lv->__lock);
+			f = node_flags(node);
+			if (node_on(lv, f, F_LISTED) &&
+			    !(f & (F_ACTIVE | F_UNEVICTABLE | F_QUEUED))) {
+				list_del(lv, f_list(f), node);
+				f = flags_update(node, F_REFERENCED, F_ACTIVE);
+				list_add_head(lv, f_list(f), node);
+				stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
+			}
+			pthread_mutex_unlock(&lv->__lock);
+			return 0;
+		}
+		if (node_cas(node, &f, (f | F_QUEUED) & ~F_REFERENCED)) {
+			rcl__tbatch_append(b, node, lv, RCL__OP_ACTIVATE);
+			rcl__tbatch_unlock(b);
+			return 0;
+		}
+		rcl__tbatch_unlock(b);
+	}
+	return 0;	/* contended to death: losing one access is harmless */
+}
+
+/* ------------------------------------------------------------------------- */
+/* Moves of a single node                                                     */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * Lock @lv with @node listed on it: drains the batch holding a pending node
+ * first.  Returns 0 with the lock held and *@fp the node's flags, or an error
+ * with the lock not held.
+ */
+static int lock_listed(struct rcl_lruvec *lv, struct rcl_lru_node *node,
+		       uint32_t *fp)
+{
+	unsigned tries;
+
+	if (!lruvec_live(lv) || !node)
+		return -EINVAL;
+	for (tries = 0; tries < STATE_RETRIES; tries++) {
+		uint32_t f;
+
+		pthread_mutex_lock(&lv->__lock);
+		f = node_flags(node);
+		if (node_on(lv, f, F_LISTED)) {
+			*fp = f;
+			return 0;
+		}
+		pthread_mutex_unlock(&lv->__lock);
+		if (node_on(lv, f, F_ISOLATED))
+			return -EBUSY;
+		if (!node_on(lv, f, F_PENDING))
+			return -ENOENT;
+		/* Pending: bring it to its list, ours first. */
+		rcl_lru_drain_local();
+		if (node_on(lv, node_flags(node), F_PENDING))
+			rcl__tbatch_drain_all(lv);
+	}
+	return -EBUSY;
+}
+
+RCL_API int rcl_lruvec_rotate(struct rcl_lruvec *lv, struct rcl_lru_node *node)
+{
+	uint32_t f;
+	int err = lock_listed(lv, node, &f);
+
+	if (err)
+		return err;
+	if (f & F_UNEVICTABLE) {
+		pthread_mutex_unlock(&lv->__lock);
+		return -EPERM;
+	}
+	list_del(lv, f_list(f), node);
+	if (f & F_ACTIVE) {
+		f = flags_update(node, F_ACTIVE | F_REFERENCED, F_WORKINGSET);
+		stat_add(lv, f_type(f), RCL__STAT_DEACTIVATED, 1);
+	} else {
+		f = flags_update(node, F_REFERENCED, 0);
+	}
+	list_add_tail(lv, f_list(f), node);
+	pthread_mutex_unlock(&lv->__lock);
+	return 0;
+}
+
+RCL_API int rcl_lruvec_deactivate(struct rcl_lruvec *lv,
+				  struct rcl_lru_node *node)
+{
+	uint32_t f;
+	int err = lock_listed(lv, node, &f);
+
+	if (err)
+		return err;
+	if (f & F_UNEVICTABLE) {
+		pthread_mutex_unlock(&lv->__lock);
+		return -EPERM;
+	}
+	if (f & F_ACTIVE) {
+		list_del(lv, f_list(f), node);
+		f = flags_update(node, F_ACTIVE | F_REFERENCED, F_WORKINGSET);
+		list_add_head(lv, f_list(f), node);
+		stat_add(lv, f_type(f), RCL__STAT_DEACTIVATED, 1);
+	} else {
+		flags_update(node, F_REFERENCED, 0);
+	}
+	pthread_mutex_unlock(&lv->__lock);
+	return 0;
+}
+
+RCL_API int rcl_lruvec_mark_unevictable(struct rcl_lruvec *lv,
+					struct rcl_lru_node *node)
+{
+	uint32_t f;
+	int err = lock_listed(lv, node, &f);
+
+	if (err)
+		return err;
+	if (!(f & F_UNEVICTABLE)) {
+		list_del(lv, f_list(f), node);
+		f = flags_update(node, F_ACTIVE, F_UNEVICTABLE);
+		list_add_head(lv, f_list(f), node);
+	}
+	pthread_mutex_unlock(&lv->__lock);
+	return 0;
+}
+
+RCL_API int rcl_lruvec_unmark_unevictable(struct rcl_lruvec *lv,
+					  struct rcl_lru_node *node)
+{
+	uint32_t f;
+	int err = lock_listed(lv, node, &f);
+
+	if (err)
+		return err;
+	if (f & F_UNEVICTABLE) {
+		list_del(lv, f_list(f), node);
+		f = flags_update(node, F_UNEVICTABLE | F_ACTIVE, 0);
+		list_add_head(lv, f_list(f), node);
+	}
+	pthread_mutex_unlock(&lv->__lock);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Sizes and statistics                                                       */
+/* ------------------------------------------------------------------------- */
+
+RCL_API size_t rcl_lruvec_count(const struct rcl_lruvec *lv, unsigned list,
+				uint64_t *weight)
+{
+	struct rcl__lru_list *l;
+
+	if (!lruvec_live(lv) || list >= RCL_LRU_NR_LISTS) {
+		if (weight)
+			*weight = 0;
+		return 0;
+	}
+	l = (struct rcl__lru_list *)&lv->__lists[list];
+	if (weight)
+		*weight = atomic_load_explicit(&l->weight, memory_order_relaxed);
+	return (size_t)atomic_load_explicit(&l->nr, memory_order_relaxed);
+}
+
+RCL_API size_t rcl_lruvec_nr_isolated(const struct rcl_lruvec *lv)
+{
+	if (!lruvec_live(lv))
+		return 0;
+	return (size_t)atomic_load_explicit(
+		&((struct rcl_lruvec *)lv)->__nr_isolated, memory_order_relaxed);
+}
+
+RCL_API unsigned rcl_lruvec_nr_types(const struct rcl_lruvec *lv)
+{
+	return lruvec_live(lv) ? lv->__nr_types : 0;
+}
+
+RCL_API const char *rcl_lruvec_type_name(const struct rcl_lruvec *lv,
+					 unsigned type)
+{
+	if (!lruvec_live(lv) || type >= lv->__nr_types)
+		return NULL;
+	return lv->__types[type].name;
+}
+
+RCL_API uint32_t rcl_lruvec_type_cost(const struct rcl_lruvec *lv,
+				      unsigned type)
+{
+	if (!lruvec_live(lv) || type >= lv->__nr_types)
+		return 0;
+	return lv->__types[type].cost;
+}
+
+RCL_API int rcl_lruvec_stats(const struct rcl_lruvec *lv, unsigned type,
+			     struct rcl_lruvec_type_stats *out)
+{
+	struct rcl__lru_type *t;
+	uint64_t v[RCL__NR_STATS];
+	unsigned i;
+
+	if (!lruvec_live(lv) || type >= lv->__nr_types || !out)
+		return -EINVAL;
+	t = (struct rcl__lru_type *)&lv->__types[type];
+	for (i = 0; i < RCL__NR_STATS; i++)
+		v[i] = atomic_load_explicit(&t->stat[i], memory_order_relaxed);
+	out->scanned = v[RCL__STAT_SCANNED];
+	out->freed = v[RCL__STAT_FREED];
+	out->weight_freed = v[RCL__STAT_WEIGHT_FREED];
+	out->rotated = v[RCL__STAT_ROTATED];
+	out->activated = v[RCL__STAT_ACTIVATED];
+	out->deactivated = v[RCL__STAT_DEACTIVATED];
+	out->refill_scanned = v[RCL__STAT_REFILL_SCANNED];
+	out->active_rotated = v[RCL__STAT_ACTIVE_ROTATED];
+	return 0;
+}
+
+/* Integer square root (floor), Newton's method; no libm. */
+static uint64_t isqrt64(uint64_t x)
+{
+	uint64_t r, y;
+
+	if (x < 2)
+		return x;
+	r = x;
+	y = (r + 1) / 2;
+	while (y < r) {
+		r = y;
+		y = (r + x / r) / 2;
+	}
+	return r;
+}
+
+RCL_API unsigned rcl_lruvec_inactive_ratio(const struct rcl_lruvec *lv,
+					   unsigned type)
+{
+	uint64_t in, act, gb;
+
+	if (!lruvec_live(lv) || type >= lv->__nr_types)
+		return 0;
+	rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), &in);
+	rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), &act);
+	gb = (in + act) / lv->__weight_per_gib;
+	return gb ? (unsigned)isqrt64(10 * gb) : 1;
+}
+
+RCL_API bool rcl_lruvec_inactive_is_low(const struct rcl_lruvec *lv,
+					unsigned type)
+{
+	uint64_t in, act;
+	unsigned ratio = rcl_lruvec_inactive_ratio(lv, type);
+
+	if (!ratio)
+		return false;
+	rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), &in);
+	rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), &act);
+	return in * ratio < act;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Isolation and putback                                                      */
+/* ------------------------------------------------------------------------- */
+
+RCL_API void rcl_lru_isolated_init(struct rcl_lru_isolated *iso)
+{
+	if (!iso)
+		return;
+	memset(iso, 0, sizeof(*iso));
+	iso->__head.__next = iso->__head.__prev = &iso->__head;
+}
+
+static bool iso_ok(const struct rcl_lru_isolated *iso)
+{
+	return iso && iso->__head.__next && iso->__head.__prev;
+}
+
+RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
+			       size_t nr_to_scan, struct rcl_lru_isolated *iso)
+{
+	size_t scanned = 0;
+	bool inactive = !(list & 1);
+
+	if (!lruvec_live(lv) || !iso_ok(iso) || list >= RCL_LRU_UNEVICTABLE ||
+	    list / 2 >= lv->__nr_types || (iso->__lv && iso->__lv != lv))
+		return -EINVAL;
+	iso->__lv = lv;
+
+	/* Pending adds and activations of this thread reach the lists first. */
+	rcl_lru_drain_local();
+
+	while (scanned < nr_to_scan) {
+		size_t chunk = RCL_MIN(nr_to_scan - scanned,
+				       (size_t)RCL_LRU_BATCH_ISOLATE);
+		size_t k, taken = 0;
+		bool empty = false;
+
+		pthread_mutex_lock(&lv->__lock);
+		for (k = 0; k < chunk; k++) {
+			struct rcl_lru_node *n = list_tail(lv, list);
+			uint32_t f;
+
+			if (!n) {
+				empty = true;
+				break;
+			}
+			f = node_flags(n);
+			list_del(lv, list, n);
+			if (inactive && (f & F_QUEUED)) {
+				/*
+				 * Accessed twice, activation still in a batch:
+				 * activate now rather than evict a hot object.
+				 */
+				f = flags_update(n, F_REFERENCED, F_ACTIVE);
+				list_add_head(lv, f_list(f), n);
+				stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
+				continue;
+			}
+			flags_update(n, F_LISTED, F_ISOLATED);
+			link_between(n, iso->__head.__prev, &iso->__head);
+			iso->nr++;
+			iso->weight += n->__weight;
+			taken++;
+		}
+		atomic_fetch_add_explicit(&lv->__nr_isolated, taken,
+					  memory_order_relaxed);
+		pthread_mutex_unlock(&lv->__lock);
+		scanned += k;
+		if (empty)
+			break;
+	}
+	iso->nr_scanned = scanned;
+	return 0;
+}
+
+RCL_API struct rcl_lru_node *rcl_lru_isolated_next(struct rcl_lru_isolated *iso,
+						   struct rcl_lru_node *pos)
+{
+	struct rcl_lru_node *n;
+
+	if (!iso_ok(iso))
+		return NULL;
+	n = pos ? pos->__next : iso->__head.__next;
+	return n == &iso->__head ? NULL : n;
+}
+
+/* Is @node isolated from the set's lruvec? */
+static bool iso_member(const struct rcl_lru_isolated *iso,
+		       const struct rcl_lru_node *node)
+{
+	return iso_ok(iso) && node && iso->__lv && node->__next &&
+	       node_on(iso->__lv, node_flags(node), F_ISOLATED);
+}
+
+/* Wake rcl_lruvec_del_wait() callers; lock held. */
+static void wake_waiters_locked(struct rcl_lruvec *lv)
+{
+	if (atomic_load_explicit(&lv->__nr_waiters, memory_order_relaxed))
+		pthread_cond_broadcast(&lv->__putback);
+}
+
+RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
+				    struct rcl_lru_node *node)
+{
+	struct rcl_lruvec *lv;
+	uint32_t f;
+
+	if (!iso_member(iso, node))
+		return -EINVAL;
+	lv = iso->__lv;
+	unlink_node(node);
+	iso->nr--;
+	iso->weight -= node->__weight;
+	f = node_flags(node);
+	while (!node_cas(node, &f, f & F_KEEP_IDLE))
+		;
+	atomic_fetch_sub_explicit(&lv->__nr_isolated, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&lv->__nr_waiters, memory_order_relaxed)) {
+		pthread_mutex_lock(&lv->__lock);
+		wake_waiters_locked(lv);
+		pthread_mutex_unlock(&lv->__lock);
+	}
+	return 0;
+}
+
+RCL_API int rcl_lru_isolated_set_active(struct rcl_lru_isolated *iso,
+					struct rcl_lru_node *node, bool active)
+{
+	uint32_t f;
+
+	if (!iso_member(iso, node))
+		return -EINVAL;
+	f = node_flags(node);
+	if (active && !(f & F_ACTIVE))
+		flags_update(node, F_REFERENCED, F_ACTIVE);
+	else if (!active && (f & F_ACTIVE))
+		flags_update(node, F_ACTIVE, F_WORKINGSET);
+	return 0;
+}
+
+/* Relink the nodes of a private list to their lists; lock held. */
+static size_t putback_locked(struct rcl_lruvec *lv, struct rcl_lru_node *head,
+			     size_t max)
+{
+	size_t n = 0;
+
+	while (n < max && head->__next != head) {
+		struct rcl_lru_node *node = head->__next;
+		uint32_t f;
+
+		unlink_node(node);
+		f = flags_update(node, F_ISOLATED, F_LISTED);
+		list_add_head(lv, f_list(f), node);
+		n++;
+	}
+	return n;
+}
+
+static void putback_list(struct rcl_lruvec *lv, struct rcl_lru_node *head)
+{
+	while (head->__next != head) {
+		size_t n;
+
+		pthread_mutex_lock(&lv->__lock);
+		n = putback_locked(lv, head, RCL_LRU_BATCH_ISOLATE);
+		atomic_fetch_sub_explicit(&lv->__nr_isolated, n,
+					  memory_order_relaxed);
+		wake_waiters_locked(lv);
+		pthread_mutex_unlock(&lv->__lock);
+	}
+}
+
+RCL_API int rcl_lruvec_putback(struct rcl_lruvec *lv,
+			       struct rcl_lru_isolated *iso)
+{
+	if (!lruvec_live(lv) || !iso_ok(iso) || (iso->__lv && iso->__lv != lv))
+		return -EINVAL;
+	putback_list(lv, &iso->__head);
+	iso->nr = 0;
+	iso->weight = 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Reclaim primitives                                                         */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
+				       struct rcl_lru_shrink_control *sc)
+{
+	size_t remaining;
+	struct rcl_lruvec *saved;
+
+	if (!lruvec_live(lv) || !sc || sc->type >= lv->__nr_types ||
+	    !lv->__ops || !lv->__ops->evict)
+		return -EINVAL;
+
+	saved = rcl__tls_evicting;
+	remaining = sc->nr_to_scan;
+	while (remaining > 0) {
+		struct rcl_lru_isolated iso;
+		struct rcl_lru_node keep;
+		struct rcl_lru_node *n;
+		size_t freed = 0, rotated = 0, activated = 0;
+		uint64_t wfreed = 0;
+
+		rcl_lru_isolated_init(&iso);
+		rcl_lruvec_isolate(lv, RCL_LRU_LIST(sc->type, 0),
+				   RCL_MIN(remaining,
+					   (size_t)RCL_LRU_BATCH_ISOLATE),
+				   &iso);
+		sc->nr_scanned += iso.nr_scanned;
+		sc->nr_taken += iso.nr;
+		/* Nodes met with a queued activation were activated, not taken. */
+		sc->nr_activated += iso.nr_scanned - iso.nr;
+		stat_add(lv, sc->type, RCL__STAT_SCANNED, iso.nr_scanned);
+		remaining -= iso.nr_scanned;
+		if (!iso.nr_scanned)
+			break;
+
+		keep.__next = keep.__prev = &keep;
+		rcl__tls_evicting = lv;
+		while ((n = rcl_lru_isolated_next(&iso, NULL)) != NULL) {
+			uint32_t f = node_flags(n);
+			struct rcl_evict_control ctl = {
+				.lruvec = lv,
+				.priv = lv->__priv,
+				.type = f_type(f),
+				.weight = n->__weight,
+				.flags = ((f & F_REFERENCED) ? RCL_EVICT_REFERENCED : 0) |
+					 ((f & F_WORKINGSET) ? RCL_EVICT_WORKINGSET : 0),
+				.priority = sc->priority,
+				.context = sc->context,
+			};
+			enum rcl_evict_status st;
+
+			/* Off the set first: after FREED, n is not touched. */
+			unlink_node(n);
+			st = lv->__ops->evict(n, &ctl);
+			switch (st) {
+			case RCL_EVICT_FREED:
+				freed++;
+				wfreed += ctl.weight;
+				atomic_fetch_sub_explicit(&lv->__nr_isolated, 1,
+							  memory_order_relaxed);
+				continue;
+			case RCL_EVICT_ACTIVATE:
+				flags_update(n, F_REFERENCED, F_ACTIVE);
+				activated++;
+				break;
+			case RCL_EVICT_BUSY:
+			default:	/* an unknown answer keeps the object */
+				rotated++;
+				break;
+			}
+			link_between(n, keep.__prev, &keep);
+		}
+		rcl__tls_evicting = saved;
+		putback_list(lv, &keep);
+
+		if (freed && atomic_load_explicit(&lv->__nr_waiters,
+						  memory_order_relaxed)) {
+			/* A waiter may have been waiting on a node now gone. */
+			pthread_mutex_lock(&lv->__lock);
+			wake_waiters_locked(lv);
+			pthread_mutex_unlock(&lv->__lock);
+		}
+		stat_add(lv, sc->type, RCL__STAT_FREED, freed);
+		stat_add(lv, sc->type, RCL__STAT_WEIGHT_FREED, wfreed);
+		stat_add(lv, sc->type, RCL__STAT_ROTATED, rotated);
+		stat_add(lv, sc->type, RCL__STAT_ACTIVATED, activated);
+		sc->nr_freed += freed;
+		sc->weight_freed += wfreed;
+		sc->nr_rotated += rotated;
+		sc->nr_activated += activated;
+	}
+	return 0;
+}
+
+RCL_API int rcl_lruvec_shrink_active(struct rcl_lruvec *lv,
+				     struct rcl_lru_shrink_control *sc)
+{
+	unsigned list;
+	size_t remaining;
+
+	if (!lruvec_live(lv) || !sc || sc->type >= lv->__nr_types)
+		return -EINVAL;
+	list = RCL_LRU_LIST(sc->type, 1);
+	rcl_lru_drain_local();
+
+	remaining = sc->nr_to_scan;
+	while (remaining > 0) {
+		size_t chunk = RCL_MIN(remaining, (size_t)RCL_LRU_BATCH_ISOLATE);
+		size_t k, rotated = 0, deactivated = 0;
+		bool empty = false;
+
+		pthread_mutex_lock(&lv->__lock);
+		for (k = 0; k < chunk; k++) {
+			struct rcl_lru_node *n = list_tail(lv, list);
+			uint32_t f;
+
+			if (!n) {
+				empty = true;
+				break;
+			}
+			f = node_flags(n);
+			list_del(lv, list, n);
+			if (f & F_REFERENCED) {
+				/* Second chance on the active list. */
+				f = flags_update(n, F_REFERENCED, 0);
+				rotated++;
+			} else {
+				f = flags_update(n, F_ACTIVE, F_WORKINGSET);
+				deactivated++;
+			}
+			list_add_head(lv, f_list(f), n);
+		}
+		pthread_mutex_unlock(&lv->__lock);
+
+		stat_add(lv, sc->type, RCL__STAT_REFILL_SCANNED, k);
+		stat_add(lv, sc->type, RCL__STAT_ACTIVE_ROTATED, rotated);
+		stat_add(lv, sc->type, RCL__STAT_DEACTIVATED, deactivated);
+		sc->nr_scanned += k;
+		sc->nr_rotated += rotated;
+		sc->nr_deactivated += deactivated;
+		remaining -= k;
+		if (empty)
+			break;
+	}
+	return 0;
+}
