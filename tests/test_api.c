@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Linked against the *shared* library: touches every exported symbol (a
+ * missing export fails the link), checks that internals stay hidden, and
+ * that the version the headers promise is the version that runs.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define UNIT_TESTING 1
+#include <cmocka.h>
+
+#include <reclaim/reclaim.h>
+
+static enum rcl_evict_status api_evict(struct rcl_lru_node *node,
+				       struct rcl_evict_control *ctl)
+{
+	(void)node;
+	(void)ctl;
+	return RCL_EVICT_BUSY;
+}
+
+static const struct rcl_lruvec_ops api_ops = { .evict = api_evict };
+
+static void test_api_version(void **state)
+{
+	(void)state;
+	assert_string_equal(rcl_version(), RCL_VERSION_STRING);
+	assert_int_equal(rcl_version_number(), RCL_VERSION_NUMBER);
+}
+
+static void test_api_every_lruvec_symbol(void **state)
+{
+	struct rcl_lruvec_config cfg = { .ops = &api_ops };
+	struct rcl_lruvec lv;
+	struct rcl_lru_node a, b;
+	struct rcl_lru_isolated iso;
+	struct rcl_lru_shrink_control sc = { .type = 0, .nr_to_scan = 1 };
+	struct rcl_lruvec_type_stats st;
+	uint64_t w;
+
+	(void)state;
+	rcl_lru_node_init(&a);
+	rcl_lru_node_init(&b);
+	assert_int_equal(rcl_lruvec_init(&lv, &cfg), 0);
+	assert_int_not_equal(rcl_lruvec_id(&lv), 0);
+	assert_int_equal(rcl_lruvec_nr_types(&lv), 2);
+	assert_string_equal(rcl_lruvec_type_name(&lv, 0), "file");
+	assert_int_equal(rcl_lruvec_type_cost(&lv, 1), 2);
+
+	assert_int_equal(rcl_lruvec_add(&lv, &a, 0, 10, 0), 0);
+	assert_int_equal(rcl_lruvec_add(&lv, &b, 0, 20, RCL_LRU_ADD_NOBATCH), 0);
+	rcl_lru_drain_local();
+	assert_int_equal(rcl_lruvec_drain(&lv), 0);
+	assert_int_equal(rcl_lruvec_count(&lv, RCL_LRU_LIST(0, 0), &w), 2);
+	assert_int_equal(w, 30);
+	assert_int_equal(rcl_lruvec_mark_accessed(&lv, &a), 0);
+	assert_true(rcl_lru_node_flags(&a) & RCL_LRU_F_REFERENCED);
+	assert_int_equal(rcl_lru_node_type(&a), 0);
+	assert_int_equal(rcl_lruvec_rotate(&lv, &a), 0);
+	assert_int_equal(rcl_lruvec_deactivate(&lv, &a), 0);
+	assert_int_equal(rcl_lruvec_mark_unevictable(&lv, &a), 0);
+	assert_int_equal(rcl_lruvec_unmark_unevictable(&lv, &a), 0);
+	assert_int_equal(rcl_lruvec_inactive_ratio(&lv, 0), 1);
+	assert_false(rcl_lruvec_inactive_is_low(&lv, 0));
+
+	rcl_lru_isolated_init(&iso);
+	assert_int_equal(rcl_lruvec_isolate(&lv, RCL_LRU_LIST(0, 0), 2, &iso), 0);
+	assert_int_equal(iso.nr, 2);
+	assert_int_equal(rcl_lruvec_nr_isolated(&lv), 2);
+	assert_non_null(rcl_lru_isolated_next(&iso, NULL));
+	assert_int_equal(rcl_lru_isolated_set_active(&iso, &a, true), 0);
+	assert_int_equal(rcl_lru_isolated_remove(&iso, &b), 0);
+	assert_int_equal(rcl_lruvec_putback(&lv, &iso), 0);
+
+	assert_int_equal(rcl_lruvec_shrink_active(&lv, &sc), 0);
+	assert_int_equal(rcl_lruvec_shrink_inactive(&lv, &sc), 0);
+	assert_int_equal(rcl_lruvec_stats(&lv, 0, &st), 0);
+	assert_int_equal(rcl_lruvec_del_wait(&lv, &a), 0);
+	assert_int_equal(rcl_lruvec_del(&lv, &a), -ENOENT);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+}
+
+static void test_api_internals_are_hidden(void **state)
+{
+	(void)state;
+	assert_non_null(dlsym(RTLD_DEFAULT, "rcl_lruvec_add"));
+	assert_null(dlsym(RTLD_DEFAULT, "rcl__assert_fail"));
+	assert_null(dlsym(RTLD_DEFAULT, "rcl__tbatch_purge"));
+	assert_null(dlsym(RTLD_DEFAULT, "rcl__lruvec_apply_locked"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_api_version),
+		cmocka_unit_test(test_api_every_lruvec_symbol),
+		cmocka_unit_test(test_api_internals_are_hidden),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
