@@ -841,8 +841,16 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 				empty = true;
 				break;
 			}
-			f = node_flags(n);
 			list_del(lv, list, n);
+			/*
+			 * Decide and isolate in one CAS: mark_accessed() may
+			 * queue an activation (set QUEUED, by CAS, on a LISTED
+			 * node) at any moment until the node is ISOLATED.
+			 */
+			f = node_flags(n);
+			while (!(inactive && (f & F_QUEUED)) &&
+			       !node_cas(n, &f, (f & ~F_LISTED) | F_ISOLATED))
+				;
 			if (inactive && (f & F_QUEUED)) {
 				/*
 				 * Accessed twice, activation still in a batch:
@@ -853,7 +861,6 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 				stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
 				continue;
 			}
-			flags_update(n, F_LISTED, F_ISOLATED);
 			link_between(n, iso->__head.__prev, &iso->__head);
 			iso->nr++;
 			iso->weight += n->__weight;
@@ -908,9 +915,16 @@ RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
 	unlink_node(node);
 	iso->nr--;
 	iso->weight -= node->__weight;
+	/*
+	 * An isolated active node may still have a stale activation entry in
+	 * some thread's batch (isolation of the inactive list activated it):
+	 * purge it, or that batch would later touch memory the caller frees.
+	 */
 	f = node_flags(node);
-	while (!node_cas(node, &f, f & F_KEEP_IDLE))
+	while (!node_cas(node, &f, f & (F_KEEP_IDLE | F_QUEUED)))
 		;
+	if (f & F_QUEUED)
+		rcl__tbatch_purge(node);
 	atomic_fetch_sub_explicit(&lv->__nr_isolated, 1, memory_order_relaxed);
 	if (atomic_load_explicit(&lv->__nr_waiters, memory_order_relaxed)) {
 		pthread_mutex_lock(&lv->__lock);

@@ -1012,6 +1012,38 @@ static void test_lruvec_isolate_activates_queued_node(void **state)
 	assert_int_equal(flags_of(fx, 0), RCL_LRU_F_LISTED | RCL_LRU_F_ACTIVE);
 }
 
+
+/*
+ * Isolation of the inactive list activates a node whose activation is queued
+ * in another thread's batch; the entry stays there.  If that node is then
+ * isolated from the active list and removed (to be freed), the entry must be
+ * purged, or the other thread's next drain touches freed memory.
+ */
+static void test_lruvec_isolated_remove_purges_stale_entry(void **state)
+{
+	struct fixture *fx = *state;
+	struct rcl_lru_isolated iso;
+	struct rcl_lru_node poison;
+	struct parked p;
+
+	add_range(fx, 0, 1, RCL_LRU_FILE, 0);
+	park_start(&p, fx, touch_twice);
+	rcl_lru_isolated_init(&iso);
+	assert_int_equal(rcl_lruvec_isolate(&fx->lv, INACTIVE(0), 1, &iso), 0);
+	assert_int_equal(iso.nr, 0);
+	assert_int_equal(rcl_lruvec_isolate(&fx->lv, ACTIVE(0), 1, &iso), 0);
+	assert_int_equal(iso.nr, 1);
+	assert_int_equal(rcl_lru_isolated_remove(&iso, &fx->objs[0].lru), 0);
+	/* No batch refers to it: the private QUEUED bit (7) is clear. */
+	assert_int_equal(atomic_load(&fx->objs[0].lru.__flags), 0);
+	memset(&fx->objs[0].lru, 0xff, sizeof(poison));
+	memcpy(&poison, &fx->objs[0].lru, sizeof(poison));
+	park_finish(&p);	/* the parked thread drains its batch */
+	assert_memory_equal(&fx->objs[0].lru, &poison, sizeof(poison));
+	rcl_lru_node_init(&fx->objs[0].lru);
+	check(fx, 0);
+}
+
 /* ------------------------------------------------------------------------- */
 /* shrink_inactive                                                            */
 /* ------------------------------------------------------------------------- */
@@ -1394,6 +1426,7 @@ int main(void)
 		T(test_lruvec_isolate_more_than_list),
 		T(test_lruvec_isolate_bad_input),
 		T(test_lruvec_isolate_activates_queued_node),
+		T(test_lruvec_isolated_remove_purges_stale_entry),
 		T(test_lruvec_shrink_inactive_every_answer),
 		T(test_lruvec_shrink_inactive_outputs_accumulate),
 		T(test_lruvec_shrink_inactive_unknown_answer_keeps),
