@@ -188,6 +188,44 @@ static inline bool node_on(const struct rcl_lruvec *lv, uint32_t f,
 	return (f & states) && f_id(f) == lv->__id;
 }
 
+/*
+ * Move a listed node (flags @f) to the list its flags choose once @clear and
+ * @set are applied: its head, or its tail if @tail.  Lock held.  Returns the
+ * new flags.
+ */
+static uint32_t relink_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
+			      uint32_t f, uint32_t clear, uint32_t set,
+			      bool tail)
+{
+	list_del(lv, f_list(f), n);
+	f = flags_update(n, clear, set);
+	if (tail)
+		list_add_tail(lv, f_list(f), n);
+	else
+		list_add_head(lv, f_list(f), n);
+	return f;
+}
+
+/* Inactive -> active head (clearing @clear too), counted.  Lock held. */
+static void activate_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
+			    uint32_t f, uint32_t clear)
+{
+	f = relink_locked(lv, n, f, clear, F_ACTIVE, false);
+	stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
+}
+
+/*
+ * Active -> inactive head (or tail), as the kernel's deactivation: the node
+ * loses its referenced bit and keeps the memory of having been active (the
+ * workingset bit).  Counted.  Lock held.
+ */
+static void deactivate_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
+			      uint32_t f, bool tail)
+{
+	f = relink_locked(lv, n, f, F_ACTIVE | F_REFERENCED, F_WORKINGSET, tail);
+	stat_add(lv, f_type(f), RCL__STAT_DEACTIVATED, 1);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Batch application (called by lib/batch.c, lruvec lock held)                */
 /* ------------------------------------------------------------------------- */
@@ -211,10 +249,7 @@ void rcl__lruvec_apply_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
 		/* A queued activation: still inactive and evictable? */
 		if (node_on(lv, f, F_LISTED) &&
 		    !(f & (F_ACTIVE | F_UNEVICTABLE))) {
-			list_del(lv, f_list(f), n);
-			f = flags_update(n, F_QUEUED, F_ACTIVE);
-			list_add_head(lv, f_list(f), n);
-			stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
+			activate_locked(lv, n, f, F_QUEUED);
 			return;
 		}
 	}
@@ -543,12 +578,8 @@ RCL_API int rcl_lruvec_mark_accessed(struct rcl_lruvec *lv,
 			pthread_mutex_lock(&lv->__lock);
 			f = node_flags(node);
 			if (node_on(lv, f, F_LISTED) &&
-			    !(f & (F_ACTIVE | F_UNEVICTABLE | F_QUEUED))) {
-				list_del(lv, f_list(f), node);
-				f = flags_update(node, F_REFERENCED, F_ACTIVE);
-				list_add_head(lv, f_list(f), node);
-				stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
-			}
+			    !(f & (F_ACTIVE | F_UNEVICTABLE | F_QUEUED)))
+				activate_locked(lv, node, f, F_REFERENCED);
 			pthread_mutex_unlock(&lv->__lock);
 			return 0;
 		}
@@ -611,14 +642,10 @@ RCL_API int rcl_lruvec_rotate(struct rcl_lruvec *lv, struct rcl_lru_node *node)
 		pthread_mutex_unlock(&lv->__lock);
 		return -EPERM;
 	}
-	list_del(lv, f_list(f), node);
-	if (f & F_ACTIVE) {
-		f = flags_update(node, F_ACTIVE | F_REFERENCED, F_WORKINGSET);
-		stat_add(lv, f_type(f), RCL__STAT_DEACTIVATED, 1);
-	} else {
-		f = flags_update(node, F_REFERENCED, 0);
-	}
-	list_add_tail(lv, f_list(f), node);
+	if (f & F_ACTIVE)
+		deactivate_locked(lv, node, f, true);
+	else
+		relink_locked(lv, node, f, F_REFERENCED, 0, true);
 	pthread_mutex_unlock(&lv->__lock);
 	return 0;
 }
@@ -635,14 +662,10 @@ RCL_API int rcl_lruvec_deactivate(struct rcl_lruvec *lv,
 		pthread_mutex_unlock(&lv->__lock);
 		return -EPERM;
 	}
-	if (f & F_ACTIVE) {
-		list_del(lv, f_list(f), node);
-		f = flags_update(node, F_ACTIVE | F_REFERENCED, F_WORKINGSET);
-		list_add_head(lv, f_list(f), node);
-		stat_add(lv, f_type(f), RCL__STAT_DEACTIVATED, 1);
-	} else {
+	if (f & F_ACTIVE)
+		deactivate_locked(lv, node, f, false);
+	else
 		flags_update(node, F_REFERENCED, 0);
-	}
 	pthread_mutex_unlock(&lv->__lock);
 	return 0;
 }
@@ -655,11 +678,8 @@ RCL_API int rcl_lruvec_mark_unevictable(struct rcl_lruvec *lv,
 
 	if (err)
 		return err;
-	if (!(f & F_UNEVICTABLE)) {
-		list_del(lv, f_list(f), node);
-		f = flags_update(node, F_ACTIVE, F_UNEVICTABLE);
-		list_add_head(lv, f_list(f), node);
-	}
+	if (!(f & F_UNEVICTABLE))
+		relink_locked(lv, node, f, F_ACTIVE, F_UNEVICTABLE, false);
 	pthread_mutex_unlock(&lv->__lock);
 	return 0;
 }
@@ -672,11 +692,8 @@ RCL_API int rcl_lruvec_unmark_unevictable(struct rcl_lruvec *lv,
 
 	if (err)
 		return err;
-	if (f & F_UNEVICTABLE) {
-		list_del(lv, f_list(f), node);
-		f = flags_update(node, F_UNEVICTABLE | F_ACTIVE, 0);
-		list_add_head(lv, f_list(f), node);
-	}
+	if (f & F_UNEVICTABLE)
+		relink_locked(lv, node, f, F_UNEVICTABLE | F_ACTIVE, 0, false);
 	pthread_mutex_unlock(&lv->__lock);
 	return 0;
 }
