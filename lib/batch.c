@@ -53,9 +53,9 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t batch_key;
 static bool batch_key_ok;
 
-static _Thread_local struct rcl__tbatch *tls_batch;
+static RCL__TLS struct rcl__tbatch *tls_batch;
 
-_Thread_local struct rcl_lruvec *rcl__tls_evicting;
+RCL__TLS struct rcl_lruvec *rcl__tls_evicting;
 
 /* ------------------------------------------------------------------------- */
 /* Applying entries                                                           */

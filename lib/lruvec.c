@@ -85,16 +85,6 @@ static void id_free(unsigned id)
 /* List primitives (lruvec lock held)                                         */
 /* ------------------------------------------------------------------------- */
 
-void rcl__lruvec_lock(struct rcl_lruvec *lv)
-{
-	pthread_mutex_lock(&lv->__lock);
-}
-
-void rcl__lruvec_unlock(struct rcl_lruvec *lv)
-{
-	pthread_mutex_unlock(&lv->__lock);
-}
-
 /* Sizes are written under the lock and read lock-free (relaxed). */
 static inline void ctr_add(RCL__ATOMIC(uint64_t) *c, int64_t d)
 {
@@ -288,6 +278,30 @@ RCL_API unsigned rcl_lru_node_type(const struct rcl_lru_node *node)
 /* Lifecycle                                                                  */
 /* ------------------------------------------------------------------------- */
 
+/*
+ * The lruvec lock is held for short stretches (one batch of at most 32
+ * nodes) by threads that would otherwise sleep on each other at every batch
+ * boundary: glibc's adaptive mutex spins briefly before it sleeps, which the
+ * churn benchmark showed worth 1.7x at 2 threads (bench/README.md).
+ */
+static int lruvec_mutex_init(pthread_mutex_t *m)
+{
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+	pthread_mutexattr_t attr;
+	int err = pthread_mutexattr_init(&attr);
+
+	if (err)
+		return err;
+	err = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+	if (!err)
+		err = pthread_mutex_init(m, &attr);
+	pthread_mutexattr_destroy(&attr);
+	return err;
+#else
+	return pthread_mutex_init(m, NULL);
+#endif
+}
+
 RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
 			    const struct rcl_lruvec_config *cfg)
 {
@@ -310,7 +324,7 @@ RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
 	}
 
 	memset(lv, 0, sizeof(*lv));
-	err = pthread_mutex_init(&lv->__lock, NULL);
+	err = lruvec_mutex_init(&lv->__lock);
 	if (err)
 		return -err;
 	err = pthread_cond_init(&lv->__putback, NULL);
@@ -374,9 +388,9 @@ RCL_API int rcl_lruvec_destroy(struct rcl_lruvec *lv)
 	/* No batch may keep a pointer to @lv once it is gone. */
 	rcl__tbatch_drain_all(lv);
 
-	pthread_mutex_lock(&lv->__lock);
+	rcl__lruvec_lock(lv);
 	empty = lruvec_empty_locked(lv);
-	pthread_mutex_unlock(&lv->__lock);
+	rcl__lruvec_unlock(lv);
 	if (!empty)
 		return -EBUSY;
 
@@ -414,7 +428,7 @@ RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 	if (!(flags & RCL_LRU_ADD_NOBATCH))
 		b = rcl__tbatch_lock_local();
 	if (!b)
-		pthread_mutex_lock(&lv->__lock);
+		rcl__lruvec_lock(lv);
 
 	/* Claim the node: idle -> pending (batched) or listed. */
 	f = node_flags(node);
@@ -423,7 +437,7 @@ RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 			if (b)
 				rcl__tbatch_unlock(b);
 			else
-				pthread_mutex_unlock(&lv->__lock);
+				rcl__lruvec_unlock(lv);
 			return -EBUSY;
 		}
 		nf = (f & F_KEEP_IDLE) | type |
@@ -441,7 +455,7 @@ RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 		rcl__tbatch_unlock(b);
 	} else {
 		list_add_head(lv, f_list(nf), node);
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 	}
 	return 0;
 }
@@ -485,11 +499,11 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			return 0;
 		}
 
-		pthread_mutex_lock(&lv->__lock);
+		rcl__lruvec_lock(lv);
 		f = node_flags(node);
 		if (wait && node_on(lv, f, F_ISOLATED)) {
 			if (rcl__tls_evicting) {
-				pthread_mutex_unlock(&lv->__lock);
+				rcl__lruvec_unlock(lv);
 				return -EDEADLK;
 			}
 			/*
@@ -507,13 +521,13 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 						  memory_order_relaxed);
 		}
 		if (!node_on(lv, f, F_LISTED)) {
-			pthread_mutex_unlock(&lv->__lock);
+			rcl__lruvec_unlock(lv);
 			if (node_on(lv, f, F_ISOLATED))
 				return -EBUSY;
 			continue;	/* pending, or gone: look again */
 		}
 		queued = del_listed_locked(lv, node);
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 		if (queued)
 			rcl__tbatch_purge(node);
 		return 0;
@@ -575,12 +589,12 @@ RCL_API int rcl_lruvec_mark_accessed(struct rcl_lruvec *lv,
 		/* Second touch of a listed inactive node: queue activation. */
 		b = rcl__tbatch_lock_local();
 		if (!b) {
-			pthread_mutex_lock(&lv->__lock);
+			rcl__lruvec_lock(lv);
 			f = node_flags(node);
 			if (node_on(lv, f, F_LISTED) &&
 			    !(f & (F_ACTIVE | F_UNEVICTABLE | F_QUEUED)))
 				activate_locked(lv, node, f, F_REFERENCED);
-			pthread_mutex_unlock(&lv->__lock);
+			rcl__lruvec_unlock(lv);
 			return 0;
 		}
 		if (node_cas(node, &f, (f | F_QUEUED) & ~F_REFERENCED)) {
@@ -612,13 +626,13 @@ static int lock_listed(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 	for (tries = 0; tries < STATE_RETRIES; tries++) {
 		uint32_t f;
 
-		pthread_mutex_lock(&lv->__lock);
+		rcl__lruvec_lock(lv);
 		f = node_flags(node);
 		if (node_on(lv, f, F_LISTED)) {
 			*fp = f;
 			return 0;
 		}
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 		if (node_on(lv, f, F_ISOLATED))
 			return -EBUSY;
 		if (!node_on(lv, f, F_PENDING))
@@ -639,14 +653,14 @@ RCL_API int rcl_lruvec_rotate(struct rcl_lruvec *lv, struct rcl_lru_node *node)
 	if (err)
 		return err;
 	if (f & F_UNEVICTABLE) {
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 		return -EPERM;
 	}
 	if (f & F_ACTIVE)
 		deactivate_locked(lv, node, f, true);
 	else
 		relink_locked(lv, node, f, F_REFERENCED, 0, true);
-	pthread_mutex_unlock(&lv->__lock);
+	rcl__lruvec_unlock(lv);
 	return 0;
 }
 
@@ -659,14 +673,14 @@ RCL_API int rcl_lruvec_deactivate(struct rcl_lruvec *lv,
 	if (err)
 		return err;
 	if (f & F_UNEVICTABLE) {
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 		return -EPERM;
 	}
 	if (f & F_ACTIVE)
 		deactivate_locked(lv, node, f, false);
 	else
 		flags_update(node, F_REFERENCED, 0);
-	pthread_mutex_unlock(&lv->__lock);
+	rcl__lruvec_unlock(lv);
 	return 0;
 }
 
@@ -680,7 +694,7 @@ RCL_API int rcl_lruvec_mark_unevictable(struct rcl_lruvec *lv,
 		return err;
 	if (!(f & F_UNEVICTABLE))
 		relink_locked(lv, node, f, F_ACTIVE, F_UNEVICTABLE, false);
-	pthread_mutex_unlock(&lv->__lock);
+	rcl__lruvec_unlock(lv);
 	return 0;
 }
 
@@ -694,7 +708,7 @@ RCL_API int rcl_lruvec_unmark_unevictable(struct rcl_lruvec *lv,
 		return err;
 	if (f & F_UNEVICTABLE)
 		relink_locked(lv, node, f, F_UNEVICTABLE | F_ACTIVE, 0, false);
-	pthread_mutex_unlock(&lv->__lock);
+	rcl__lruvec_unlock(lv);
 	return 0;
 }
 
@@ -849,7 +863,7 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 		size_t k, taken = 0;
 		bool empty = false;
 
-		pthread_mutex_lock(&lv->__lock);
+		rcl__lruvec_lock(lv);
 		for (k = 0; k < chunk; k++) {
 			struct rcl_lru_node *n = list_tail(lv, list);
 			uint32_t f;
@@ -885,7 +899,7 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 		}
 		atomic_fetch_add_explicit(&lv->__nr_isolated, taken,
 					  memory_order_relaxed);
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 		scanned += k;
 		if (empty)
 			break;
@@ -944,9 +958,9 @@ RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
 		rcl__tbatch_purge(node);
 	atomic_fetch_sub_explicit(&lv->__nr_isolated, 1, memory_order_relaxed);
 	if (atomic_load_explicit(&lv->__nr_waiters, memory_order_relaxed)) {
-		pthread_mutex_lock(&lv->__lock);
+		rcl__lruvec_lock(lv);
 		wake_waiters_locked(lv);
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 	}
 	return 0;
 }
@@ -989,12 +1003,12 @@ static void putback_list(struct rcl_lruvec *lv, struct rcl_lru_node *head)
 	while (head->__next != head) {
 		size_t n;
 
-		pthread_mutex_lock(&lv->__lock);
+		rcl__lruvec_lock(lv);
 		n = putback_locked(lv, head, RCL_LRU_BATCH_ISOLATE);
 		atomic_fetch_sub_explicit(&lv->__nr_isolated, n,
 					  memory_order_relaxed);
 		wake_waiters_locked(lv);
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 	}
 }
 
@@ -1069,8 +1083,6 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			case RCL_EVICT_FREED:
 				freed++;
 				wfreed += ctl.weight;
-				atomic_fetch_sub_explicit(&lv->__nr_isolated, 1,
-							  memory_order_relaxed);
 				continue;
 			case RCL_EVICT_ACTIVATE:
 				flags_update(n, F_REFERENCED, F_ACTIVE);
@@ -1084,14 +1096,17 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			link_between(n, keep.__prev, &keep);
 		}
 		rcl__tls_evicting = saved;
+		if (freed)
+			atomic_fetch_sub_explicit(&lv->__nr_isolated, freed,
+						  memory_order_relaxed);
 		putback_list(lv, &keep);
 
 		if (freed && atomic_load_explicit(&lv->__nr_waiters,
 						  memory_order_relaxed)) {
 			/* A waiter may have been waiting on a node now gone. */
-			pthread_mutex_lock(&lv->__lock);
+			rcl__lruvec_lock(lv);
 			wake_waiters_locked(lv);
-			pthread_mutex_unlock(&lv->__lock);
+			rcl__lruvec_unlock(lv);
 		}
 		stat_add(lv, sc->type, RCL__STAT_FREED, freed);
 		stat_add(lv, sc->type, RCL__STAT_WEIGHT_FREED, wfreed);
@@ -1122,7 +1137,7 @@ RCL_API int rcl_lruvec_shrink_active(struct rcl_lruvec *lv,
 		size_t k, rotated = 0, deactivated = 0;
 		bool empty = false;
 
-		pthread_mutex_lock(&lv->__lock);
+		rcl__lruvec_lock(lv);
 		for (k = 0; k < chunk; k++) {
 			struct rcl_lru_node *n = list_tail(lv, list);
 			uint32_t f;
@@ -1143,7 +1158,7 @@ RCL_API int rcl_lruvec_shrink_active(struct rcl_lruvec *lv,
 			}
 			list_add_head(lv, f_list(f), n);
 		}
-		pthread_mutex_unlock(&lv->__lock);
+		rcl__lruvec_unlock(lv);
 
 		stat_add(lv, sc->type, RCL__STAT_REFILL_SCANNED, k);
 		stat_add(lv, sc->type, RCL__STAT_ACTIVE_ROTATED, rotated);
