@@ -254,8 +254,6 @@ static void test_lruvec_ids_run_out_with_enospc(void **state)
 	size_t i, n = 0;
 
 	(void)state;
-	if (getenv("RCL_UNDER_VALGRIND"))
-		skip();
 	lvs = calloc(RCL_LRUVEC_MAX_IDS, sizeof(*lvs));
 	assert_non_null(lvs);
 	/* The fixture of other tests may hold ids: fill what is left. */
