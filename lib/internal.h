@@ -36,6 +36,7 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 #define RCL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define RCL_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /*
  * The library's few thread-local words use the initial-exec model: one

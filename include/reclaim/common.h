@@ -43,6 +43,23 @@
 #endif
 
 /**
+ * struct rcl_allocator - where a library object gets its memory
+ * @alloc: returns @size bytes aligned for any type, or NULL
+ * @free: releases memory from @alloc; never called with NULL
+ * @ctx: passed to both
+ *
+ * Library-allocated objects (registries, shrinkers, ...) take an optional
+ * allocator at creation; NULL means malloc()/free().  Tests use it to count
+ * allocations and to make the Nth one fail.  The library never allocates per
+ * cached object.
+ */
+struct rcl_allocator {
+	void *(*alloc)(void *ctx, size_t size);
+	void (*free)(void *ctx, void *ptr);
+	void *ctx;
+};
+
+/**
  * rcl_container_of() - the object that embeds @ptr as its member @member
  * @ptr: pointer to the embedded member
  * @type: type of the containing object

@@ -11,5 +11,6 @@
 #include <reclaim/common.h>
 #include <reclaim/version.h>
 #include <reclaim/lruvec.h>
+#include <reclaim/shrinker.h>
 
 #endif /* RECLAIM_RECLAIM_H */

@@ -1,0 +1,782 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shrinker registry, after the kernel's mm/shrinker.c.
+ *
+ * Arithmetic.  do_shrink() is the kernel's do_shrink_slab() under three
+ * policies (see enum rcl_shrink_policy in the header): the modern form
+ * exactly, the 2014 form with its windup clamp, and the library's default,
+ * which keeps pressure in 16.16 fixed point so that small caches accumulate
+ * fractions of an object, caps the backlog at half the cache, and works a
+ * backlog off at a bounded rate.  The backlog is claimed with an atomic
+ * exchange and the remainder returned with an atomic add, so concurrent
+ * reclaimers split it instead of each doing it.
+ *
+ * Concurrency.  The kernel walks its shrinker list under RCU and pins each
+ * shrinker with a refcount.  User space has no RCU, and a registry mutex per
+ * step would make every reclaimer bounce one cache line (the 2018 "47%
+ * down_read_trylock" profile).  Instead each registered shrinker occupies a
+ * *slot* in an append-only table of cache-line-sized slots that live as long
+ * as the registry: { shrinker pointer, count of walkers inside }.  A walker
+ * increments the slot's count, then reads the pointer; free() clears the
+ * pointer, then waits for the count to reach zero.  Both sides use seq_cst
+ * operations, so either the walker sees the cleared pointer and skips, or the
+ * freer sees the walker's count and waits (a Dekker handshake); slots are
+ * never freed while the registry lives, so a walker can always touch one.
+ * Reclaimers therefore take no lock at all, and only write the slots and
+ * shrinkers they actually call.  Registration and free take the registry
+ * mutex, which reclaimers never take (except to wake a waiting freer).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include <reclaim/shrinker.h>
+
+/* ------------------------------------------------------------------------- */
+/* Types                                                                      */
+/* ------------------------------------------------------------------------- */
+
+#define SLOTS_PER_CHUNK 64u
+#define MAX_CHUNKS (RCL_SHRINKER_MAX / SLOTS_PER_CHUNK)
+#define FP_SHIFT 16
+/* Freeable counts above this are treated as this in the arithmetic. */
+#define FREEABLE_MAX (1ul << 40)
+
+struct slot {
+	_Atomic(struct rcl_shrinker *) ptr;
+	atomic_uint refs;
+	bool used;	/* registry mutex: taken by a registered shrinker */
+} __attribute__((aligned(64)));
+
+struct chunk {
+	struct slot s[SLOTS_PER_CHUNK];
+};
+
+struct rcl_shrinker_registry {
+	pthread_mutex_t lock;
+	pthread_cond_t released;	/* a slot's walker count reached 0 */
+	unsigned nr_partitions;
+	enum rcl_shrink_policy policy;
+	void (*trace)(void *arg, const struct rcl_shrink_trace *ev);
+	void *trace_arg;
+	struct rcl_allocator alloc;
+	atomic_uint high;		/* slots [0, high) may be in use */
+	atomic_uint nr_shrinkers;	/* allocated and not freed */
+	atomic_uint nr_freeing;		/* frees waiting for walkers */
+	_Atomic(struct chunk *) chunks[MAX_CHUNKS];
+};
+
+struct rcl_shrinker {
+	struct rcl_shrinker_registry *reg;
+	const struct rcl_shrinker_ops *ops;
+	void *priv;
+	char name[RCL_SHRINKER_NAME_LEN];
+	unsigned long seeks;
+	unsigned long batch;
+	unsigned flags;
+	unsigned nr_backlogs;
+	atomic_int slot;		/* -1: not registered; set under the mutex */
+	atomic_ullong calls, scanned, freed, stops;
+	atomic_ulong backlog[];		/* objects, or 16.16 fixed point */
+};
+
+/*
+ * The shrinkers whose callbacks the calling thread is inside, innermost
+ * first: rcl_shrinker_free() on one of them would wait for itself.
+ */
+struct cb_frame {
+	const struct rcl_shrinker *s;
+	struct cb_frame *up;
+};
+static RCL__TLS struct cb_frame *tls_frames;
+
+/* ------------------------------------------------------------------------- */
+/* Memory                                                                     */
+/* ------------------------------------------------------------------------- */
+
+static void *std_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	return malloc(size);
+}
+
+static void std_free(void *ctx, void *ptr)
+{
+	(void)ctx;
+	free(ptr);
+}
+
+static const struct rcl_allocator std_allocator = { std_alloc, std_free, NULL };
+
+static void *reg_alloc(struct rcl_shrinker_registry *reg, size_t size)
+{
+	void *p = reg->alloc.alloc(reg->alloc.ctx, size);
+
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+static struct slot *slot_at(struct rcl_shrinker_registry *reg, unsigned i)
+{
+	struct chunk *c = atomic_load_explicit(&reg->chunks[i / SLOTS_PER_CHUNK],
+					       memory_order_acquire);
+
+	return &c->s[i % SLOTS_PER_CHUNK];
+}
+
+/* ------------------------------------------------------------------------- */
+/* Registry                                                                   */
+/* ------------------------------------------------------------------------- */
+
+RCL_API const char *rcl_shrink_policy_name(enum rcl_shrink_policy policy)
+{
+	switch (policy) {
+	case RCL_SHRINK_POLICY_DEFAULT:
+		return "rcl-default";
+	case RCL_SHRINK_POLICY_KERNEL_MODERN:
+		return "kernel-modern";
+	case RCL_SHRINK_POLICY_KERNEL_2014:
+		return "kernel-2014";
+	}
+	return NULL;
+}
+
+RCL_API int rcl_shrinker_registry_new(const struct rcl_shrinker_registry_config *cfg,
+				      struct rcl_shrinker_registry **out)
+{
+	const struct rcl_allocator *a = &std_allocator;
+	struct rcl_shrinker_registry *reg;
+	unsigned parts = 1;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	if (cfg) {
+		if (cfg->nr_partitions > RCL_SHRINKER_MAX_PARTITIONS ||
+		    !rcl_shrink_policy_name(cfg->policy))
+			return -EINVAL;
+		if (cfg->allocator) {
+			if (!cfg->allocator->alloc || !cfg->allocator->free)
+				return -EINVAL;
+			a = cfg->allocator;
+		}
+		if (cfg->nr_partitions)
+			parts = cfg->nr_partitions;
+	}
+	reg = a->alloc(a->ctx, sizeof(*reg));
+	if (!reg)
+		return -ENOMEM;
+	memset(reg, 0, sizeof(*reg));
+	reg->alloc = *a;
+	err = pthread_mutex_init(&reg->lock, NULL);
+	if (err) {
+		a->free(a->ctx, reg);
+		return -err;
+	}
+	err = pthread_cond_init(&reg->released, NULL);
+	if (err) {
+		pthread_mutex_destroy(&reg->lock);
+		a->free(a->ctx, reg);
+		return -err;
+	}
+	reg->nr_partitions = parts;
+	if (cfg) {
+		reg->policy = cfg->policy;
+		reg->trace = cfg->trace;
+		reg->trace_arg = cfg->trace_arg;
+	}
+	*out = reg;
+	return 0;
+}
+
+RCL_API int rcl_shrinker_registry_free(struct rcl_shrinker_registry *reg)
+{
+	struct rcl_allocator a;
+	unsigned i;
+
+	if (!reg)
+		return 0;
+	if (atomic_load(&reg->nr_shrinkers))
+		return -EBUSY;
+	a = reg->alloc;
+	for (i = 0; i < MAX_CHUNKS; i++) {
+		struct chunk *c = atomic_load(&reg->chunks[i]);
+
+		if (c)
+			a.free(a.ctx, c);
+	}
+	pthread_cond_destroy(&reg->released);
+	pthread_mutex_destroy(&reg->lock);
+	a.free(a.ctx, reg);
+	return 0;
+}
+
+RCL_API enum rcl_shrink_policy
+rcl_shrinker_registry_policy(const struct rcl_shrinker_registry *reg)
+{
+	return reg ? reg->policy : RCL_SHRINK_POLICY_DEFAULT;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Shrinker lifecycle                                                         */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
+			     const struct rcl_shrinker_config *cfg,
+			     struct rcl_shrinker **out)
+{
+	struct rcl_shrinker *s;
+	unsigned nb;
+
+	if (!reg || !cfg || !out || !cfg->ops || !cfg->ops->count_objects ||
+	    !cfg->ops->scan_objects || cfg->seeks < 0 || cfg->batch < 0 ||
+	    (cfg->flags & ~RCL_SHRINKER_PARTITION_AWARE))
+		return -EINVAL;
+	nb = (cfg->flags & RCL_SHRINKER_PARTITION_AWARE) ? reg->nr_partitions
+							 : 1;
+	/* Count it first, so that the limit holds under concurrent news. */
+	if (atomic_fetch_add(&reg->nr_shrinkers, 1) >= RCL_SHRINKER_MAX) {
+		atomic_fetch_sub(&reg->nr_shrinkers, 1);
+		return -ENOSPC;
+	}
+	s = reg_alloc(reg, sizeof(*s) + nb * sizeof(s->backlog[0]));
+	if (!s) {
+		atomic_fetch_sub(&reg->nr_shrinkers, 1);
+		return -ENOMEM;
+	}
+	s->reg = reg;
+	s->ops = cfg->ops;
+	s->priv = cfg->priv;
+	snprintf(s->name, sizeof(s->name), "%s",
+		 cfg->name ? cfg->name : "shrinker");
+	s->seeks = (unsigned long)cfg->seeks;
+	s->batch = cfg->batch ? (unsigned long)cfg->batch : RCL_SHRINK_BATCH;
+	s->flags = cfg->flags;
+	s->nr_backlogs = nb;
+	atomic_init(&s->slot, -1);
+	*out = s;
+	return 0;
+}
+
+RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
+{
+	struct rcl_shrinker_registry *reg;
+	unsigned i, high;
+	int err = 0;
+
+	if (!s)
+		return -EINVAL;
+	reg = s->reg;
+	pthread_mutex_lock(&reg->lock);
+	if (atomic_load(&s->slot) >= 0) {
+		err = -EBUSY;
+		goto out;
+	}
+	/* Reuse the lowest free slot; grow the table if there is none. */
+	high = atomic_load_explicit(&reg->high, memory_order_relaxed);
+	for (i = 0; i < high; i++)
+		if (!slot_at(reg, i)->used)
+			break;
+	if (i == high) {
+		if (i % SLOTS_PER_CHUNK == 0) {
+			struct chunk *c;
+
+			if (i / SLOTS_PER_CHUNK >= MAX_CHUNKS) {
+				err = -ENOSPC;
+				goto out;
+			}
+			c = reg_alloc(reg, sizeof(*c));
+			if (!c) {
+				err = -ENOMEM;
+				goto out;
+			}
+			atomic_store_explicit(&reg->chunks[i / SLOTS_PER_CHUNK],
+					      c, memory_order_release);
+		}
+		atomic_store_explicit(&reg->high, i + 1, memory_order_release);
+	}
+	slot_at(reg, i)->used = true;
+	atomic_store(&s->slot, (int)i);
+	/* Publish: from here on walkers may call it. */
+	atomic_store_explicit(&slot_at(reg, i)->ptr, s, memory_order_release);
+out:
+	pthread_mutex_unlock(&reg->lock);
+	return err;
+}
+
+RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
+{
+	struct rcl_shrinker_registry *reg;
+	struct cb_frame *f;
+
+	if (!s)
+		return 0;
+	for (f = tls_frames; f; f = f->up)
+		if (f->s == s)
+			return -EDEADLK;
+	reg = s->reg;
+
+	pthread_mutex_lock(&reg->lock);
+	if (atomic_load(&s->slot) >= 0) {
+		struct slot *sl = slot_at(reg, (unsigned)atomic_load(&s->slot));
+
+		/*
+		 * Dekker with walker_put(): we announce a waiter and clear the
+		 * pointer, then read the count; a walker drops the count, then
+		 * reads the announcement.  One of us sees the other.
+		 */
+		atomic_fetch_add(&reg->nr_freeing, 1);
+		atomic_store(&sl->ptr, NULL);
+		while (atomic_load(&sl->refs))
+			pthread_cond_wait(&reg->released, &reg->lock);
+		atomic_fetch_sub(&reg->nr_freeing, 1);
+		sl->used = false;
+		atomic_store(&s->slot, -1);
+	}
+	pthread_mutex_unlock(&reg->lock);
+
+	atomic_fetch_sub(&reg->nr_shrinkers, 1);
+	reg->alloc.free(reg->alloc.ctx, s);
+	return 0;
+}
+
+RCL_API const char *rcl_shrinker_name(const struct rcl_shrinker *s)
+{
+	return s ? s->name : NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Pinning a slot                                                             */
+/* ------------------------------------------------------------------------- */
+
+/* Enter slot @sl; returns its shrinker, or NULL (and leaves) if none. */
+static struct rcl_shrinker *walker_get(struct slot *sl)
+{
+	struct rcl_shrinker *s;
+
+	atomic_fetch_add(&sl->refs, 1);
+	s = atomic_load(&sl->ptr);
+	return s;
+}
+
+static void walker_put(struct rcl_shrinker_registry *reg, struct slot *sl)
+{
+	if (atomic_fetch_sub(&sl->refs, 1) == 1 && atomic_load(&reg->nr_freeing)) {
+		pthread_mutex_lock(&reg->lock);
+		pthread_cond_broadcast(&reg->released);
+		pthread_mutex_unlock(&reg->lock);
+	}
+}
+
+/* Pin a registered shrinker's own slot; NULL if it is not registered. */
+static struct slot *pin_registered(struct rcl_shrinker *s)
+{
+	int i = atomic_load(&s->slot);
+	struct slot *sl;
+
+	if (i < 0)
+		return NULL;
+	sl = slot_at(s->reg, (unsigned)i);
+	if (walker_get(sl) == s)
+		return sl;
+	walker_put(s->reg, sl);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The arithmetic                                                             */
+/* ------------------------------------------------------------------------- */
+
+static unsigned long sat_add(unsigned long a, unsigned long b)
+{
+	return a + b < a ? ~0ul : a + b;
+}
+
+static unsigned long sat_mul(unsigned long a, unsigned long b)
+{
+	unsigned long r;
+
+	return __builtin_mul_overflow(a, b, &r) ? ~0ul : r;
+}
+
+/* Callbacks run inside a frame so that free() from them is detected. */
+static unsigned long call_count(struct rcl_shrinker *s,
+				struct rcl_shrink_control *sc)
+{
+	struct cb_frame f = { s, tls_frames };
+	unsigned long n;
+
+	tls_frames = &f;
+	n = s->ops->count_objects(s, sc);
+	tls_frames = f.up;
+	return n;
+}
+
+static unsigned long call_scan(struct rcl_shrinker *s,
+			       struct rcl_shrink_control *sc)
+{
+	struct cb_frame f = { s, tls_frames };
+	unsigned long n;
+
+	tls_frames = &f;
+	n = s->ops->scan_objects(s, sc);
+	tls_frames = f.up;
+	return n;
+}
+
+struct shrink_args {
+	unsigned partition;
+	int priority;
+	uint64_t context;
+};
+
+/*
+ * Scan @total objects in batches, the kernel's loop: whole batches, and a
+ * sub-batch remainder only while total >= freeable (@sub_batch).  Returns the
+ * objects scanned; *freed and *stopped are set.
+ */
+static unsigned long scan_loop(struct rcl_shrinker *s,
+			       struct rcl_shrink_control *sc,
+			       unsigned long total, unsigned long freeable,
+			       unsigned long batch, bool sub_batch,
+			       unsigned long *freed, bool *stopped)
+{
+	unsigned long scanned = 0;
+
+	*freed = 0;
+	*stopped = false;
+	while (total >= batch || (sub_batch && total >= freeable && total)) {
+		unsigned long n = RCL_MIN(batch, total), ret, done;
+
+		sc->nr_to_scan = n;
+		sc->nr_scanned = n;
+		ret = call_scan(s, sc);
+		if (ret == RCL_SHRINK_STOP) {
+			*stopped = true;
+			break;
+		}
+		*freed = sat_add(*freed, ret);
+		done = RCL_MIN(sc->nr_scanned, n);
+		if (!done)
+			break;	/* no progress: do not spin */
+		total -= done;
+		scanned += done;
+	}
+	return scanned;
+}
+
+static unsigned long modern_delta(const struct rcl_shrinker *s,
+				  unsigned long freeable, int priority)
+{
+	if (!s->seeks)
+		return freeable / 2;
+	return sat_mul(freeable >> priority, 4) / s->seeks;
+}
+
+static void trace_event(struct rcl_shrinker *s, const struct shrink_args *a,
+			struct rcl_shrink_trace *ev,
+			enum rcl_shrink_trace_phase phase)
+{
+	if (!s->reg->trace)
+		return;
+	ev->phase = phase;
+	ev->shrinker = s;
+	ev->name = s->name;
+	ev->partition = a->partition;
+	ev->priority = a->priority;
+	s->reg->trace(s->reg->trace_arg, ev);
+}
+
+/*
+ * One shrinker, one call: the kernel's do_shrink_slab() under the registry's
+ * policy.  The slot is pinned by the caller.
+ */
+static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
+		      struct rcl_shrink_result *res)
+{
+	struct rcl_shrink_control sc = {
+		.partition = a->partition,
+		.priority = a->priority,
+		.context = a->context,
+		.priv = s->priv,
+	};
+	struct rcl_shrink_trace ev = { 0 };
+	unsigned long freeable, nr, delta, total, scanned, freed, next;
+	unsigned idx = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? a->partition
+								  : 0;
+	atomic_ulong *bl = &s->backlog[idx];
+	int p = a->priority;
+	bool stopped;
+
+	if (!(s->flags & RCL_SHRINKER_PARTITION_AWARE))
+		sc.partition = 0;
+	res->nr_shrinkers++;
+	freeable = call_count(s, &sc);
+	if (freeable == RCL_SHRINK_EMPTY) {
+		/*
+		 * An empty cache has nothing to defer work on: a backlog kept
+		 * through it would only burst on the cache's next objects.
+		 * (0, "cannot tell now", keeps the backlog.)
+		 */
+		if (atomic_load_explicit(bl, memory_order_relaxed))
+			atomic_store_explicit(bl, 0, memory_order_relaxed);
+		return;
+	}
+	if (freeable == 0)
+		return;
+	if (freeable > FREEABLE_MAX)
+		freeable = FREEABLE_MAX;
+
+	/* Claim the backlog; concurrent callers split it. */
+	nr = atomic_load_explicit(bl, memory_order_relaxed) ?
+		     atomic_exchange(bl, 0) : 0;
+
+	switch (s->reg->policy) {
+	case RCL_SHRINK_POLICY_KERNEL_MODERN:
+		delta = modern_delta(s, freeable, p);
+		total = RCL_MIN(sat_add(nr >> p, delta), 2 * freeable);
+		ev.backlog = nr;
+		ev.delta = delta;
+		ev.freeable = freeable;
+		ev.total_scan = total;
+		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
+		scanned = scan_loop(s, &sc, total, freeable, s->batch, true,
+				    &freed, &stopped);
+		next = sat_add(nr, delta);
+		next = next > scanned ? next - scanned : 0;
+		next = RCL_MIN(next, 2 * freeable);
+		ev.new_backlog = next;
+		break;
+
+	case RCL_SHRINK_POLICY_KERNEL_2014:
+		delta = modern_delta(s, freeable, p);
+		total = sat_add(nr, delta);
+		if (delta < freeable / 4)
+			total = RCL_MIN(total, freeable / 2);
+		total = RCL_MIN(total, 2 * freeable);
+		ev.backlog = nr;
+		ev.delta = delta;
+		ev.freeable = freeable;
+		ev.total_scan = total;
+		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
+		scanned = scan_loop(s, &sc, total, freeable, s->batch, false,
+				    &freed, &stopped);
+		/* Put back what is left of the (clamped) target. */
+		next = total - RCL_MIN(scanned, total);
+		ev.new_backlog = next;
+		break;
+
+	case RCL_SHRINK_POLICY_DEFAULT:
+	default: {
+		/*
+		 * 16.16 fixed point; freeable <= 2^40 keeps it in range.  A
+		 * cache smaller than 8 batches is scanned in eighths of itself
+		 * rather than waiting for a whole batch (or, below one batch,
+		 * for its whole size) to accumulate.
+		 */
+		unsigned long f_fp = freeable << FP_SHIFT, d_fp, drain, t_fp;
+		unsigned long eb = RCL_MIN(s->batch, RCL_MAX(1ul, freeable / 8));
+		unsigned long floor_fp = RCL_MAX(eb, freeable / 8) << FP_SHIFT;
+
+		d_fp = s->seeks ? ((f_fp >> p) * 4) / s->seeks : f_fp / 2;
+		drain = RCL_MIN(nr, RCL_MAX(nr >> p, floor_fp));
+		t_fp = drain + d_fp;
+		delta = d_fp >> FP_SHIFT;
+		if (delta < freeable / 4)
+			t_fp = RCL_MIN(t_fp, (freeable / 2) << FP_SHIFT);
+		t_fp = RCL_MIN(t_fp, f_fp);
+		total = t_fp >> FP_SHIFT;
+		ev.backlog = nr >> FP_SHIFT;
+		ev.delta = delta;
+		ev.freeable = freeable;
+		ev.total_scan = total;
+		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
+		scanned = scan_loop(s, &sc, total, freeable, eb, true, &freed,
+				    &stopped);
+		next = nr + d_fp;
+		next = next > (scanned << FP_SHIFT) ? next - (scanned << FP_SHIFT)
+						    : 0;
+		next = RCL_MIN(next, f_fp / 2);
+		ev.new_backlog = next >> FP_SHIFT;
+		break;
+	}
+	}
+
+	if (next)
+		atomic_fetch_add(bl, next);
+
+	atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
+	if (scanned)
+		atomic_fetch_add_explicit(&s->scanned, scanned,
+					  memory_order_relaxed);
+	if (freed)
+		atomic_fetch_add_explicit(&s->freed, freed, memory_order_relaxed);
+	if (stopped) {
+		atomic_fetch_add_explicit(&s->stops, 1, memory_order_relaxed);
+		res->nr_stopped++;
+	}
+	res->freed = sat_add(res->freed, freed);
+	res->scanned = sat_add(res->scanned, scanned);
+	ev.freed = freed;
+	ev.scanned = scanned;
+	trace_event(s, a, &ev, RCL_SHRINK_TRACE_END);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Shrinking                                                                  */
+/* ------------------------------------------------------------------------- */
+
+static int check_args(const struct rcl_shrinker_registry *reg,
+		      unsigned partition, int priority)
+{
+	if (!reg || partition >= reg->nr_partitions || priority < 0 ||
+	    priority > RCL_DEF_PRIORITY)
+		return -EINVAL;
+	return 0;
+}
+
+RCL_API int rcl_shrinker_registry_shrink(struct rcl_shrinker_registry *reg,
+					 unsigned partition, int priority,
+					 uint64_t context,
+					 struct rcl_shrink_result *res)
+{
+	struct shrink_args a = { partition, priority, context };
+	struct rcl_shrink_result local = { 0 };
+	unsigned i, high;
+	int err = check_args(reg, partition, priority);
+
+	if (err)
+		return err;
+	high = atomic_load_explicit(&reg->high, memory_order_acquire);
+	for (i = 0; i < high; i++) {
+		struct slot *sl = slot_at(reg, i);
+		struct rcl_shrinker *s;
+
+		/* Cheap skip of free slots, without writing anything. */
+		if (!atomic_load_explicit(&sl->ptr, memory_order_relaxed))
+			continue;
+		s = walker_get(sl);
+		if (s)
+			do_shrink(s, &a, &local);
+		walker_put(reg, sl);
+	}
+	if (res) {
+		res->freed = sat_add(res->freed, local.freed);
+		res->scanned = sat_add(res->scanned, local.scanned);
+		res->nr_shrinkers += local.nr_shrinkers;
+		res->nr_stopped += local.nr_stopped;
+	}
+	return 0;
+}
+
+RCL_API int rcl_shrinker_shrink(struct rcl_shrinker *s, unsigned partition,
+				int priority, uint64_t context,
+				struct rcl_shrink_result *res)
+{
+	struct shrink_args a = { partition, priority, context };
+	struct rcl_shrink_result local = { 0 };
+	struct slot *sl;
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	err = check_args(s->reg, partition, priority);
+	if (err)
+		return err;
+	sl = pin_registered(s);
+	if (!sl)
+		return -ENOENT;
+	do_shrink(s, &a, &local);
+	walker_put(s->reg, sl);
+	if (res) {
+		res->freed = sat_add(res->freed, local.freed);
+		res->scanned = sat_add(res->scanned, local.scanned);
+		res->nr_shrinkers += local.nr_shrinkers;
+		res->nr_stopped += local.nr_stopped;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Statistics and debug entry points                                          */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_shrinker_stats(const struct rcl_shrinker *s,
+			       struct rcl_shrinker_stats *out)
+{
+	struct rcl_shrinker *w = (struct rcl_shrinker *)s;
+
+	if (!s || !out)
+		return -EINVAL;
+	out->calls = atomic_load_explicit(&w->calls, memory_order_relaxed);
+	out->scanned = atomic_load_explicit(&w->scanned, memory_order_relaxed);
+	out->freed = atomic_load_explicit(&w->freed, memory_order_relaxed);
+	out->stops = atomic_load_explicit(&w->stops, memory_order_relaxed);
+	return 0;
+}
+
+RCL_API int rcl_shrinker_backlog(const struct rcl_shrinker *s,
+				 unsigned partition, unsigned long *out)
+{
+	struct rcl_shrinker *w = (struct rcl_shrinker *)s;
+	unsigned long v;
+
+	if (!s || !out || partition >= s->nr_backlogs)
+		return -EINVAL;
+	v = atomic_load_explicit(&w->backlog[partition], memory_order_relaxed);
+	*out = s->reg->policy == RCL_SHRINK_POLICY_DEFAULT ? v >> FP_SHIFT : v;
+	return 0;
+}
+
+RCL_API int rcl_shrinker_debug_count(struct rcl_shrinker *s,
+				     unsigned partition, uint64_t context,
+				     unsigned long *out)
+{
+	struct rcl_shrink_control sc = { 0 };
+	struct slot *sl;
+
+	if (!s || !out || partition >= s->reg->nr_partitions)
+		return -EINVAL;
+	sl = pin_registered(s);
+	if (!sl)
+		return -ENOENT;
+	sc.partition = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? partition : 0;
+	sc.priority = 0;
+	sc.context = context;
+	sc.priv = s->priv;
+	*out = call_count(s, &sc);
+	walker_put(s->reg, sl);
+	return 0;
+}
+
+RCL_API int rcl_shrinker_debug_scan(struct rcl_shrinker *s,
+				    unsigned partition,
+				    unsigned long nr_to_scan, uint64_t context,
+				    unsigned long *freed,
+				    unsigned long *scanned)
+{
+	struct rcl_shrink_control sc = { 0 };
+	struct slot *sl;
+	unsigned long ret;
+
+	if (!s || !freed || partition >= s->reg->nr_partitions)
+		return -EINVAL;
+	sl = pin_registered(s);
+	if (!sl)
+		return -ENOENT;
+	sc.partition = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? partition : 0;
+	sc.nr_to_scan = nr_to_scan;
+	sc.nr_scanned = nr_to_scan;
+	sc.priority = 0;
+	sc.context = context;
+	sc.priv = s->priv;
+	ret = call_scan(s, &sc);
+	walker_put(s->reg, sl);
+	*freed = ret;
+	if (scanned)
+		*scanned = sc.nr_scanned;
+	return 0;
+}

@@ -1,0 +1,950 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the shrinker registry: the arithmetic of each policy against
+ * hand-computed vectors, STOP deferral and its drain, EMPTY versus 0, batch
+ * handling, windup and small-cache behaviour, per-partition backlogs,
+ * lifecycle errors, the trace hook, the debug entry points and allocation
+ * failures.  The shrinkers are models whose callbacks follow a script.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNIT_TESTING 1
+#include <cmocka.h>
+
+#include <reclaim/reclaim.h>
+
+/* ------------------------------------------------------------------------- */
+/* A model cache behind a shrinker                                            */
+/* ------------------------------------------------------------------------- */
+
+struct model {
+	unsigned long objects;	/* count answer (0 and EMPTY allowed) */
+	bool shrink_objects;	/* scan frees objects (not re-created) */
+	bool stop;		/* scan answers STOP */
+	unsigned long report_scanned; /* if set, nr_scanned reported */
+	uint64_t need;		/* capability bits needed to scan */
+	/* observed */
+	unsigned long counts, scans, scanned_total, freed_total;
+	unsigned long last_nr_to_scan, last_partition;
+	unsigned long max_nr_to_scan;
+	int last_priority;
+	struct rcl_shrinker *self;
+	int free_result;	/* rcl_shrinker_free() from a callback */
+	bool free_self_in_scan;
+};
+
+static unsigned long model_count(struct rcl_shrinker *s,
+				 struct rcl_shrink_control *sc)
+{
+	struct model *m = sc->priv;
+
+	assert_ptr_equal(s, m->self);
+	m->counts++;
+	m->last_partition = sc->partition;
+	return m->objects;
+}
+
+static unsigned long model_scan(struct rcl_shrinker *s,
+				struct rcl_shrink_control *sc)
+{
+	struct model *m = sc->priv;
+	unsigned long n;
+
+	assert_ptr_equal(s, m->self);
+	assert_int_equal(sc->nr_scanned, sc->nr_to_scan);
+	m->last_nr_to_scan = sc->nr_to_scan;
+	m->last_priority = sc->priority;
+	m->last_partition = sc->partition;
+	if (sc->nr_to_scan > m->max_nr_to_scan)
+		m->max_nr_to_scan = sc->nr_to_scan;
+	if (m->free_self_in_scan)
+		m->free_result = rcl_shrinker_free(s);
+	if (m->stop || (sc->context & m->need) != m->need)
+		return RCL_SHRINK_STOP;
+	m->scans++;
+	n = sc->nr_to_scan;
+	if (m->report_scanned)
+		sc->nr_scanned = m->report_scanned;
+	if (m->shrink_objects) {
+		if (n > m->objects)
+			n = m->objects;
+		m->objects -= n;
+	}
+	m->scanned_total += sc->nr_scanned;
+	m->freed_total += n;
+	return n;
+}
+
+static const struct rcl_shrinker_ops model_ops = {
+	.count_objects = model_count,
+	.scan_objects = model_scan,
+};
+
+static struct rcl_shrinker_registry *new_registry(enum rcl_shrink_policy p,
+						  unsigned parts)
+{
+	struct rcl_shrinker_registry_config cfg = {
+		.nr_partitions = parts,
+		.policy = p,
+	};
+	struct rcl_shrinker_registry *reg = NULL;
+
+	assert_int_equal(rcl_shrinker_registry_new(&cfg, &reg), 0);
+	assert_non_null(reg);
+	return reg;
+}
+
+static struct rcl_shrinker *new_shrinker(struct rcl_shrinker_registry *reg,
+					 struct model *m, int seeks, long batch,
+					 unsigned flags)
+{
+	struct rcl_shrinker_config cfg = {
+		.ops = &model_ops,
+		.priv = m,
+		.name = "model",
+		.seeks = seeks,
+		.batch = batch,
+		.flags = flags,
+	};
+	struct rcl_shrinker *s = NULL;
+
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	m->self = s;
+	return s;
+}
+
+static unsigned long backlog(struct rcl_shrinker *s, unsigned part)
+{
+	unsigned long b = 99;
+
+	assert_int_equal(rcl_shrinker_backlog(s, part, &b), 0);
+	return b;
+}
+
+/* Preset a backlog by deferring: STOP calls until it reaches @want. */
+static void shrink(struct rcl_shrinker *s, int prio, uint64_t ctx,
+		   struct rcl_shrink_result *res)
+{
+	assert_int_equal(rcl_shrinker_shrink(s, 0, prio, ctx, res), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* kernel-modern: hand-computed vectors                                       */
+/* ------------------------------------------------------------------------- */
+
+struct vec {
+	unsigned long freeable;
+	int prio, seeks;
+	unsigned long backlog_before;	/* built with STOP calls; see below */
+	unsigned long scans, scanned, backlog_after;
+};
+
+static void run_modern_vector(const struct vec *v)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 1);
+	struct model m = { .objects = v->freeable };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, v->seeks, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+
+	shrink(s, v->prio, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(m.counts, 1);
+	assert_int_equal(m.scans, v->scans);
+	assert_int_equal(res.scanned, v->scanned);
+	assert_int_equal(res.freed, v->scanned);
+	assert_int_equal(res.nr_shrinkers, 1);
+	assert_int_equal(backlog(s, 0), v->backlog_after);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+static void test_shrinker_modern_vectors(void **state)
+{
+	/*
+	 * delta = ((F >> p) * 4) / seeks (F / 2 for seeks 0);
+	 * total = min((backlog >> p) + delta, 2F); whole batches of 128, a
+	 * remainder only while total >= F; backlog' = min(backlog + delta -
+	 * scanned, 2F).
+	 */
+	static const struct vec v[] = {
+		/* 1000 >> 12 = 0: a small cache gets no pressure at all. */
+		{ 1000, 12, 2, 0, 0, 0, 0 },
+		/* delta = 1562 * 2 = 3124: 24 batches (3072), 52 carried. */
+		{ 100000, 6, 2, 0, 24, 3072, 52 },
+		/* delta = 600 = total = 2F: 4 batches, 88 < F left. */
+		{ 300, 0, 2, 0, 4, 512, 88 },
+		/* delta = 200 = 2F: one batch, 72 < F left. */
+		{ 100, 0, 2, 0, 1, 128, 72 },
+		/* seeks 0: delta = F/2 = 50 < batch and < F: carried. */
+		{ 100, 0, 0, 0, 0, 0, 50 },
+		/* seeks 0 at priority 12: 500: 3 batches, 116 carried. */
+		{ 1000, 12, 0, 0, 3, 384, 116 },
+		/* delta = 2500 * 4 / 4 = 2500: 19 batches, 68 carried. */
+		{ 10000, 2, 4, 0, 19, 2432, 68 },
+		/* total = 2F = 100 >= F = 50: a sub-batch of 100, all of it. */
+		{ 50, 0, 2, 0, 1, 100, 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		run_modern_vector(&v[i]);
+}
+
+/* STOP defers the whole target; later capable calls do it. */
+static void test_shrinker_modern_stop_defers_then_drains(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 1);
+	struct model m = { .objects = 100000, .need = RCL_CTX_MAY_IO };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+	struct rcl_shrinker_stats st;
+
+	(void)state;
+	/* A context without I/O: STOP; delta 3124 deferred. */
+	shrink(s, 6, RCL_CTX_MAY_BLOCK, &res);
+	assert_int_equal(res.nr_stopped, 1);
+	assert_int_equal(res.scanned, 0);
+	assert_int_equal(backlog(s, 0), 3124);
+	shrink(s, 6, RCL_CTX_MAY_BLOCK, &res);
+	assert_int_equal(backlog(s, 0), 6248);
+
+	/* Capable: total = (6248 >> 6) + 3124 = 97 + 3124 = 3221 -> 25
+	 * batches (3200); backlog' = 6248 + 3124 - 3200 = 6172. */
+	memset(&res, 0, sizeof(res));
+	shrink(s, 6, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(res.scanned, 3200);
+	assert_int_equal(m.scans, 25);
+	assert_int_equal(backlog(s, 0), 6172);
+	/* Priority 0: delta = 200000, total = min(6172 + 200000, 2F) =
+	 * 200000: 1562 batches (199936), the 64 left are < F; backlog' =
+	 * 6172 + 200000 - 199936 = 6236. */
+	shrink(s, 0, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(res.scanned, 3200 + 199936);
+	assert_int_equal(backlog(s, 0), 6236);
+
+	assert_int_equal(rcl_shrinker_stats(s, &st), 0);
+	assert_int_equal(st.calls, 4);
+	assert_int_equal(st.stops, 2);
+	assert_int_equal(st.scanned, 203136);
+	assert_int_equal(st.freed, 203136);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* A scan that reports fewer objects scanned keeps being called. */
+static void test_shrinker_nr_scanned_is_honoured(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 1);
+	struct model m = { .objects = 1000, .report_scanned = 64 };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+
+	(void)state;
+	/* total 2000, 64 per call, while total >= 128: 30 calls, 80 left. */
+	shrink(s, 0, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(m.scans, 30);
+	assert_int_equal(res.scanned, 1920);
+	assert_int_equal(backlog(s, 0), 80);
+
+	/* Reporting more than asked counts as what was asked: total =
+	 * min(80 + 2000, 2000) in 15 batches of 128 (1920). */
+	m.report_scanned = 1000000;
+	m.scans = 0;
+	memset(&res, 0, sizeof(res));
+	shrink(s, 0, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(m.scans, 15);
+	assert_int_equal(res.scanned, 1920);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+static unsigned long zero_scan(struct rcl_shrinker *s,
+			       struct rcl_shrink_control *sc)
+{
+	struct model *m = sc->priv;
+
+	(void)s;
+	m->scans++;
+	sc->nr_scanned = 0;
+	return 0;
+}
+
+static const struct rcl_shrinker_ops zero_ops = {
+	.count_objects = model_count,
+	.scan_objects = zero_scan,
+};
+
+static void test_shrinker_no_progress_does_not_spin(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 1);
+	struct model m = { .objects = 1000 };
+	struct rcl_shrinker_config cfg = { .ops = &zero_ops, .priv = &m,
+					   .seeks = 2 };
+	struct rcl_shrinker *s;
+	struct rcl_shrink_result res = { 0 };
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	m.self = s;
+	shrink(s, 0, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(m.scans, 1);
+	/* Nothing scanned: the whole target is carried (capped at 2F). */
+	assert_int_equal(backlog(s, 0), 2000);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+static void test_shrinker_batch_sizes(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 1);
+	struct model m = { .objects = 10000 };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 1000, 0);
+	struct rcl_shrink_result res = { 0 };
+
+	(void)state;
+	/* delta = (10000 >> 2) * 2 = 5000: five calls of exactly 1000. */
+	shrink(s, 2, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(m.scans, 5);
+	assert_int_equal(m.max_nr_to_scan, 1000);
+	assert_int_equal(m.last_nr_to_scan, 1000);
+	assert_int_equal(res.scanned, 5000);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+
+	/* batch 0 means 128. */
+	memset(&m, 0, sizeof(m));
+	m.objects = 10000;
+	s = new_shrinker(reg, &m, 2, 0, 0);
+	shrink(s, 2, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(m.max_nr_to_scan, 128);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* EMPTY and 0 both skip the cache; EMPTY also drops its backlog. */
+static void test_shrinker_empty_is_not_zero(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 1);
+	struct model m = { .objects = 100000, .stop = true };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+	struct rcl_shrinker_stats st;
+	unsigned long c;
+
+	(void)state;
+	shrink(s, 6, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(backlog(s, 0), 3124);
+
+	m.objects = 0;		/* "cannot tell now": keep the backlog */
+	shrink(s, 6, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(backlog(s, 0), 3124);
+	assert_int_equal(rcl_shrinker_debug_count(s, 0, 0, &c), 0);
+	assert_int_equal(c, 0);
+
+	m.objects = RCL_SHRINK_EMPTY;	/* empty: nothing to defer work on */
+	shrink(s, 6, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(backlog(s, 0), 0);
+	assert_int_equal(rcl_shrinker_debug_count(s, 0, 0, &c), 0);
+	assert_int_equal(c, RCL_SHRINK_EMPTY);
+
+	assert_int_equal(res.nr_shrinkers, 3);
+	assert_int_equal(rcl_shrinker_stats(s, &st), 0);
+	assert_int_equal(st.calls, 1);	/* only the call that got past counting */
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* kernel-2014                                                                */
+/* ------------------------------------------------------------------------- */
+
+static void test_shrinker_2014_clamps_and_puts_back(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_2014, 1);
+	struct model m = { .objects = 100000, .stop = true };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+	int i;
+
+	(void)state;
+	/* STOP: the clamped target (<= F/2 while delta < F/4) is put back. */
+	for (i = 0; i < 100; i++)
+		shrink(s, 6, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(backlog(s, 0), 50000);
+	/* One capable call: min(50000 + 3124, F/2) in whole batches:
+	 * 390 * 128 = 49920, the rest (80) put back.  Half the cache. */
+	m.stop = false;
+	memset(&res, 0, sizeof(res));
+	shrink(s, 6, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(res.scanned, 49920);
+	assert_int_equal(backlog(s, 0), 80);
+	/* No sub-batch remainder in 2014: 100 objects at priority 0 (delta
+	 * 200 >= F/4, so no clamp; total = min(280, 200) = 200) -> one batch. */
+	m.objects = 100;
+	memset(&res, 0, sizeof(res));
+	shrink(s, 0, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(res.scanned, 128);
+	assert_int_equal(backlog(s, 0), 72);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* rcl-default                                                                */
+/* ------------------------------------------------------------------------- */
+
+/* Priority-12 pressure on a 1000-object cache, under each policy. */
+static unsigned long small_cache_scanned(enum rcl_shrink_policy p)
+{
+	struct rcl_shrinker_registry *reg = new_registry(p, 1);
+	struct model m = { .objects = 1000 };	/* re-created: stays 1000 */
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		shrink(s, 12, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(res.scanned, m.scanned_total);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	return res.scanned;
+}
+
+static void test_shrinker_small_cache_is_not_starved(void **state)
+{
+	(void)state;
+	/* The kernel rounds (1000 >> 12) * 4 / 2 to 0, every call. */
+	assert_int_equal(small_cache_scanned(RCL_SHRINK_POLICY_KERNEL_MODERN), 0);
+	assert_int_equal(small_cache_scanned(RCL_SHRINK_POLICY_KERNEL_2014), 0);
+	/*
+	 * rcl-default: 1000 * 2^16 >> 12 * 2 = 32000/65536 = 0.488 objects a
+	 * call accumulate; batches of 1000/8 = 125 go every 256 calls (256 *
+	 * 32000 = 125 * 65536 exactly): calls 256, 512, 768 -> 375 objects,
+	 * i.e. the 488 asked for less what is still accumulating.
+	 */
+	assert_int_equal(small_cache_scanned(RCL_SHRINK_POLICY_DEFAULT), 375);
+}
+
+struct windup {
+	unsigned long first_capable_freed;
+	unsigned long max_call_freed;
+	int calls_to_drain;
+};
+
+/*
+ * The seed scenario: a cache of @f objects (not re-created) gets @k STOP
+ * calls at priority @p, then capable calls at @p until its backlog is below
+ * one batch (or @limit calls).
+ */
+static struct windup run_windup(enum rcl_shrink_policy pol, unsigned long f,
+				int seeks, int p, int k, int limit)
+{
+	struct rcl_shrinker_registry *reg = new_registry(pol, 1);
+	struct model m = { .objects = f, .shrink_objects = true, .stop = true };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, seeks, 0, 0);
+	struct windup w = { 0, 0, -1 };
+	int i;
+
+	for (i = 0; i < k; i++)
+		shrink(s, p, RCL_CTX_CAPABLE, NULL);
+	m.stop = false;
+	for (i = 1; i <= limit; i++) {
+		struct rcl_shrink_result res = { 0 };
+
+		shrink(s, p, RCL_CTX_CAPABLE, &res);
+		if (i == 1)
+			w.first_capable_freed = res.freed;
+		if (res.freed > w.max_call_freed)
+			w.max_call_freed = res.freed;
+		if (backlog(s, 0) < RCL_SHRINK_BATCH) {
+			w.calls_to_drain = i;
+			break;
+		}
+	}
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	return w;
+}
+
+static void test_shrinker_windup_first_capable_call(void **state)
+{
+	struct windup w;
+
+	(void)state;
+	/* F = 100000, seeks 2, 1000 STOP calls at priority 6. */
+	w = run_windup(RCL_SHRINK_POLICY_KERNEL_2014, 100000, 2, 6, 1000, 10000);
+	assert_int_equal(w.first_capable_freed, 49920);	/* half the cache */
+	assert_int_equal(w.calls_to_drain, 1);
+	w = run_windup(RCL_SHRINK_POLICY_KERNEL_MODERN, 100000, 2, 6, 1000, 10000);
+	/* (200000 >> 6) + 3124 = 6249 -> 48 batches. */
+	assert_int_equal(w.first_capable_freed, 6144);
+	w = run_windup(RCL_SHRINK_POLICY_DEFAULT, 100000, 2, 6, 1000, 10000);
+	/* max(100000 >> 6, 100000 / 8) + 3125 = 15625 -> 122 batches. */
+	assert_int_equal(w.first_capable_freed, 15616);
+	assert_int_equal(w.calls_to_drain, 6);
+}
+
+/*
+ * The damping rule, over a grid: after any number of deferring calls, one
+ * capable call never frees more than half of a cache whose own pressure is
+ * below a quarter of it; and the backlog is gone within a bounded number of
+ * capable calls.  kernel-modern breaks the first rule where seeks is large
+ * and the priority low: it is not the default for that reason.
+ */
+static void test_shrinker_default_damping_grid(void **state)
+{
+	static const int seeks[] = { 1, 2, 4, 8, 32 };
+	static const int ks[] = { 1, 10, 1000 };
+	const unsigned long f = 100000;
+	bool modern_violates = false;
+	size_t a, b;
+	int p;
+
+	(void)state;
+	for (a = 0; a < sizeof(seeks) / sizeof(seeks[0]); a++) {
+		for (p = 0; p <= RCL_DEF_PRIORITY; p++) {
+			unsigned long delta = ((f >> p) * 4) / (unsigned)seeks[a];
+
+			if (delta >= f / 4)
+				continue;	/* the rule is about small deltas */
+			for (b = 0; b < sizeof(ks) / sizeof(ks[0]); b++) {
+				struct windup w = run_windup(
+					RCL_SHRINK_POLICY_DEFAULT, f, seeks[a],
+					p, ks[b], 100);
+
+				assert_true(w.first_capable_freed <= f / 2);
+				assert_true(w.max_call_freed <= f / 2);
+				assert_true(w.calls_to_drain > 0);
+				/*
+				 * The cache is not refilled, so the backlog's
+				 * cap (half the cache) shrinks with it: the
+				 * worst cell (seeks 1, priority 5, whose own
+				 * pressure eats 1/8 a call) takes 23 calls.
+				 */
+				assert_true(w.calls_to_drain <= 32);
+				w = run_windup(RCL_SHRINK_POLICY_KERNEL_MODERN, f,
+					       seeks[a], p, ks[b], 1);
+				if (w.first_capable_freed > f / 2)
+					modern_violates = true;
+			}
+		}
+	}
+	assert_true(modern_violates);
+}
+
+/* A deferred backlog is not lost: it is all done, by capable calls. */
+static void test_shrinker_default_backlog_is_not_lost(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_DEFAULT, 1);
+	struct model m = { .objects = 1000000, .stop = true };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+	int i;
+
+	(void)state;
+	/* Ten STOP calls at priority 4: 10 * (1000000 >> 4) * 2 = 1250000,
+	 * capped at F / 2. */
+	for (i = 0; i < 10; i++)
+		shrink(s, 4, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(backlog(s, 0), 500000);
+	/* Capable calls at priority 12 (delta 488 each) work it off at
+	 * F/8 a call: at most 9 calls (4 and a bit), each at most F/8 +
+	 * delta. */
+	m.stop = false;
+	for (i = 0; i < 9 && backlog(s, 0) >= 128; i++) {
+		memset(&res, 0, sizeof(res));
+		shrink(s, 12, RCL_CTX_CAPABLE, &res);
+		assert_true(res.scanned <= 1000000 / 8 + 489);
+	}
+	assert_true(backlog(s, 0) < 128);
+	assert_true(m.scanned_total >= 500000);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+static void test_shrinker_default_tiny_cache_in_eighths(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_DEFAULT, 1);
+	struct model m = { .objects = 40 };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 0, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+
+	(void)state;
+	/* seeks 0: delta = 20, eighth = 5: four calls of 5 objects. */
+	shrink(s, 12, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(res.scanned, 20);
+	assert_int_equal(m.scans, 4);
+	assert_int_equal(m.max_nr_to_scan, 5);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Partitions                                                                 */
+/* ------------------------------------------------------------------------- */
+
+static void test_shrinker_partition_backlogs(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 4);
+	struct model aware = { .objects = 100000, .stop = true };
+	struct model plain = { .objects = 100000, .stop = true };
+	struct rcl_shrinker *sa = new_shrinker(reg, &aware, 2, 0,
+					       RCL_SHRINKER_PARTITION_AWARE);
+	struct rcl_shrinker *sp = new_shrinker(reg, &plain, 2, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+	unsigned long b;
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_registry_shrink(reg, 2, 6, RCL_CTX_CAPABLE,
+						      &res), 0);
+	assert_int_equal(res.nr_shrinkers, 2);
+	assert_int_equal(res.nr_stopped, 2);
+	assert_int_equal(aware.last_partition, 2);
+	assert_int_equal(plain.last_partition, 0);
+	assert_int_equal(backlog(sa, 2), 3124);
+	assert_int_equal(backlog(sa, 0), 0);
+	assert_int_equal(backlog(sa, 1), 0);
+	assert_int_equal(backlog(sa, 3), 0);
+	/* The plain shrinker has one backlog, fed from every partition. */
+	assert_int_equal(rcl_shrinker_registry_shrink(reg, 3, 6, RCL_CTX_CAPABLE,
+						      &res), 0);
+	assert_int_equal(backlog(sp, 0), 6248);
+	assert_int_equal(backlog(sa, 3), 3124);
+	assert_int_equal(rcl_shrinker_backlog(sp, 1, &b), -EINVAL);
+	assert_int_equal(rcl_shrinker_backlog(sa, 4, &b), -EINVAL);
+	assert_int_equal(rcl_shrinker_registry_shrink(reg, 4, 6, 0, &res), -EINVAL);
+	assert_int_equal(rcl_shrinker_free(sa), 0);
+	assert_int_equal(rcl_shrinker_free(sp), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Registry walk, lifecycle, errors                                           */
+/* ------------------------------------------------------------------------- */
+
+static void test_shrinker_registry_walk_visits_registered_only(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 1);
+	struct model m[3] = { { .objects = 100000 }, { .objects = 100000 },
+			      { .objects = 100000 } };
+	struct rcl_shrinker_config cfg = { .ops = &model_ops, .priv = &m[2],
+					   .seeks = 2 };
+	struct rcl_shrinker *s0 = new_shrinker(reg, &m[0], 2, 0, 0);
+	struct rcl_shrinker *s1 = new_shrinker(reg, &m[1], 2, 0, 0);
+	struct rcl_shrinker *s2;
+	struct rcl_shrink_result res = { 0 };
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s2), 0);	/* not registered */
+	m[2].self = s2;
+	assert_int_equal(rcl_shrinker_registry_shrink(reg, 0, 6, RCL_CTX_CAPABLE,
+						      &res), 0);
+	assert_int_equal(res.nr_shrinkers, 2);
+	assert_int_equal(res.scanned, 2 * 3072);
+	assert_int_equal(m[2].counts, 0);
+	assert_int_equal(rcl_shrinker_shrink(s2, 0, 6, 0, &res), -ENOENT);
+	/* A freed slot is reused; the walk still sees every shrinker once. */
+	assert_int_equal(rcl_shrinker_free(s0), 0);
+	assert_int_equal(rcl_shrinker_register(s2), 0);
+	assert_int_equal(rcl_shrinker_register(s2), -EBUSY);
+	memset(&res, 0, sizeof(res));
+	assert_int_equal(rcl_shrinker_registry_shrink(reg, 0, 6, RCL_CTX_CAPABLE,
+						      &res), 0);
+	assert_int_equal(res.nr_shrinkers, 2);
+	assert_int_equal(m[0].counts, 1);
+	assert_int_equal(m[2].counts, 1);
+	/* The registry cannot go while shrinkers remain. */
+	assert_int_equal(rcl_shrinker_registry_free(reg), -EBUSY);
+	assert_int_equal(rcl_shrinker_free(s1), 0);
+	assert_int_equal(rcl_shrinker_free(s2), 0);
+	assert_int_equal(rcl_shrinker_free(NULL), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	assert_int_equal(rcl_shrinker_registry_free(NULL), 0);
+}
+
+static void test_shrinker_bad_input(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_DEFAULT, 2);
+	struct rcl_shrinker_registry_config rc = { .nr_partitions = 2000 };
+	struct rcl_shrinker_registry *r2 = NULL;
+	static const struct rcl_shrinker_ops half = { .count_objects = model_count };
+	struct rcl_shrinker_config cfg = { .ops = &model_ops };
+	struct rcl_shrinker *s = NULL;
+	struct rcl_shrinker_stats st;
+	unsigned long v;
+	struct model m = { .objects = 10 };
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_registry_new(NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_registry_new(&rc, &r2), -EINVAL);
+	rc.nr_partitions = 1;
+	rc.policy = (enum rcl_shrink_policy)7;
+	assert_int_equal(rcl_shrinker_registry_new(&rc, &r2), -EINVAL);
+	assert_null(r2);
+	assert_null(rcl_shrink_policy_name((enum rcl_shrink_policy)7));
+	assert_string_equal(rcl_shrink_policy_name(RCL_SHRINK_POLICY_DEFAULT),
+			    "rcl-default");
+	assert_int_equal(rcl_shrinker_registry_policy(reg),
+			 RCL_SHRINK_POLICY_DEFAULT);
+
+	assert_int_equal(rcl_shrinker_new(NULL, &cfg, &s), -EINVAL);
+	assert_int_equal(rcl_shrinker_new(reg, NULL, &s), -EINVAL);
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, NULL), -EINVAL);
+	cfg.ops = &half;
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), -EINVAL);
+	cfg.ops = &model_ops;
+	cfg.seeks = -1;
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), -EINVAL);
+	cfg.seeks = 2;
+	cfg.batch = -5;
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), -EINVAL);
+	cfg.batch = 0;
+	cfg.flags = 1u << 5;
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), -EINVAL);
+	assert_null(s);
+	cfg.flags = 0;
+	cfg.priv = &m;
+	cfg.name = "a-name-that-is-longer-than-thirty-one-bytes";
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), 0);
+	m.self = s;
+	assert_int_equal(strlen(rcl_shrinker_name(s)), RCL_SHRINKER_NAME_LEN - 1);
+	assert_null(rcl_shrinker_name(NULL));
+
+	assert_int_equal(rcl_shrinker_register(NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_shrink(NULL, 0, 6, 0, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	assert_int_equal(rcl_shrinker_shrink(s, 2, 6, 0, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_shrink(s, 0, 13, 0, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_shrink(s, 0, -1, 0, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_shrink(s, 1, 12, 0, NULL), 0);
+	assert_int_equal(rcl_shrinker_registry_shrink(NULL, 0, 6, 0, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_registry_shrink(reg, 0, 13, 0, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_stats(NULL, &st), -EINVAL);
+	assert_int_equal(rcl_shrinker_stats(s, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_backlog(NULL, 0, &v), -EINVAL);
+	assert_int_equal(rcl_shrinker_backlog(s, 0, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_debug_count(NULL, 0, 0, &v), -EINVAL);
+	assert_int_equal(rcl_shrinker_debug_count(s, 2, 0, &v), -EINVAL);
+	assert_int_equal(rcl_shrinker_debug_scan(s, 0, 1, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+static void test_shrinker_free_from_own_callback_is_edeadlk(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_MODERN, 1);
+	struct model m = { .objects = 100000, .free_self_in_scan = true,
+			   .free_result = 1 };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_registry_shrink(reg, 0, 6, RCL_CTX_CAPABLE,
+						      NULL), 0);
+	assert_int_equal(m.free_result, -EDEADLK);
+	m.free_self_in_scan = false;
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Trace hook and debug entry points                                          */
+/* ------------------------------------------------------------------------- */
+
+static struct rcl_shrink_trace trace_log[4];
+static int trace_n;
+
+static void trace_cb(void *arg, const struct rcl_shrink_trace *ev)
+{
+	assert_ptr_equal(arg, trace_log);
+	if (trace_n < 4)
+		trace_log[trace_n] = *ev;
+	trace_n++;
+}
+
+static void test_shrinker_trace_hook(void **state)
+{
+	struct rcl_shrinker_registry_config rc = {
+		.policy = RCL_SHRINK_POLICY_KERNEL_MODERN,
+		.trace = trace_cb,
+		.trace_arg = trace_log,
+	};
+	struct rcl_shrinker_registry *reg;
+	struct model m = { .objects = 100000 };
+	struct rcl_shrinker *s;
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_registry_new(&rc, &reg), 0);
+	s = new_shrinker(reg, &m, 2, 0, 0);
+	trace_n = 0;
+	shrink(s, 6, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(trace_n, 2);
+	assert_int_equal(trace_log[0].phase, RCL_SHRINK_TRACE_START);
+	assert_ptr_equal(trace_log[0].shrinker, s);
+	assert_string_equal(trace_log[0].name, "model");
+	assert_int_equal(trace_log[0].priority, 6);
+	assert_int_equal(trace_log[0].backlog, 0);
+	assert_int_equal(trace_log[0].freeable, 100000);
+	assert_int_equal(trace_log[0].delta, 3124);
+	assert_int_equal(trace_log[0].total_scan, 3124);
+	assert_int_equal(trace_log[1].phase, RCL_SHRINK_TRACE_END);
+	assert_int_equal(trace_log[1].freed, 3072);
+	assert_int_equal(trace_log[1].scanned, 3072);
+	assert_int_equal(trace_log[1].new_backlog, 52);
+	/* No event for a call that stops at counting. */
+	m.objects = RCL_SHRINK_EMPTY;
+	shrink(s, 6, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(trace_n, 2);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+static void test_shrinker_debug_entry_points(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_DEFAULT, 1);
+	struct model m = { .objects = 500, .shrink_objects = true };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	struct rcl_shrinker_stats st;
+	unsigned long c, freed, scanned;
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_debug_count(s, 0, RCL_CTX_CAPABLE, &c), 0);
+	assert_int_equal(c, 500);
+	/* Not limited to a batch, no backlog, no counters. */
+	assert_int_equal(rcl_shrinker_debug_scan(s, 0, 300, RCL_CTX_CAPABLE,
+						 &freed, &scanned), 0);
+	assert_int_equal(freed, 300);
+	assert_int_equal(scanned, 300);
+	assert_int_equal(m.objects, 200);
+	assert_int_equal(backlog(s, 0), 0);
+	assert_int_equal(rcl_shrinker_stats(s, &st), 0);
+	assert_int_equal(st.calls + st.scanned + st.freed + st.stops, 0);
+	/* STOP comes back as it is. */
+	m.need = RCL_CTX_MAY_IO;
+	assert_int_equal(rcl_shrinker_debug_scan(s, 0, 10, 0, &freed, NULL), 0);
+	assert_int_equal(freed, RCL_SHRINK_STOP);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Allocation failures                                                        */
+/* ------------------------------------------------------------------------- */
+
+struct failing {
+	int fail_at;	/* fail the Nth allocation (1-based); 0: never */
+	int n;
+	int live;
+};
+
+static void *failing_alloc(void *ctx, size_t size)
+{
+	struct failing *f = ctx;
+
+	if (++f->n == f->fail_at)
+		return NULL;
+	f->live++;
+	return test_malloc(size);
+}
+
+static void failing_free(void *ctx, void *p)
+{
+	struct failing *f = ctx;
+
+	f->live--;
+	test_free(p);
+}
+
+static void test_shrinker_allocation_failures(void **state)
+{
+	struct failing f = { 0 };
+	struct rcl_allocator a = { failing_alloc, failing_free, &f };
+	struct rcl_shrinker_registry_config rc = { .allocator = &a };
+	struct rcl_shrinker_config cfg = { .ops = &model_ops, .seeks = 2 };
+	struct rcl_shrinker_registry *reg = NULL;
+	struct rcl_shrinker *s = NULL;
+	int at;
+
+	(void)state;
+	/* Every allocation of the sequence new registry, new shrinker,
+	 * register (the slot chunk) fails once in turn. */
+	for (at = 1; at <= 3; at++) {
+		int err;
+
+		f = (struct failing){ .fail_at = at };
+		reg = NULL;
+		s = NULL;
+		err = rcl_shrinker_registry_new(&rc, &reg);
+		if (at == 1) {
+			assert_int_equal(err, -ENOMEM);
+			assert_null(reg);
+			assert_int_equal(f.live, 0);
+			continue;
+		}
+		assert_int_equal(err, 0);
+		err = rcl_shrinker_new(reg, &cfg, &s);
+		if (at == 2) {
+			assert_int_equal(err, -ENOMEM);
+			assert_null(s);
+			assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+			assert_int_equal(f.live, 0);
+			continue;
+		}
+		assert_int_equal(err, 0);
+		assert_int_equal(rcl_shrinker_register(s), -ENOMEM);
+		/* Still usable: the next attempt succeeds. */
+		assert_int_equal(rcl_shrinker_register(s), 0);
+		assert_int_equal(rcl_shrinker_free(s), 0);
+		assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+		assert_int_equal(f.live, 0);
+	}
+	rc.allocator = &(struct rcl_allocator){ NULL, failing_free, &f };
+	assert_int_equal(rcl_shrinker_registry_new(&rc, &reg), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shrinker_modern_vectors),
+		cmocka_unit_test(test_shrinker_modern_stop_defers_then_drains),
+		cmocka_unit_test(test_shrinker_nr_scanned_is_honoured),
+		cmocka_unit_test(test_shrinker_no_progress_does_not_spin),
+		cmocka_unit_test(test_shrinker_batch_sizes),
+		cmocka_unit_test(test_shrinker_empty_is_not_zero),
+		cmocka_unit_test(test_shrinker_2014_clamps_and_puts_back),
+		cmocka_unit_test(test_shrinker_small_cache_is_not_starved),
+		cmocka_unit_test(test_shrinker_windup_first_capable_call),
+		cmocka_unit_test(test_shrinker_default_damping_grid),
+		cmocka_unit_test(test_shrinker_default_backlog_is_not_lost),
+		cmocka_unit_test(test_shrinker_default_tiny_cache_in_eighths),
+		cmocka_unit_test(test_shrinker_partition_backlogs),
+		cmocka_unit_test(test_shrinker_registry_walk_visits_registered_only),
+		cmocka_unit_test(test_shrinker_bad_input),
+		cmocka_unit_test(test_shrinker_free_from_own_callback_is_edeadlk),
+		cmocka_unit_test(test_shrinker_trace_hook),
+		cmocka_unit_test(test_shrinker_debug_entry_points),
+		cmocka_unit_test(test_shrinker_allocation_failures),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
