@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Concurrency test of the shrinker registry (suites 'slow' and
+ * 'concurrency'; CI runs it under ThreadSanitizer and AddressSanitizer).
+ *
+ * Eight threads create, register and free shrinkers in a loop (10,000
+ * cycles in all) while two threads shrink the whole registry, at random
+ * partitions and priorities, as fast as they can.  Each shrinker's callbacks
+ * check a record that its owner marks the moment rcl_shrinker_free()
+ * returns: a callback that finds the mark ran after free returned, which the
+ * API forbids.  Under ASan, any access by a walker to a freed shrinker is a
+ * use-after-free.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define UNIT_TESTING 1
+#include <cmocka.h>
+
+#include <reclaim/reclaim.h>
+
+#undef malloc
+#undef calloc
+#undef free
+
+#define T_CHECK(cond)                                                         \
+	do {                                                                  \
+		if (!(cond)) {                                                \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                             \
+			abort();                                              \
+		}                                                             \
+	} while (0)
+
+#define CHURNERS 8
+#define SHRINKERS 2
+#define CYCLES_PER_CHURNER 1250	/* 10,000 in all */
+
+struct record {
+	atomic_int freed;	/* set once rcl_shrinker_free() returned */
+	atomic_ulong calls;
+	struct rcl_shrinker *self;
+	unsigned seed;
+};
+
+static struct rcl_shrinker_registry *reg;
+static atomic_int churners_left;
+static atomic_ulong late_calls, total_calls, deadlk_seen;
+
+static unsigned long rnd(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return (*s >> 8) & 0xffff;
+}
+
+static void check_record(struct record *r)
+{
+	if (atomic_load(&r->freed))
+		atomic_fetch_add(&late_calls, 1);
+	atomic_fetch_add(&r->calls, 1);
+	atomic_fetch_add(&total_calls, 1);
+}
+
+static unsigned long st_count(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	struct record *r = sc->priv;
+
+	T_CHECK(s == r->self);
+	check_record(r);
+	return 1000 + (unsigned long)sc->partition;
+}
+
+static unsigned long st_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
+{
+	struct record *r = sc->priv;
+	unsigned seed = (unsigned)(uintptr_t)sc ^ r->seed;
+	unsigned long x = rnd(&seed);
+
+	T_CHECK(s == r->self);
+	check_record(r);
+	if (x % 64 == 0) {
+		/* Freeing oneself from one's own callback is refused. */
+		T_CHECK(rcl_shrinker_free(s) == -EDEADLK);
+		atomic_fetch_add(&deadlk_seen, 1);
+	}
+	if (x % 16 == 1)
+		sched_yield();	/* widen the window for a concurrent free */
+	if (x % 8 == 2)
+		return RCL_SHRINK_STOP;
+	return sc->nr_to_scan;
+}
+
+static const struct rcl_shrinker_ops st_ops = {
+	.count_objects = st_count,
+	.scan_objects = st_scan,
+};
+
+struct churner {
+	pthread_t tid;
+	unsigned idx;
+	struct record rec[CYCLES_PER_CHURNER];
+};
+
+static void *churn_main(void *arg)
+{
+	struct churner *c = arg;
+	unsigned seed = 77u + c->idx;
+	unsigned i;
+
+	for (i = 0; i < CYCLES_PER_CHURNER; i++) {
+		struct record *r = &c->rec[i];
+		struct rcl_shrinker_config cfg = {
+			.ops = &st_ops,
+			.priv = r,
+			.name = "stress",
+			.seeks = (int)(rnd(&seed) % 4),
+			.batch = (long)(rnd(&seed) % 3) * 64,
+			.flags = (rnd(&seed) & 1) ? RCL_SHRINKER_PARTITION_AWARE : 0,
+		};
+		struct rcl_shrinker *s;
+		unsigned spin;
+
+		r->seed = seed;
+		T_CHECK(rcl_shrinker_new(reg, &cfg, &s) == 0);
+		r->self = s;
+		T_CHECK(rcl_shrinker_register(s) == 0);
+		for (spin = rnd(&seed) % 4; spin; spin--) {
+			if (rnd(&seed) & 1)
+				T_CHECK(rcl_shrinker_shrink(s, 1, 6, RCL_CTX_CAPABLE,
+							    NULL) == 0);
+			sched_yield();
+		}
+		T_CHECK(rcl_shrinker_free(s) == 0);
+		atomic_store(&r->freed, 1);
+	}
+	atomic_fetch_sub(&churners_left, 1);
+	return NULL;
+}
+
+static void *shrink_main(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	unsigned long walks = 0;
+
+	while (atomic_load(&churners_left) > 0) {
+		struct rcl_shrink_result res = { 0 };
+
+		T_CHECK(rcl_shrinker_registry_shrink(reg, rnd(&seed) % 2,
+						     (int)(rnd(&seed) % 13),
+						     RCL_CTX_CAPABLE, &res) == 0);
+		walks++;
+	}
+	return (void *)walks;
+}
+
+static void test_shrinker_stress_register_free_while_shrinking(void **state)
+{
+	struct rcl_shrinker_registry_config rc = { .nr_partitions = 2 };
+	struct churner *c = calloc(CHURNERS, sizeof(*c));
+	pthread_t sh[SHRINKERS];
+	unsigned long walks = 0;
+	unsigned i;
+
+	(void)state;
+	T_CHECK(c);
+	T_CHECK(rcl_shrinker_registry_new(&rc, &reg) == 0);
+	atomic_store(&churners_left, CHURNERS);
+	for (i = 0; i < SHRINKERS; i++)
+		T_CHECK(pthread_create(&sh[i], NULL, shrink_main,
+				       (void *)(uintptr_t)(i + 1)) == 0);
+	for (i = 0; i < CHURNERS; i++) {
+		c[i].idx = i;
+		T_CHECK(pthread_create(&c[i].tid, NULL, churn_main, &c[i]) == 0);
+	}
+	for (i = 0; i < CHURNERS; i++)
+		T_CHECK(pthread_join(c[i].tid, NULL) == 0);
+	for (i = 0; i < SHRINKERS; i++) {
+		void *w;
+
+		T_CHECK(pthread_join(sh[i], &w) == 0);
+		walks += (unsigned long)(uintptr_t)w;
+	}
+	print_message("shrinker stress: %u cycles, %lu walks, %lu callbacks, "
+		      "%lu -EDEADLK checks, %lu callbacks after free\n",
+		      CHURNERS * CYCLES_PER_CHURNER, walks,
+		      atomic_load(&total_calls), atomic_load(&deadlk_seen),
+		      atomic_load(&late_calls));
+	assert_int_equal(atomic_load(&late_calls), 0);
+	assert_true(atomic_load(&total_calls) > 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shrinker_stress_register_free_while_shrinking),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
