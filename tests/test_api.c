@@ -85,6 +85,63 @@ static void test_api_every_lruvec_symbol(void **state)
 	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
 }
 
+static unsigned long api_count(struct rcl_shrinker *s,
+			       struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return 1000;
+}
+
+static unsigned long api_scan(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	(void)s;
+	return sc->nr_to_scan;
+}
+
+static const struct rcl_shrinker_ops api_shrinker_ops = {
+	.count_objects = api_count,
+	.scan_objects = api_scan,
+};
+
+static void test_api_every_shrinker_symbol(void **state)
+{
+	struct rcl_shrinker_registry_config rc = {
+		.policy = RCL_SHRINK_POLICY_KERNEL_MODERN,
+	};
+	struct rcl_shrinker_config cfg = { .ops = &api_shrinker_ops,
+					   .name = "api", .seeks = 2 };
+	struct rcl_shrinker_registry *reg;
+	struct rcl_shrinker *s;
+	struct rcl_shrink_result res = { 0 };
+	struct rcl_shrinker_stats st;
+	unsigned long v, w;
+
+	(void)state;
+	assert_string_equal(rcl_shrink_policy_name(RCL_SHRINK_POLICY_KERNEL_2014),
+			    "kernel-2014");
+	assert_int_equal(rcl_shrinker_registry_new(&rc, &reg), 0);
+	assert_int_equal(rcl_shrinker_registry_policy(reg),
+			 RCL_SHRINK_POLICY_KERNEL_MODERN);
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), 0);
+	assert_string_equal(rcl_shrinker_name(s), "api");
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	assert_int_equal(rcl_shrinker_registry_shrink(reg, 0, 0, RCL_CTX_CAPABLE,
+						      &res), 0);
+	assert_int_equal(res.scanned, 1920);	/* 15 batches of 2000 */
+	assert_int_equal(rcl_shrinker_shrink(s, 0, 12, RCL_CTX_CAPABLE, &res), 0);
+	assert_int_equal(rcl_shrinker_stats(s, &st), 0);
+	assert_int_equal(st.calls, 2);
+	assert_int_equal(rcl_shrinker_backlog(s, 0, &v), 0);
+	assert_int_equal(rcl_shrinker_debug_count(s, 0, 0, &v), 0);
+	assert_int_equal(v, 1000);
+	assert_int_equal(rcl_shrinker_debug_scan(s, 0, 7, 0, &v, &w), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
 static void test_api_internals_are_hidden(void **state)
 {
 	(void)state;
@@ -92,6 +149,7 @@ static void test_api_internals_are_hidden(void **state)
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__assert_fail"));
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__tbatch_purge"));
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__lruvec_apply_locked"));
+	assert_null(dlsym(RTLD_DEFAULT, "do_shrink"));
 }
 
 int main(void)
@@ -99,6 +157,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_version),
 		cmocka_unit_test(test_api_every_lruvec_symbol),
+		cmocka_unit_test(test_api_every_shrinker_symbol),
 		cmocka_unit_test(test_api_internals_are_hidden),
 	};
 
