@@ -62,13 +62,14 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
  * bit  10    DIRTY         (public, reserved)
  * bit  11    WRITEBACK     (public, reserved)
  * bit  12    RECLAIM       (public, reserved)
- * bits 13-15 reserved
+ * bit  13    WANT_ACT      the queued entry still asks for activation
+ * bits 14-15 reserved
  * bits 16-31 id of the lruvec (0 = none)
  *
  * PENDING, LISTED and ISOLATED are mutually exclusive; none set = idle.
  * While LISTED, the bits that choose the list (type, ACTIVE, UNEVICTABLE)
- * change only under the lruvec lock, together with the move.  REFERENCED and
- * QUEUED change locklessly, by CAS.
+ * change only under the lruvec lock, together with the move.  REFERENCED,
+ * QUEUED and WANT_ACT change locklessly, by CAS.
  */
 #define F_TYPE_MASK 0x3u
 #define F_ACTIVE RCL_LRU_F_ACTIVE
@@ -77,6 +78,12 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
 #define F_LISTED RCL_LRU_F_LISTED
 #define F_ISOLATED RCL_LRU_F_ISOLATED
 #define F_QUEUED (1u << 7)
+/*
+ * The queued entry still asks for an activation.  QUEUED alone means "an
+ * entry exists"; isolation may perform the activation early (and clears
+ * this bit), leaving a stale entry behind that must not activate again.
+ */
+#define F_WANT_ACT (1u << 13)
 #define F_REFERENCED RCL_LRU_F_REFERENCED
 #define F_WORKINGSET RCL_LRU_F_WORKINGSET
 #define F_DIRTY RCL_LRU_F_DIRTY

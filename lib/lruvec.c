@@ -237,13 +237,14 @@ void rcl__lruvec_apply_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
 		}
 	} else {
 		/* A queued activation: still inactive and evictable? */
-		if (node_on(lv, f, F_LISTED) &&
+		if (node_on(lv, f, F_LISTED) && (f & F_WANT_ACT) &&
 		    !(f & (F_ACTIVE | F_UNEVICTABLE))) {
-			activate_locked(lv, n, f, F_QUEUED);
+			activate_locked(lv, n, f, F_QUEUED | F_WANT_ACT);
 			return;
 		}
 	}
-	atomic_fetch_and_explicit(&n->__flags, ~F_QUEUED, memory_order_acq_rel);
+	atomic_fetch_and_explicit(&n->__flags, ~(F_QUEUED | F_WANT_ACT),
+				  memory_order_acq_rel);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -511,6 +512,13 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			 * lock hold, so that no other reclaimer can isolate
 			 * the node again in between.
 			 */
+			int cs;
+
+			/*
+			 * Not a cancellation point: a thread cancelled in the
+			 * wait would die holding the lruvec lock.
+			 */
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 			atomic_fetch_add_explicit(&lv->__nr_waiters, 1,
 						  memory_order_relaxed);
 			while (node_on(lv, f, F_ISOLATED)) {
@@ -519,6 +527,7 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			}
 			atomic_fetch_sub_explicit(&lv->__nr_waiters, 1,
 						  memory_order_relaxed);
+			pthread_setcancelstate(cs, NULL);
 		}
 		if (!node_on(lv, f, F_LISTED)) {
 			rcl__lruvec_unlock(lv);
@@ -577,14 +586,24 @@ RCL_API int rcl_lruvec_mark_accessed(struct rcl_lruvec *lv,
 		}
 		if (f & F_ACTIVE)
 			return 0;
+		if (f & (F_ISOLATED | F_UNEVICTABLE))
+			return 0;	/* nothing to move */
 		if (f & F_PENDING) {
 			/* Second touch before the add is drained: land active. */
 			if (node_cas(node, &f, (f | F_ACTIVE) & ~F_REFERENCED))
 				return 0;
 			continue;
 		}
-		if (f & (F_ISOLATED | F_UNEVICTABLE | F_QUEUED))
-			return 0;	/* nothing to move, or already queued */
+		if (f & F_QUEUED) {
+			/*
+			 * An entry exists.  If it is stale (isolation did its
+			 * activation already), make it ask again.
+			 */
+			if ((f & F_WANT_ACT) ||
+			    node_cas(node, &f, (f | F_WANT_ACT) & ~F_REFERENCED))
+				return 0;
+			continue;
+		}
 
 		/* Second touch of a listed inactive node: queue activation. */
 		b = rcl__tbatch_lock_local();
@@ -597,7 +616,8 @@ RCL_API int rcl_lruvec_mark_accessed(struct rcl_lruvec *lv,
 			rcl__lruvec_unlock(lv);
 			return 0;
 		}
-		if (node_cas(node, &f, (f | F_QUEUED) & ~F_REFERENCED)) {
+		if (node_cas(node, &f,
+			     (f | F_QUEUED | F_WANT_ACT) & ~F_REFERENCED)) {
 			rcl__tbatch_append(b, node, lv, RCL__OP_ACTIVATE);
 			rcl__tbatch_unlock(b);
 			return 0;
@@ -850,7 +870,7 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 	bool inactive = !(list & 1);
 
 	if (!lruvec_live(lv) || !iso_ok(iso) || list >= RCL_LRU_UNEVICTABLE ||
-	    list / 2 >= lv->__nr_types || (iso->__lv && iso->__lv != lv))
+	    list / 2 >= lv->__nr_types || (iso->nr && iso->__lv != lv))
 		return -EINVAL;
 	iso->__lv = lv;
 
@@ -879,15 +899,17 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 			 * node) at any moment until the node is ISOLATED.
 			 */
 			f = node_flags(n);
-			while (!(inactive && (f & F_QUEUED)) &&
+			while (!(inactive && (f & F_WANT_ACT)) &&
 			       !node_cas(n, &f, (f & ~F_LISTED) | F_ISOLATED))
 				;
-			if (inactive && (f & F_QUEUED)) {
+			if (inactive && (f & F_WANT_ACT)) {
 				/*
 				 * Accessed twice, activation still in a batch:
 				 * activate now rather than evict a hot object.
+				 * The entry stays (QUEUED) but is now stale.
 				 */
-				f = flags_update(n, F_REFERENCED, F_ACTIVE);
+				f = flags_update(n, F_REFERENCED | F_WANT_ACT,
+						 F_ACTIVE);
 				list_add_head(lv, f_list(f), n);
 				stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
 				continue;
@@ -947,21 +969,26 @@ RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
 	iso->nr--;
 	iso->weight -= node->__weight;
 	/*
-	 * An isolated active node may still have a stale activation entry in
-	 * some thread's batch (isolation of the inactive list activated it):
-	 * purge it, or that batch would later touch memory the caller frees.
+	 * An isolated node may still have a stale activation entry in some
+	 * thread's batch (isolation of the inactive list activated it): purge
+	 * it while the node is still ISOLATED (no new entry can appear for an
+	 * isolated node), or that batch would later touch memory the caller
+	 * frees.
 	 */
-	f = node_flags(node);
-	while (!node_cas(node, &f, f & (F_KEEP_IDLE | F_QUEUED)))
-		;
-	if (f & F_QUEUED)
+	if (node_flags(node) & F_QUEUED)
 		rcl__tbatch_purge(node);
+	/*
+	 * Make it idle under the lruvec lock: a rcl_lruvec_del_wait() caller
+	 * reads the state and goes to sleep under this lock, so it either
+	 * sees the node idle or is counted in __nr_waiters and gets woken.
+	 */
+	rcl__lruvec_lock(lv);
+	f = node_flags(node);
+	while (!node_cas(node, &f, f & F_KEEP_IDLE))
+		;
 	atomic_fetch_sub_explicit(&lv->__nr_isolated, 1, memory_order_relaxed);
-	if (atomic_load_explicit(&lv->__nr_waiters, memory_order_relaxed)) {
-		rcl__lruvec_lock(lv);
-		wake_waiters_locked(lv);
-		rcl__lruvec_unlock(lv);
-	}
+	wake_waiters_locked(lv);
+	rcl__lruvec_unlock(lv);
 	return 0;
 }
 
@@ -1015,11 +1042,12 @@ static void putback_list(struct rcl_lruvec *lv, struct rcl_lru_node *head)
 RCL_API int rcl_lruvec_putback(struct rcl_lruvec *lv,
 			       struct rcl_lru_isolated *iso)
 {
-	if (!lruvec_live(lv) || !iso_ok(iso) || (iso->__lv && iso->__lv != lv))
+	if (!lruvec_live(lv) || !iso_ok(iso) || (iso->nr && iso->__lv != lv))
 		return -EINVAL;
 	putback_list(lv, &iso->__head);
 	iso->nr = 0;
 	iso->weight = 0;
+	iso->__lv = NULL;	/* an empty set may serve another lruvec */
 	return 0;
 }
 
@@ -1078,6 +1106,12 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 
 			/* Off the set first: after FREED, n is not touched. */
 			unlink_node(n);
+			/*
+			 * A stale activation entry (see isolation) must go
+			 * before the callback may free the object.
+			 */
+			if (f & F_QUEUED)
+				rcl__tbatch_purge(n);
 			st = lv->__ops->evict(n, &ctl);
 			switch (st) {
 			case RCL_EVICT_FREED:

@@ -1042,6 +1042,112 @@ static void test_lruvec_isolated_remove_purges_stale_entry(void **state)
 	check(fx, 0);
 }
 
+
+/*
+ * Found in review: after isolation activated a node whose activation was
+ * queued in another thread's batch, the stale entry kept the QUEUED bit, so
+ * every later scan "activated" the node again and it could never be
+ * reclaimed.  Now the stale entry is recognised (no WANT_ACT), the node is
+ * evicted normally, and the entry is purged before the evict callback frees
+ * the object.
+ */
+static void test_lruvec_stale_entry_does_not_block_reclaim(void **state)
+{
+	struct fixture *fx = *state;
+	struct rcl_lru_shrink_control sa = { .type = 0, .nr_to_scan = 8 };
+	struct rcl_lru_shrink_control si = {
+		.type = 0, .nr_to_scan = 1, .priority = 7, .context = 0xabc,
+	};
+	struct rcl_lru_isolated iso;
+	struct rcl_lruvec_type_stats st;
+	struct rcl_lru_node poison;
+	struct parked p;
+
+	add_range(fx, 0, 1, RCL_LRU_FILE, 0);
+	park_start(&p, fx, touch_twice);
+	rcl_lru_isolated_init(&iso);
+	assert_int_equal(rcl_lruvec_isolate(&fx->lv, INACTIVE(0), 1, &iso), 0);
+	assert_int_equal(iso.nr, 0);				/* activated */
+	assert_int_equal(rcl_lruvec_shrink_active(&fx->lv, &sa), 0);
+	assert_int_equal(sa.nr_deactivated, 1);		/* not touched since */
+	expect_evict(0, RCL_EVICT_WORKINGSET, RCL_EVICT_FREED);
+	assert_int_equal(rcl_lruvec_shrink_inactive(&fx->lv, &si), 0);
+	assert_int_equal(si.nr_freed, 1);
+	assert_int_equal(si.nr_activated, 0);
+	/* The stale entry is gone: the parked thread's exit leaves it alone. */
+	memset(&fx->objs[0].lru, 0xff, sizeof(poison));
+	memcpy(&poison, &fx->objs[0].lru, sizeof(poison));
+	park_finish(&p);
+	assert_memory_equal(&fx->objs[0].lru, &poison, sizeof(poison));
+	rcl_lru_node_init(&fx->objs[0].lru);
+	assert_int_equal(rcl_lruvec_stats(&fx->lv, 0, &st), 0);
+	assert_int_equal(st.activated, 1);
+	check(fx, 0);
+}
+
+/* A second touch after isolation's early activation asks again. */
+static void test_lruvec_stale_entry_reused_by_new_touch(void **state)
+{
+	struct fixture *fx = *state;
+	struct rcl_lru_shrink_control sa = { .type = 0, .nr_to_scan = 8 };
+	struct rcl_lru_isolated iso;
+	struct parked p;
+
+	add_range(fx, 0, 1, RCL_LRU_FILE, 0);
+	park_start(&p, fx, touch_twice);
+	rcl_lru_isolated_init(&iso);
+	assert_int_equal(rcl_lruvec_isolate(&fx->lv, INACTIVE(0), 1, &iso), 0);
+	assert_int_equal(rcl_lruvec_shrink_active(&fx->lv, &sa), 0);
+	assert_int_equal(count(fx, INACTIVE(0)), 1);
+	/* Touched twice again: the existing (stale) entry is reused. */
+	touch_twice(fx);
+	assert_int_equal(rcl_lruvec_isolate(&fx->lv, INACTIVE(0), 1, &iso), 0);
+	assert_int_equal(iso.nr, 0);
+	assert_int_equal(count(fx, ACTIVE(0)), 1);
+	park_finish(&p);
+	check(fx, 1);
+	assert_int_equal(count(fx, ACTIVE(0)), 1);
+}
+
+static void test_lruvec_pending_unevictable_only_references(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_int_equal(rcl_lruvec_add(&fx->lv, &fx->objs[0].lru, 0, 1,
+					RCL_LRU_ADD_UNEVICTABLE), 0);
+	assert_int_equal(rcl_lruvec_mark_accessed(&fx->lv, &fx->objs[0].lru), 0);
+	assert_int_equal(rcl_lruvec_mark_accessed(&fx->lv, &fx->objs[0].lru), 0);
+	assert_int_equal(flags_of(fx, 0), RCL_LRU_F_PENDING |
+						  RCL_LRU_F_UNEVICTABLE |
+						  RCL_LRU_F_REFERENCED);
+	rcl_lru_drain_local();
+	assert_int_equal(count(fx, RCL_LRU_UNEVICTABLE), 1);
+	check(fx, 1);
+}
+
+/* An emptied set may serve another lruvec. */
+static void test_lruvec_empty_set_rebinds(void **state)
+{
+	struct fixture *fx = *state;
+	struct rcl_lruvec other;
+	struct rcl_lru_node n = RCL_LRU_NODE_INIT;
+	struct rcl_lru_isolated iso;
+
+	assert_int_equal(rcl_lruvec_init(&other, NULL), 0);
+	assert_int_equal(rcl_lruvec_add(&other, &n, 0, 1, RCL_LRU_ADD_NOBATCH), 0);
+	add_range(fx, 0, 1, RCL_LRU_FILE, 0);
+	rcl_lru_isolated_init(&iso);
+	assert_int_equal(rcl_lruvec_isolate(&fx->lv, INACTIVE(0), 1, &iso), 0);
+	assert_int_equal(rcl_lruvec_putback(&fx->lv, &iso), 0);
+	assert_int_equal(rcl_lruvec_isolate(&other, INACTIVE(0), 1, &iso), 0);
+	assert_int_equal(iso.nr, 1);
+	assert_int_equal(rcl_lruvec_putback(&fx->lv, &iso), -EINVAL);
+	assert_int_equal(rcl_lruvec_putback(&other, &iso), 0);
+	assert_int_equal(rcl_lruvec_del(&other, &n), 0);
+	assert_int_equal(rcl_lruvec_destroy(&other), 0);
+	check(fx, 1);
+}
+
 /* ------------------------------------------------------------------------- */
 /* shrink_inactive                                                            */
 /* ------------------------------------------------------------------------- */
@@ -1382,6 +1488,43 @@ static void test_lruvec_del_wait_wakes_on_remove(void **state)
 	check(fx, 0);
 }
 
+/* Found in review: a thread cancelled in del_wait died holding the lock. */
+static void *del_wait_cancellable(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->result = rcl_lruvec_del_wait(&w->fx->lv, &w->fx->objs[0].lru);
+	pthread_testcancel();
+	return NULL;
+}
+
+static void test_lruvec_del_wait_survives_cancellation(void **state)
+{
+	struct fixture *fx = *state;
+	struct rcl_lru_isolated iso;
+	struct waiter w = { .fx = fx, .result = 1 };
+	pthread_t t;
+	void *ret;
+
+	add_range(fx, 0, 2, RCL_LRU_FILE, 0);
+	rcl_lru_isolated_init(&iso);
+	assert_int_equal(rcl_lruvec_isolate(&fx->lv, INACTIVE(0), 1, &iso), 0);
+	assert_int_equal(pthread_create(&t, NULL, del_wait_cancellable, &w), 0);
+	while (atomic_load(&fx->lv.__nr_waiters) == 0)
+		sched_yield();
+	assert_int_equal(pthread_cancel(t), 0);
+	/* The wait is not a cancellation point: the waiter finishes its
+	 * delete once the node is back, then is cancelled. */
+	assert_int_equal(rcl_lruvec_putback(&fx->lv, &iso), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_ptr_equal(ret, PTHREAD_CANCELED);
+	assert_int_equal(w.result, 0);
+	assert_int_equal(atomic_load(&fx->lv.__nr_waiters), 0);
+	/* The lock is free. */
+	assert_int_equal(rcl_lruvec_del(&fx->lv, &fx->objs[1].lru), 0);
+	check(fx, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1425,6 +1568,10 @@ int main(void)
 		T(test_lruvec_isolate_bad_input),
 		T(test_lruvec_isolate_activates_queued_node),
 		T(test_lruvec_isolated_remove_purges_stale_entry),
+		T(test_lruvec_stale_entry_does_not_block_reclaim),
+		T(test_lruvec_stale_entry_reused_by_new_touch),
+		T(test_lruvec_pending_unevictable_only_references),
+		T(test_lruvec_empty_set_rebinds),
 		T(test_lruvec_shrink_inactive_every_answer),
 		T(test_lruvec_shrink_inactive_outputs_accumulate),
 		T(test_lruvec_shrink_inactive_unknown_answer_keeps),
@@ -1436,6 +1583,7 @@ int main(void)
 		T(test_lruvec_queries_bad_input),
 		T(test_lruvec_del_wait_waits_for_putback),
 		T(test_lruvec_del_wait_wakes_on_remove),
+		T(test_lruvec_del_wait_survives_cancellation),
 #undef T
 	};
 

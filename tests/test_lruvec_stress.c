@@ -688,12 +688,72 @@ static void test_lruvec_stress_isolate_races_second_touch(void **state)
 	pthread_barrier_destroy(&rbar);
 }
 
+/* ------------------------------------------------------------------------- */
+/* del_wait racing isolated_remove (a lost wake-up found in review)          */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * The waiter reads ISOLATED under the lruvec lock and then sleeps;
+ * rcl_lru_isolated_remove() used to make the node idle and read the waiter
+ * count without the lock, and could miss a waiter that was about to sleep,
+ * which then slept forever (the meson timeout catches that).  Now the node
+ * goes idle, and waiters are woken, under the lock.
+ */
+#define WAKEUP_ROUNDS 20000
+
+static struct rcl_lruvec wlv;
+static struct rcl_lru_node wnode;
+static atomic_int wgo;
+static int wresult;
+
+static void *wakeup_waiter(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&wgo))
+		;
+	wresult = rcl_lruvec_del_wait(&wlv, &wnode);
+	return NULL;
+}
+
+static void test_lruvec_stress_del_wait_vs_remove(void **state)
+{
+	unsigned i, rounds = ops_per_thread(WAKEUP_ROUNDS);
+	uint64_t rng = 99;
+
+	(void)state;
+	T_EQ(rcl_lruvec_init(&wlv, NULL), 0);
+	for (i = 0; i < rounds; i++) {
+		struct rcl_lru_isolated iso;
+		pthread_t t;
+		unsigned spins;
+
+		rcl_lru_node_init(&wnode);
+		T_EQ(rcl_lruvec_add(&wlv, &wnode, RCL_LRU_FILE, 1,
+				    RCL_LRU_ADD_NOBATCH), 0);
+		rcl_lru_isolated_init(&iso);
+		T_EQ(rcl_lruvec_isolate(&wlv, RCL_LRU_LIST(RCL_LRU_FILE, 0), 1,
+					&iso), 0);
+		atomic_store(&wgo, 0);
+		wresult = 1;
+		T_EQ(pthread_create(&t, NULL, wakeup_waiter, NULL), 0);
+		atomic_store(&wgo, 1);
+		for (spins = (unsigned)(rng_next(&rng) % 2000); spins; spins--)
+			__asm__ __volatile__("" ::: "memory");
+		T_EQ(rcl_lru_isolated_remove(&iso, &wnode), 0);
+		T_EQ(pthread_join(t, NULL), 0);	/* hangs on a lost wake-up */
+		T_EQ(wresult, -ENOENT);
+	}
+	print_message("del_wait vs remove: %u rounds\n", rounds);
+	T_EQ(rcl_lruvec_destroy(&wlv), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lruvec_stress_all_operations),
 		cmocka_unit_test(test_lruvec_stress_object_lifetime),
 		cmocka_unit_test(test_lruvec_stress_isolate_races_second_touch),
+		cmocka_unit_test(test_lruvec_stress_del_wait_vs_remove),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,6 +110,8 @@
  * rcl_lruvec_del / _del_wait         lruvec; all batches if the node is queued
  * rotate / deactivate / unevictable  lruvec; all batches if the node is pending
  * rcl_lruvec_isolate / _putback      batch (drain), lruvec
+ * rcl_lru_isolated_remove            lruvec; all batches if the node has a
+ *                                    stale activation entry
  * rcl_lruvec_shrink_inactive         batch (drain), lruvec; released around
  *                                    each evict callback
  * rcl_lruvec_shrink_active           lruvec, in chunks of RCL_LRU_BATCH_ISOLATE
@@ -505,10 +507,15 @@ RCL_API int rcl_lruvec_del(struct rcl_lruvec *lv, struct rcl_lru_node *node);
  * pin protocol must prevent that (see the lifetime section above).  Do not
  * hold a lock that the evict callback takes while calling this.
  *
- * Context: any thread; may sleep.  Not from an evict callback for a node
- * isolated by the calling thread.
- * Return: as rcl_lruvec_del(), never -EBUSY; -EDEADLK if called from an
- * evict callback on an isolated node.
+ * The wait is not a cancellation point (a thread cancelled there would die
+ * holding the lruvec lock): cancellation takes effect after the call.
+ *
+ * Context: any thread; may sleep.  Never for a node that the calling thread
+ * holds in an isolated set of its own: it would wait for itself (this is not
+ * detected outside evict callbacks).
+ * Return: as rcl_lruvec_del(), never -EBUSY; -EDEADLK if called from any
+ * evict callback on a node that is isolated (conservatively, even if another
+ * thread isolated it).
  */
 RCL_API int rcl_lruvec_del_wait(struct rcl_lruvec *lv,
 				struct rcl_lru_node *node);
@@ -724,7 +731,8 @@ RCL_API void rcl_lru_isolated_init(struct rcl_lru_isolated *iso);
  * @lv: the lruvec
  * @list: RCL_LRU_LIST(type, active); the unevictable list cannot be isolated
  * @nr_to_scan: maximum number of nodes to take
- * @iso: an initialised set, empty or holding nodes of @lv; nodes are appended
+ * @iso: an initialised set, empty (it may have served another lruvec) or
+ *	holding nodes of @lv; nodes are appended
  *
  * First drains the calling thread's batch.  Then, under the lruvec lock, takes
  * up to @nr_to_scan nodes from the tail of @list and marks them isolated.  On
@@ -759,9 +767,12 @@ RCL_API struct rcl_lru_node *rcl_lru_isolated_next(struct rcl_lru_isolated *iso,
  * @node: a node of the set
  *
  * The node becomes idle; the library forgets it (the caller typically frees
- * it).
+ * it).  Threads waiting in rcl_lruvec_del_wait() for it are woken (and get
+ * -ENOENT).  Passing a node of another set of the same lruvec is undefined
+ * (it cannot be detected cheaply).
  *
- * Context: the caller owns @iso.
+ * Context: the caller owns @iso; takes the lruvec lock, and all batches if
+ * the node still has a stale activation entry.
  * Return: 0; -EINVAL for NULL or a node that is not isolated in a set.
  */
 RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
