@@ -15,6 +15,13 @@
  * every thread works on the SAME lruvec (the same baseline list), each on its
  * own disjoint set of objects.  See bench/README.md for what each operation
  * measures and how the figures are computed.
+ *
+ * windup: a shrinker backlog deferred by calls that cannot scan, then worked
+ * off by capable calls, under each of the three damping policies; and whether
+ * gentle calls ever scan a small cache.  Deterministic (no timing).
+ *
+ * shrink-scale: throughput of rcl_shrinker_registry_shrink() on one registry
+ * of 64 shrinkers, called by T threads at once.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -1130,6 +1137,18 @@ static void usage(FILE *f)
 	      "      threads sharing one cache.\n"
 	      "      --threads N  measure 1..N threads (default 2, at most 256)\n"
 	      "      --json       only JSON on standard output, one object a line\n"
+	      "      --short      a tiny run (for CI: checks that it works)\n"
+	      "  windup [--json]\n"
+	      "      A shrinker backlog deferred by 1000 calls that cannot scan,\n"
+	      "      then worked off by capable calls, under each damping policy\n"
+	      "      (kernel-modern, kernel-2014, rcl-default); and how much a\n"
+	      "      small cache is scanned at priority 12.  Deterministic.\n"
+	      "      --json       only JSON on standard output, one object a line\n"
+	      "  shrink-scale [--threads N] [--json] [--short]\n"
+	      "      Throughput of rcl_shrinker_registry_shrink() on one registry\n"
+	      "      of 64 shrinkers, for 1..N threads calling it at once.\n"
+	      "      --threads N  measure 1..N threads (default 2, at most 256)\n"
+	      "      --json       only JSON on standard output, one object a line\n"
 	      "      --short      a tiny run (for CI: checks that it works)\n",
 	      f);
 }
@@ -1305,6 +1324,843 @@ bad:
 }
 
 /* ------------------------------------------------------------------------- */
+/* windup: a backlog deferred while reclaim could not work, then worked off   */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * The scenario of the 2014 thread that gave the kernel its windup clamp.  A
+ * big cache that nobody refills receives K calls from a reclaimer that
+ * cannot do the work (its context lacks RCL_CTX_MAY_BLOCK, so the scan
+ * callback answers RCL_SHRINK_STOP and each call's pressure is deferred),
+ * then capable calls until the backlog is below one batch.  The question is
+ * how much of the cache one capable call throws away, and how many calls
+ * the backlog takes to go.  A separate small cache, re-filled as fast as it
+ * is scanned, shows the other side of the damping: whether gentle pressure
+ * on a small cache ever scans it at all.
+ *
+ * Hand check of the first capable call of each policy, from the formulas of
+ * enum rcl_shrink_policy in <reclaim/shrinker.h> (F = 100000, seeks 2,
+ * batch 128, priority 6; the program's output must match):
+ *
+ * kernel-modern: delta = ((100000 >> 6) * 4) / 2 = (1562 * 4) / 2 = 3124.
+ *   Each deferring call adds delta to the backlog, capped at 2F = 200000
+ *   (reached at the 65th of the 1000 calls).  First capable call: total =
+ *   min((200000 >> 6) + 3124, 2F) = 3125 + 3124 = 6249, scanned in whole
+ *   batches (the 105 left are below a batch and below freeable): 48 x 128 =
+ *   6144 freed = 6.144% of F; backlog' = min(200000 + 3124 - 6144, 2F) =
+ *   196980.  Every later call frees about (2f >> 6) + f / 32 = f / 16 of
+ *   the f objects left, with the backlog at its 2f cap, until f / 16 is
+ *   below a batch (f below about 2048): from then on nothing is scanned and
+ *   the backlog (about 2f) never gets below 128: not drained, -1.
+ * kernel-2014: the same delta, 3124 < F / 4, so every target is clamped to
+ *   F / 2: the backlog winds up to 50000 (after 17 calls) and stays there.
+ *   First capable call: total = min(50000 + 3124, F / 2) = 50000, 390 whole
+ *   batches = 49920 freed = 49.92% of F; backlog' = 50000 - 49920 = 80 <
+ *   128: drained in 1 call, leaving 50080 objects.
+ * rcl-default: delta = ((F << 16 >> 6) * 4 / 2) >> 16 = 3125 exactly; the
+ *   backlog winds up to its cap F / 2 = 50000 (after 16 calls).  First
+ *   capable call: drain = min(50000, max(50000 >> 6, F / 8 = 12500)) =
+ *   12500; total = 12500 + 3125 = 15625 (not above F / 2), 122 batches =
+ *   15616 freed = 15.616% of F; backlog' = 50000 + 3125 - 15616 = 37509.
+ *   The next calls (f = 84384, 71200, 60192, 50848, 42912: drain f / 8,
+ *   then the last 4369; delta f / 32) free 13184, 11008, 9344, 7936 and
+ *   5632, leaving backlogs of 26962, 18179, 10716, 4369 and 78 < 128:
+ *   drained in 6 calls, leaving 37280 objects.
+ *
+ * Small cache (1000 objects, re-created, priority 12, 1000 calls): the
+ * kernel's delta is ((1000 >> 12) * 4) / 2 = 0, so both kernel policies
+ * scan nothing.  rcl-default keeps ((1000 << 16) >> 12) * 4 / 2 = 32000
+ * sixty-five-thousandths of an object a call and scans a cache below 8
+ * batches in batches of 1000 / 8 = 125: one batch every 125 * 65536 /
+ * 32000 = 256 calls, 3 batches in 1000 calls = 375 objects.
+ */
+#define WU_CACHE 100000ul	/* F: the big cache, never refilled */
+#define WU_STOP_CALLS 1000u	/* K: calls that cannot scan */
+#define WU_MAX_CAPABLE 10000u	/* capable calls before giving up */
+#define WU_PRIORITY 6
+#define WU_SEEKS 2
+#define WU_BATCH 128l
+/* Drained: a backlog below one batch. */
+#define WU_DRAINED ((unsigned long)WU_BATCH)
+#define WU_SMALL 1000ul		/* the small cache, re-created */
+#define WU_SMALL_CALLS 1000u
+#define WU_SMALL_PRIORITY 12
+/* The capability mask of the calls that cannot do the work: none. */
+#define WU_CTX_INCAPABLE 0ull
+
+static const enum rcl_shrink_policy wu_policies[] = {
+	RCL_SHRINK_POLICY_KERNEL_MODERN,
+	RCL_SHRINK_POLICY_KERNEL_2014,
+	RCL_SHRINK_POLICY_DEFAULT,
+};
+#define WU_NR_POLICIES (sizeof(wu_policies) / sizeof(wu_policies[0]))
+
+/* The model cache.  The callbacks keep their own tally, to check the library's. */
+struct wu_cache {
+	unsigned long nr;	/* objects in the cache */
+	bool recreate;		/* freed objects come straight back */
+	unsigned long freed;	/* scan's answers, summed */
+	unsigned long scanned;
+	unsigned long stops;
+};
+
+struct wu_result {
+	const char *policy;
+	unsigned long backlog_wound;	/* after the K deferring calls */
+	double first_call_freed_pct;
+	double max_call_freed_pct;
+	long calls_to_drain;		/* -1: not drained */
+	unsigned long cache_left;
+	unsigned long small_scanned;
+};
+
+static unsigned long wu_count(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	const struct wu_cache *c = sc->priv;
+
+	(void)s;
+	return c->nr ? c->nr : RCL_SHRINK_EMPTY;
+}
+
+static unsigned long wu_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
+{
+	struct wu_cache *c = sc->priv;
+	unsigned long n;
+
+	(void)s;
+	if (!(sc->context & RCL_CTX_MAY_BLOCK)) {
+		c->stops++;
+		return RCL_SHRINK_STOP;	/* deferred, not lost */
+	}
+	n = sc->nr_to_scan < c->nr ? sc->nr_to_scan : c->nr;
+	if (!c->recreate)
+		c->nr -= n;
+	sc->nr_scanned = n;
+	c->freed += n;
+	c->scanned += n;
+	return n;
+}
+
+static const struct rcl_shrinker_ops wu_ops = {
+	.count_objects = wu_count,
+	.scan_objects = wu_scan,
+};
+
+/* A registry with @policy holding one registered shrinker over @c. */
+static int wu_setup(enum rcl_shrink_policy policy, struct wu_cache *c,
+		    const char *name, struct rcl_shrinker_registry **reg,
+		    struct rcl_shrinker **s)
+{
+	struct rcl_shrinker_registry_config rcfg = { .policy = policy };
+	struct rcl_shrinker_config cfg = {
+		.ops = &wu_ops,
+		.priv = c,
+		.name = name,
+		.seeks = WU_SEEKS,
+		.batch = WU_BATCH,
+	};
+	int ret;
+
+	ret = rcl_shrinker_registry_new(&rcfg, reg);
+	if (ret) {
+		fprintf(stderr, "rcl-bench: rcl_shrinker_registry_new: %s\n",
+			strerror(-ret));
+		return -1;
+	}
+	ret = rcl_shrinker_new(*reg, &cfg, s);
+	if (!ret) {
+		ret = rcl_shrinker_register(*s);
+		if (ret)
+			rcl_shrinker_free(*s);
+	}
+	if (ret) {
+		fprintf(stderr, "rcl-bench: rcl_shrinker_new/register: %s\n",
+			strerror(-ret));
+		rcl_shrinker_registry_free(*reg);
+		return -1;
+	}
+	return 0;
+}
+
+static int wu_teardown(struct rcl_shrinker_registry *reg,
+		       struct rcl_shrinker *s)
+{
+	int ret = rcl_shrinker_free(s);
+
+	if (!ret)
+		ret = rcl_shrinker_registry_free(reg);
+	if (ret) {
+		fprintf(stderr, "rcl-bench: rcl_shrinker_free/registry_free: %s\n",
+			strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+/* One registry-wide call; checks that it visited the one shrinker. */
+static int wu_call(struct rcl_shrinker_registry *reg, int priority,
+		   uint64_t context, struct rcl_shrink_result *res)
+{
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = rcl_shrinker_registry_shrink(reg, 0, priority, context, res);
+	if (ret) {
+		fprintf(stderr, "rcl-bench: rcl_shrinker_registry_shrink: %s\n",
+			strerror(-ret));
+		return -1;
+	}
+	if (res->nr_shrinkers != 1) {
+		fprintf(stderr, "rcl-bench: windup: a call visited %lu shrinkers, expected 1\n",
+			res->nr_shrinkers);
+		return -1;
+	}
+	return 0;
+}
+
+/* The library's figures against the callbacks' own tally. */
+static int wu_check(const char *policy, const char *what,
+		    const struct wu_cache *c, unsigned long lib_freed,
+		    unsigned long lib_scanned, unsigned long lib_stops)
+{
+	if (c->freed == lib_freed && c->scanned == lib_scanned &&
+	    c->stops == lib_stops)
+		return 0;
+	fprintf(stderr, "rcl-bench: windup %s, %s: the library reports %lu freed, %lu scanned, %lu stops; the callbacks saw %lu, %lu, %lu\n",
+		policy, what, lib_freed, lib_scanned, lib_stops, c->freed,
+		c->scanned, c->stops);
+	return -1;
+}
+
+/* The scenario under one policy.  Returns 0 or -1. */
+static int wu_run(enum rcl_shrink_policy policy, struct wu_result *out)
+{
+	struct wu_cache big = { .nr = WU_CACHE };
+	struct wu_cache small = { .nr = WU_SMALL, .recreate = true };
+	struct rcl_shrinker_registry *reg;
+	struct rcl_shrinker *s;
+	struct rcl_shrink_result res;
+	unsigned long freed = 0, scanned = 0, stops = 0, bl = 0, f;
+	unsigned i;
+	int ret;
+
+	out->policy = rcl_shrink_policy_name(policy);
+	out->first_call_freed_pct = 0.0;
+	out->max_call_freed_pct = 0.0;
+	out->calls_to_drain = -1;
+
+	/* The big cache: K calls that defer, then capable calls. */
+	if (wu_setup(policy, &big, "windup-big", &reg, &s))
+		return -1;
+	for (i = 0; i < WU_STOP_CALLS; i++) {
+		if (wu_call(reg, WU_PRIORITY, WU_CTX_INCAPABLE, &res))
+			goto fail;
+		if (res.freed || res.scanned) {
+			fprintf(stderr, "rcl-bench: windup %s: a call that cannot scan freed %lu\n",
+				out->policy, res.freed);
+			goto fail;
+		}
+		stops += res.nr_stopped;
+	}
+	ret = rcl_shrinker_backlog(s, 0, &out->backlog_wound);
+	if (ret) {
+		fprintf(stderr, "rcl-bench: rcl_shrinker_backlog: %s\n",
+			strerror(-ret));
+		goto fail;
+	}
+	for (i = 0; i < WU_MAX_CAPABLE; i++) {
+		double pct;
+
+		if (wu_call(reg, WU_PRIORITY, RCL_CTX_CAPABLE, &res))
+			goto fail;
+		freed += res.freed;
+		scanned += res.scanned;
+		stops += res.nr_stopped;
+		pct = 100.0 * (double)res.freed / (double)WU_CACHE;
+		if (i == 0)
+			out->first_call_freed_pct = pct;
+		if (pct > out->max_call_freed_pct)
+			out->max_call_freed_pct = pct;
+		ret = rcl_shrinker_backlog(s, 0, &bl);
+		if (ret) {
+			fprintf(stderr, "rcl-bench: rcl_shrinker_backlog: %s\n",
+				strerror(-ret));
+			goto fail;
+		}
+		if (bl < WU_DRAINED) {
+			out->calls_to_drain = (long)i + 1;
+			break;
+		}
+	}
+	out->cache_left = big.nr;
+	if (wu_check(out->policy, "big cache", &big, freed, scanned, stops))
+		goto fail;
+	if (big.nr != WU_CACHE - freed) {
+		fprintf(stderr, "rcl-bench: windup %s: %lu objects left after %lu freed of %lu\n",
+			out->policy, big.nr, freed, WU_CACHE);
+		goto fail;
+	}
+	if (wu_teardown(reg, s))
+		return -1;
+
+	/* The small cache: gentle capable calls, objects re-created. */
+	if (wu_setup(policy, &small, "windup-small", &reg, &s))
+		return -1;
+	freed = scanned = stops = 0;
+	for (i = 0; i < WU_SMALL_CALLS; i++) {
+		if (wu_call(reg, WU_SMALL_PRIORITY, RCL_CTX_CAPABLE, &res))
+			goto fail;
+		freed += res.freed;
+		scanned += res.scanned;
+		stops += res.nr_stopped;
+	}
+	out->small_scanned = scanned;
+	if (wu_check(out->policy, "small cache", &small, freed, scanned,
+		     stops))
+		goto fail;
+	f = small.nr;
+	if (f != WU_SMALL) {
+		fprintf(stderr, "rcl-bench: windup %s: the small cache holds %lu objects\n",
+			out->policy, f);
+		goto fail;
+	}
+	return wu_teardown(reg, s);
+
+fail:
+	wu_teardown(reg, s);
+	return -1;
+}
+
+static int cmd_windup(int argc, char **argv)
+{
+	struct wu_result res[WU_NR_POLICIES];
+	bool json = false;
+	size_t p;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+
+	for (p = 0; p < WU_NR_POLICIES; p++)
+		if (wu_run(wu_policies[p], &res[p]))
+			return 1;
+
+	if (json) {
+		for (p = 0; p < WU_NR_POLICIES; p++)
+			printf("{\"bench\":\"windup\",\"policy\":\"%s\",\"max_call_freed_pct\":%.3f,\"capable_calls_to_drain\":%ld,\"small_cache_scanned\":%lu}\n",
+			       res[p].policy, res[p].max_call_freed_pct,
+			       res[p].calls_to_drain, res[p].small_scanned);
+		return 0;
+	}
+
+	printf("rcl-bench windup: libreclaim %s\n"
+	       "big cache: %lu objects (seeks %d, batch %ld, not refilled); %u calls at\n"
+	       "priority %d that cannot scan, then capable calls at priority %d until the\n"
+	       "backlog is below %lu (at most %u calls).  Small cache: %lu objects\n"
+	       "(re-created), %u capable calls at priority %d.\n\n",
+	       rcl_version(), WU_CACHE, WU_SEEKS, WU_BATCH, WU_STOP_CALLS,
+	       WU_PRIORITY, WU_PRIORITY, WU_DRAINED, WU_MAX_CAPABLE, WU_SMALL,
+	       WU_SMALL_CALLS, WU_SMALL_PRIORITY);
+	printf("%-14s %9s %11s %10s %11s %11s %12s\n", "policy", "backlog",
+	       "first call", "max call", "calls to", "cache left", "small cache");
+	printf("%-14s %9s %11s %10s %11s %11s %12s\n", "", "wound up",
+	       "freed %", "freed %", "drain", "at the end", "scanned");
+	for (p = 0; p < WU_NR_POLICIES; p++) {
+		char drain[32];
+
+		if (res[p].calls_to_drain < 0)
+			snprintf(drain, sizeof(drain), "-1 (>%u)",
+				 WU_MAX_CAPABLE);
+		else
+			snprintf(drain, sizeof(drain), "%ld",
+				 res[p].calls_to_drain);
+		printf("%-14s %9lu %11.3f %10.3f %11s %11lu %12lu\n",
+		       res[p].policy, res[p].backlog_wound,
+		       res[p].first_call_freed_pct, res[p].max_call_freed_pct,
+		       drain, res[p].cache_left, res[p].small_scanned);
+	}
+	printf("\n"
+	       "backlog wound up: rcl_shrinker_backlog() after the calls that cannot\n"
+	       "scan; freed %%: objects one call freed, in %% of the original %lu;\n"
+	       "calls to drain: capable calls until the backlog is below one batch\n"
+	       "(-1: not within %u); cache left: objects left after the last capable\n"
+	       "call; small cache scanned: objects scanned in %u calls.\n",
+	       WU_CACHE, WU_MAX_CAPABLE, WU_SMALL_CALLS);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* shrink-scale: concurrent registry-wide shrinks                             */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * T threads call rcl_shrinker_registry_shrink() on ONE registry of 64
+ * registered shrinkers, as T reclaimers under memory pressure would.  The
+ * callbacks are as cheap as they can be (count answers a constant from a
+ * read-only line, scan answers nr_to_scan), so the figure is the library's
+ * walk and arithmetic: slot pins, the backlog claim and return, statistics.
+ *
+ * Priority 6 with the default policy: each call's own pressure on a
+ * shrinker is ((10000 << 16 >> 6) * 4 / 2) >> 16 = 312.5 objects, so every
+ * call scans two or three batches of 128 of every shrinker (on average
+ * 312.5 objects) and the backlog stays below one call's worth.  At priority
+ * 12 a call would only add 4.9 objects of pressure and scan one shrinker in
+ * 26 calls: that measures counting, not shrinking.
+ */
+#define SS_NR_SHRINKERS 64u
+#define SS_COUNT 10000ul
+#define SS_PRIORITY 6
+#define SS_MAX_THREADS 256u
+#define SS_RUN_MS 300u
+#define SS_REPS 5u
+#define SS_SHORT_RUN_MS 5u
+#define SS_SHORT_REPS 1u
+#define SS_OTHER_MAX HP_OTHER_MAX
+#define SS_TRIES HP_TRIES
+
+/* What a shrinker's count answers: read only, on a line of its own. */
+struct ss_cache {
+	_Alignas(64) unsigned long nr;
+};
+
+static unsigned long ss_count(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	const struct ss_cache *c = sc->priv;
+
+	(void)s;
+	return c->nr;
+}
+
+static unsigned long ss_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
+{
+	(void)s;
+	return sc->nr_to_scan;
+}
+
+static const struct rcl_shrinker_ops ss_ops = {
+	.count_objects = ss_count,
+	.scan_objects = ss_scan,
+};
+
+struct ss_run;
+
+/* Cache-line aligned, so that no two threads write to the same line. */
+struct ss_worker {
+	_Alignas(64) struct ss_run *run;
+	pthread_t tid;
+	uint64_t ops;
+	uint64_t ns;
+	struct rcl_shrink_result res;
+	int err;
+};
+
+struct ss_run {
+	struct ss_cache caches[SS_NR_SHRINKERS];
+	struct rcl_shrinker *s[SS_NR_SHRINKERS];
+	struct rcl_shrinker_registry *reg;
+	uint64_t run_ns;
+	unsigned nthreads;
+	struct ss_worker *w;
+	_Alignas(64) struct spin_barrier go;	/* the workers */
+	pthread_barrier_t start;		/* the workers and main */
+};
+
+struct ss_result {
+	double ops_per_s;	/* aggregate */
+	double ns_per_op;	/* one thread's, averaged over the threads */
+	double other;
+	bool disturbed;
+};
+
+static void *ss_worker_main(void *arg)
+{
+	struct ss_worker *w = arg;
+	struct ss_run *r = w->run;
+	uint64_t ops = 0, t0, t1, deadline;
+	int ret = 0;
+
+	pthread_barrier_wait(&r->start);
+	spin_barrier_wait(&r->go);
+	t0 = now_ns();
+	deadline = t0 + r->run_ns;
+	do {
+		ret = rcl_shrinker_registry_shrink(r->reg, 0, SS_PRIORITY,
+						   RCL_CTX_CAPABLE, &w->res);
+		if (ret)
+			break;
+		ops++;
+		t1 = now_ns();
+	} while (t1 < deadline);
+	t1 = now_ns();
+	w->ops = ops;
+	w->ns = t1 - t0;
+	w->err = ret;
+	return NULL;
+}
+
+/*
+ * After the run: every call visited every shrinker and scanned what it
+ * freed, and the library's counters agree with the calls made.  With the
+ * default policy each call adds delta = 312.5 objects (exactly, in 16.16
+ * fixed point) to a shrinker's work and the backlog keeps what was not
+ * scanned, so per shrinker scanned + backlog = calls * 312.5, to within the
+ * backlog's rounding down to whole objects, however the threads split the
+ * backlog between them.
+ */
+static int ss_check(struct ss_run *r)
+{
+	struct rcl_shrink_result sum = { 0 };
+	uint64_t ops = 0;
+	unsigned t, i;
+	int err = 0;
+
+	for (t = 0; t < r->nthreads; t++) {
+		const struct ss_worker *w = &r->w[t];
+
+		if (w->err) {
+			fprintf(stderr, "rcl-bench: shrink-scale thread %u: rcl_shrinker_registry_shrink: %s\n",
+				t, strerror(-w->err));
+			return -1;
+		}
+		if (!w->ops) {
+			fprintf(stderr, "rcl-bench: shrink-scale: thread %u did no work\n",
+				t);
+			return -1;
+		}
+		ops += w->ops;
+		sum.freed += w->res.freed;
+		sum.scanned += w->res.scanned;
+		sum.nr_shrinkers += w->res.nr_shrinkers;
+		sum.nr_stopped += w->res.nr_stopped;
+	}
+	if (sum.nr_shrinkers != ops * SS_NR_SHRINKERS || sum.nr_stopped ||
+	    sum.freed != sum.scanned || !sum.scanned) {
+		fprintf(stderr, "rcl-bench: shrink-scale: %llu calls visited %lu shrinkers (%lu stopped), freed %lu, scanned %lu\n",
+			(unsigned long long)ops, sum.nr_shrinkers,
+			sum.nr_stopped, sum.freed, sum.scanned);
+		return -1;
+	}
+	for (i = 0; i < SS_NR_SHRINKERS; i++) {
+		struct rcl_shrinker_stats st;
+		unsigned long bl;
+		double want, have;
+
+		if (rcl_shrinker_stats(r->s[i], &st) ||
+		    rcl_shrinker_backlog(r->s[i], 0, &bl)) {
+			fprintf(stderr, "rcl-bench: rcl_shrinker_stats/backlog failed\n");
+			return -1;
+		}
+		want = (double)st.calls * 312.5;
+		have = (double)st.scanned + (double)bl;
+		if (st.calls != ops || st.freed != st.scanned || st.stops ||
+		    have > want || want - have >= 1.0) {
+			fprintf(stderr, "rcl-bench: shrink-scale: shrinker %u: %llu calls (expected %llu), %llu scanned, %llu freed, %llu stops, backlog %lu (scanned + backlog %.1f, expected %.1f)\n",
+				i, (unsigned long long)st.calls,
+				(unsigned long long)ops,
+				(unsigned long long)st.scanned,
+				(unsigned long long)st.freed,
+				(unsigned long long)st.stops, bl, have, want);
+			err = -1;
+		}
+	}
+	return err;
+}
+
+/* Free the shrinkers (the first @n) and the registry.  Returns 0 or -1. */
+static int ss_teardown(struct ss_run *r, unsigned n)
+{
+	unsigned i;
+	int ret, err = 0;
+
+	for (i = 0; i < n; i++) {
+		ret = rcl_shrinker_free(r->s[i]);
+		if (ret) {
+			fprintf(stderr, "rcl-bench: rcl_shrinker_free: %s\n",
+				strerror(-ret));
+			err = -1;
+		}
+	}
+	ret = rcl_shrinker_registry_free(r->reg);
+	if (ret) {
+		fprintf(stderr, "rcl-bench: rcl_shrinker_registry_free: %s\n",
+			strerror(-ret));
+		err = -1;
+	}
+	return err;
+}
+
+/* One measurement with @nthreads threads.  Returns 0 or -1. */
+static int ss_measure(unsigned nthreads, unsigned run_ms,
+		      struct ss_result *res)
+{
+	struct ss_run *r;
+	struct cpu_snap snap0, snap1;
+	uint64_t ops = 0, max_ns = 0;
+	double sum_nspo = 0.0;
+	unsigned i, t;
+	int ret, err = 0;
+
+	r = zalloc64(sizeof(*r));
+	if (!r)
+		goto nomem;
+	r->nthreads = nthreads;
+	r->run_ns = (uint64_t)run_ms * 1000000u;
+	r->w = zalloc64(nthreads * sizeof(*r->w));
+	if (!r->w)
+		goto nomem;
+
+	ret = rcl_shrinker_registry_new(NULL, &r->reg);
+	if (ret) {
+		fprintf(stderr, "rcl-bench: rcl_shrinker_registry_new: %s\n",
+			strerror(-ret));
+		free(r->w);
+		free(r);
+		return -1;
+	}
+	for (i = 0; i < SS_NR_SHRINKERS; i++) {
+		char name[RCL_SHRINKER_NAME_LEN];
+		struct rcl_shrinker_config cfg = {
+			.ops = &ss_ops,
+			.priv = &r->caches[i],
+			.name = name,
+			.seeks = RCL_DEFAULT_SEEKS,
+		};
+
+		r->caches[i].nr = SS_COUNT;
+		snprintf(name, sizeof(name), "scale-%u", i);
+		ret = rcl_shrinker_new(r->reg, &cfg, &r->s[i]);
+		if (!ret) {
+			ret = rcl_shrinker_register(r->s[i]);
+			if (ret)
+				rcl_shrinker_free(r->s[i]);
+		}
+		if (ret) {
+			fprintf(stderr, "rcl-bench: rcl_shrinker_new/register: %s\n",
+				strerror(-ret));
+			ss_teardown(r, i);
+			free(r->w);
+			free(r);
+			return -1;
+		}
+	}
+
+	spin_barrier_init(&r->go, nthreads);
+	if (pthread_barrier_init(&r->start, NULL, nthreads + 1)) {
+		fprintf(stderr, "rcl-bench: pthread_barrier_init failed\n");
+		exit(1);
+	}
+	for (t = 0; t < nthreads; t++) {
+		r->w[t].run = r;
+		ret = pthread_create(&r->w[t].tid, NULL, ss_worker_main,
+				     &r->w[t]);
+		if (ret) {
+			/* The barriers need every thread: give up. */
+			fprintf(stderr, "rcl-bench: pthread_create: %s\n",
+				strerror(ret));
+			exit(1);
+		}
+	}
+	pthread_barrier_wait(&r->start);
+	cpu_snap(&snap0);
+	for (t = 0; t < nthreads; t++)
+		pthread_join(r->w[t].tid, NULL);
+	cpu_snap(&snap1);
+	res->other = cpu_other(&snap0, &snap1);
+	pthread_barrier_destroy(&r->start);
+
+	if (ss_check(r))
+		err = -1;
+	for (t = 0; t < nthreads && !err; t++) {
+		const struct ss_worker *w = &r->w[t];
+		uint64_t ns = w->ns ? w->ns : 1;
+
+		sum_nspo += (double)ns / (double)w->ops;
+		ops += w->ops;
+		if (ns > max_ns)
+			max_ns = ns;
+	}
+	if (ss_teardown(r, SS_NR_SHRINKERS))
+		err = -1;
+	free(r->w);
+	free(r);
+	if (err)
+		return -1;
+	res->ns_per_op = sum_nspo / nthreads;
+	res->ops_per_s = (double)ops / (double)max_ns * 1e9;
+	return 0;
+
+nomem:
+	fprintf(stderr, "rcl-bench: out of memory\n");
+	free(r);
+	return -1;
+}
+
+/*
+ * The figure of @nthreads: the median of @reps runs undisturbed by other
+ * load, repeating disturbed runs up to @tries times @reps runs in all (as
+ * hp_figure()).  Returns 0 or -1.
+ */
+static int ss_figure(unsigned nthreads, unsigned run_ms, unsigned reps,
+		     unsigned tries, struct ss_result *out, unsigned *redone)
+{
+	double ops[SS_REPS * SS_TRIES], nspo[SS_REPS * SS_TRIES];
+	double all_ops[SS_REPS * SS_TRIES], all_nspo[SS_REPS * SS_TRIES];
+	unsigned clean = 0, all = 0;
+
+	if (reps > SS_REPS)
+		reps = SS_REPS;
+	if (tries > SS_TRIES)
+		tries = SS_TRIES;
+	while (clean < reps && all < reps * tries) {
+		struct ss_result one;
+
+		if (ss_measure(nthreads, run_ms, &one))
+			return -1;
+		all_ops[all] = one.ops_per_s;
+		all_nspo[all++] = one.ns_per_op;
+		if (one.other <= SS_OTHER_MAX) {
+			ops[clean] = one.ops_per_s;
+			nspo[clean++] = one.ns_per_op;
+		} else if (tries > 1) {
+			(*redone)++;
+		}
+	}
+	out->disturbed = clean < reps && tries > 1;
+	if (out->disturbed)
+		fprintf(stderr, "rcl-bench: warning: shrink-scale threads=%u: %u of %u runs undisturbed by other load; the figure is less reliable\n",
+			nthreads, clean, all);
+	if (clean) {
+		out->ops_per_s = median(ops, clean);
+		out->ns_per_op = median(nspo, clean);
+	} else {
+		out->ops_per_s = median(all_ops, all);
+		out->ns_per_op = median(all_nspo, all);
+	}
+	return 0;
+}
+
+static int cmd_shrink_scale(int argc, char **argv)
+{
+	unsigned max_threads = 2, run_ms = SS_RUN_MS, reps = SS_REPS;
+	unsigned tries = SS_TRIES, t, disturbed = 0;
+	bool json = false, shortrun = false;
+	struct ss_result *res;
+	long ncpu;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--json")) {
+			json = true;
+		} else if (!strcmp(a, "--short")) {
+			shortrun = true;
+		} else if (!strcmp(a, "--threads")) {
+			if (i + 1 >= argc ||
+			    !parse_uint(argv[++i], 1, SS_MAX_THREADS,
+					&max_threads))
+				goto bad;
+		} else if (!strncmp(a, "--threads=", 10)) {
+			if (!parse_uint(a + 10, 1, SS_MAX_THREADS,
+					&max_threads))
+				goto bad;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			goto bad;
+		}
+	}
+	if (shortrun) {
+		run_ms = SS_SHORT_RUN_MS;
+		reps = SS_SHORT_REPS;
+		tries = 1;
+	}
+
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > 0 && max_threads > (unsigned long)ncpu)
+		fprintf(stderr, "rcl-bench: warning: %u threads on %ld online CPUs: the figures for more threads than CPUs measure the scheduler\n",
+			max_threads, ncpu);
+
+	res = calloc(max_threads, sizeof(*res));
+	if (!res) {
+		fprintf(stderr, "rcl-bench: out of memory\n");
+		return 1;
+	}
+	fprintf(stderr, "rcl-bench shrink-scale: libreclaim %s, %u shrinkers, priority %d, threads 1..%u, %u ms per run, median of %u run%s\n",
+		rcl_version(), SS_NR_SHRINKERS, SS_PRIORITY, max_threads,
+		run_ms, reps, reps == 1 ? "" : "s");
+	for (t = 1; t <= max_threads; t++) {
+		unsigned redone = 0;
+
+		if (ss_figure(t, run_ms, reps, tries, &res[t - 1], &redone)) {
+			free(res);
+			return 1;
+		}
+		fprintf(stderr, "  threads=%-3u %.0f ops/s", t,
+			res[t - 1].ops_per_s);
+		if (redone)
+			fprintf(stderr, " (%u disturbed run%s repeated)", redone,
+				redone == 1 ? "" : "s");
+		fputc('\n', stderr);
+	}
+
+	if (json) {
+		for (t = 1; t <= max_threads; t++)
+			printf("{\"bench\":\"shrink-scale\",\"threads\":%u,\"ops_per_s\":%.1f}\n",
+			       t, res[t - 1].ops_per_s);
+		free(res);
+		return 0;
+	}
+
+	printf("rcl-bench shrink-scale: libreclaim %s, %ld CPUs online, %u shrinkers,\n"
+	       "priority %d, default policy, %u ms per run, median of %u run%s\n\n",
+	       rcl_version(), ncpu, SS_NR_SHRINKERS, SS_PRIORITY, run_ms, reps,
+	       reps == 1 ? "" : "s");
+	printf("%7s %12s %10s %9s\n", "threads", "ops/s", "us/op", "scaling");
+	for (t = 1; t <= max_threads; t++) {
+		const struct ss_result *x = &res[t - 1];
+		char sc[32] = "";
+
+		if (t > 1)
+			snprintf(sc, sizeof(sc), "%.2fx",
+				 x->ops_per_s / res[0].ops_per_s);
+		printf("%7u %12.0f %10.2f %9s%s\n", t, x->ops_per_s,
+		       x->ns_per_op / 1e3, sc, x->disturbed ? "  *" : "");
+		disturbed += x->disturbed;
+	}
+	if (max_threads >= 2)
+		printf("\n2-thread/1-thread ratio: %.2f\n",
+		       res[1].ops_per_s / res[0].ops_per_s);
+	printf("\n"
+	       "One op: one rcl_shrinker_registry_shrink() of all %u shrinkers.\n"
+	       "ops/s: aggregate of all threads; us/op: mean time of one op in one\n"
+	       "thread; scaling: ops/s over the 1-thread figure.\n",
+	       SS_NR_SHRINKERS);
+	if (disturbed)
+		printf("*: measured while other processes used the CPUs; less reliable.\n");
+	free(res);
+	return 0;
+
+bad:
+	usage(stderr);
+	return 2;
+}
+
+/* ------------------------------------------------------------------------- */
 /* Dispatcher                                                                 */
 /* ------------------------------------------------------------------------- */
 
@@ -1316,6 +2172,8 @@ struct command {
 
 static const struct command commands[] = {
 	{ "hotpath", cmd_hotpath },
+	{ "windup", cmd_windup },
+	{ "shrink-scale", cmd_shrink_scale },
 };
 
 int main(int argc, char **argv)
