@@ -194,6 +194,9 @@ enum rcl__batch_op {
 	RCL__OP_ADD = 0,
 	RCL__OP_ACTIVATE = 1,
 };
+/* Add @cost to a type's reclaim cost, with the kernel's decay (scan.h). */
+void rcl__lruvec_add_cost(struct rcl_lruvec *lv, unsigned type, uint64_t cost);
+
 void rcl__lruvec_apply_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 			      enum rcl__batch_op op);
 

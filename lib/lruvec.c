@@ -248,6 +248,40 @@ void rcl__lruvec_apply_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
 }
 
 /* ------------------------------------------------------------------------- */
+/* Cost model (read by the scan controller)                                   */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * The kernel's lru_note_cost(): a type's cost grows with what reclaim met and
+ * could not free (rotations) and with refaults; when the costs of all types
+ * together exceed a quarter of the lruvec's objects, all are halved, so that
+ * recent events weigh more than old ones.  Lock-free: a racing halving may
+ * lose a little, which a floating average tolerates.
+ */
+void rcl__lruvec_add_cost(struct rcl_lruvec *lv, unsigned type, uint64_t cost)
+{
+	uint64_t sum = 0, size = 0;
+	unsigned t, l;
+
+	if (!cost)
+		return;
+	atomic_fetch_add_explicit(&lv->__cost[type], cost, memory_order_relaxed);
+	for (t = 0; t < lv->__nr_types; t++)
+		sum += atomic_load_explicit(&lv->__cost[t], memory_order_relaxed);
+	for (l = 0; l < RCL_LRU_UNEVICTABLE; l++)
+		size += atomic_load_explicit(&lv->__lists[l].nr,
+					     memory_order_relaxed);
+	if (sum > size / 4) {
+		for (t = 0; t < lv->__nr_types; t++)
+			atomic_store_explicit(
+				&lv->__cost[t],
+				atomic_load_explicit(&lv->__cost[t],
+						     memory_order_relaxed) / 2,
+				memory_order_relaxed);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
 /* Nodes                                                                      */
 /* ------------------------------------------------------------------------- */
 
@@ -1146,6 +1180,8 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		stat_add(lv, sc->type, RCL__STAT_WEIGHT_FREED, wfreed);
 		stat_add(lv, sc->type, RCL__STAT_ROTATED, rotated);
 		stat_add(lv, sc->type, RCL__STAT_ACTIVATED, activated);
+		/* What reclaim met and could not free is its cost. */
+		rcl__lruvec_add_cost(lv, sc->type, iso.nr_scanned - freed);
 		sc->nr_freed += freed;
 		sc->weight_freed += wfreed;
 		sc->nr_rotated += rotated;
@@ -1197,6 +1233,7 @@ RCL_API int rcl_lruvec_shrink_active(struct rcl_lruvec *lv,
 		stat_add(lv, sc->type, RCL__STAT_REFILL_SCANNED, k);
 		stat_add(lv, sc->type, RCL__STAT_ACTIVE_ROTATED, rotated);
 		stat_add(lv, sc->type, RCL__STAT_DEACTIVATED, deactivated);
+		rcl__lruvec_add_cost(lv, sc->type, rotated);
 		sc->nr_scanned += k;
 		sc->nr_rotated += rotated;
 		sc->nr_deactivated += deactivated;

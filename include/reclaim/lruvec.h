@@ -375,7 +375,8 @@ struct rcl_lruvec {
 	RCL__ATOMIC(uint32_t) __nr_waiters;
 	uint16_t __id;
 	uint16_t __pad16;
-	uint64_t __reserved[16];
+	RCL__ATOMIC(uint64_t) __cost[RCL_LRU_MAX_TYPES];	/* scan.h */
+	uint64_t __reserved[12];
 };
 
 /** Flag of rcl_lruvec_add(): put the node on the active list. */

@@ -10,7 +10,10 @@
 
 #include <reclaim/common.h>
 #include <reclaim/version.h>
+#include <reclaim/clock.h>
 #include <reclaim/lruvec.h>
 #include <reclaim/shrinker.h>
+#include <reclaim/scan.h>
+#include <reclaim/domain.h>
 
 #endif /* RECLAIM_RECLAIM_H */

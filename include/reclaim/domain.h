@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * DOC: domain - a memory budget, its watermarks, and the reclaimers
+ *
+ * A *domain* is the unit with a budget, in the application's unit (bytes by
+ * default).  It has one or more *partitions* (NUMA nodes or shards); each
+ * cache attaches one lruvec per partition (rcl_domain_attach(); the lruvec
+ * stays the application's), and the domain owns one shrinker registry
+ * (rcl_domain_registry()) with a backlog per partition for partition-aware
+ * shrinkers.
+ *
+ * Charging is explicit: the application charges when it creates an object
+ * (rcl_domain_charge()) and uncharges when it frees one, typically in its
+ * evict callback (rcl_domain_uncharge()).  Adding a node to an lruvec
+ * charges nothing, because charged memory also lives outside lruvecs (in a
+ * shrinker's cache, say).
+ *
+ * Watermarks are levels of free headroom (budget - usage), min < low < high,
+ * as the kernel's per-zone watermarks:
+ *
+ * - headroom above low: nothing happens;
+ * - a charge that leaves headroom below low wakes the background reclaimer
+ *   (if started), which reclaims until headroom is back above high;
+ * - a charge that would leave headroom below min makes the caller reclaim
+ *   (direct reclaim), if its context mask has RCL_CTX_MAY_BLOCK; bounded;
+ * - a charge that is still over budget afterwards fails with -ENOMEM in
+ *   strict mode, or is admitted and reported as overshoot in soft mode.
+ *
+ * Default watermarks (rcl_domain_set_budget() recomputes them):
+ * min = budget / 1024 (the kernel's min_free_kbytes is about 0.1 % to 0.4 %
+ * of memory), gap = max(min / 4, budget * scale_factor / 10000), low = min +
+ * gap, high = min + 2 * gap, with scale_factor 100 (1 %; the kernel's
+ * watermark_scale_factor defaults to 10, 0.1 %: a user-space cache reclaims
+ * in coarser units, and a wider gap lets the background reclaimer work in
+ * larger batches).
+ *
+ * The background reclaimer (the kswapd analogue) is an optional thread per
+ * domain: rcl_domain_reclaimer_start() / _stop().  Woken by a charge below
+ * low, it reclaims towards high, starting at priority 12 and lowering the
+ * priority only when a pass fell short (the kernel's balance_pgdat()).  A
+ * wakeup whose passes free nothing at any priority is a failure; after 16
+ * consecutive failures (MAX_RECLAIM_RETRIES) the domain is *hopeless*: charge
+ * wakeups are ignored, and nothing runs, until something changes - reclaim
+ * progress by a direct reclaimer, a budget or watermark change, an attach,
+ * or rcl_domain_wakeup().  With nothing reclaimable it therefore stops
+ * after 16 passes instead of spinning.
+ *
+ * Usage:
+ *
+ * .. code-block:: c
+ *
+ *	struct rcl_domain_config cfg = { .budget = 64 << 20 };
+ *	struct rcl_domain *d;
+ *	rcl_domain_new(&cfg, &d);
+ *	rcl_domain_attach(d, &cache->lv, 0);
+ *	rcl_domain_reclaimer_start(d);
+ *	...
+ *	if (rcl_domain_charge(d, size, RCL_CTX_CAPABLE, NULL) == 0)
+ *		insert(obj);			// evict callback: rcl_domain_uncharge()
+ *	...
+ *	rcl_domain_reclaimer_stop(d);
+ *	rcl_domain_detach(d, &cache->lv);
+ *	rcl_domain_free(d);
+ *
+ * Synchronization.  All functions are thread-safe.  charge and uncharge are
+ * lock-free unless they reclaim or wake the reclaimer (domain mutex, briefly).
+ * Reclaim passes pin each attached lruvec (an atomic count), never holding a
+ * domain lock across callbacks; detach waits for passes over that lruvec.
+ */
+#ifndef RECLAIM_DOMAIN_H
+#define RECLAIM_DOMAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <reclaim/clock.h>
+#include <reclaim/common.h>
+#include <reclaim/lruvec.h>
+#include <reclaim/shrinker.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rcl_domain;
+
+/** What a charge does when it cannot be brought under budget. */
+enum rcl_charge_mode {
+	RCL_CHARGE_STRICT = 0,	/**< fail with -ENOMEM */
+	RCL_CHARGE_SOFT = 1,	/**< admit it; report the overshoot */
+};
+
+/** Domain flag: scan as the kernel did before 2014 (for comparison). */
+#define RCL_DOMAIN_NONPROPORTIONAL (1u << 0)
+
+/** Default scale factor of the watermark gap, in 1/10000 of the budget. */
+#define RCL_WATERMARK_SCALE_DEFAULT 100
+/** Failed background passes before a domain is hopeless (the kernel's value). */
+#define RCL_MAX_RECLAIM_RETRIES 16
+
+/**
+ * struct rcl_domain_config - creation parameters
+ * @budget: the budget (> 0), in the application's unit
+ * @nr_partitions: partitions; 0 = 1
+ * @mode: strict or soft
+ * @watermark_scale_factor: the gap between watermarks in 1/10000 of the
+ *	budget; 0 = RCL_WATERMARK_SCALE_DEFAULT
+ * @swappiness: 1..200, bias between cheap and costly LRU types (see scan.h);
+ *	0 = RCL_SWAPPINESS_DEFAULT (use rcl_domain_set_swappiness() for 0)
+ * @shrink_policy: the damping policy of the domain's shrinker registry
+ * @max_lruvecs: most lruvecs attached at once; 0 = 256
+ * @flags: RCL_DOMAIN_NONPROPORTIONAL
+ * @clock: the clock; NULL = rcl_clock_monotonic()
+ * @allocator: NULL = malloc
+ */
+struct rcl_domain_config {
+	uint64_t budget;
+	unsigned nr_partitions;
+	enum rcl_charge_mode mode;
+	unsigned watermark_scale_factor;
+	unsigned swappiness;
+	enum rcl_shrink_policy shrink_policy;
+	unsigned max_lruvecs;
+	unsigned flags;
+	const struct rcl_clock *clock;
+	const struct rcl_allocator *allocator;
+};
+
+/** Watermarks, as levels of headroom (budget - usage). */
+struct rcl_watermarks {
+	uint64_t min;
+	uint64_t low;
+	uint64_t high;
+};
+
+/**
+ * rcl_domain_new() - create a domain.  Pair with rcl_domain_free().
+ * @cfg: the configuration
+ * @out: receives the domain (written only on success)
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL arguments, a zero budget, too many partitions
+ * (more than RCL_SHRINKER_MAX_PARTITIONS) or an unknown mode or policy;
+ * -ENOMEM.
+ */
+RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
+			   struct rcl_domain **out);
+
+/**
+ * rcl_domain_free() - free a domain
+ * @d: the domain; NULL is a no-op
+ *
+ * Stops the background reclaimer if it runs.
+ *
+ * Context: any thread, not concurrently with other calls on @d.
+ * Return: 0; -EBUSY (nothing freed) while lruvecs are attached or shrinkers
+ * remain in its registry.
+ */
+RCL_API int rcl_domain_free(struct rcl_domain *d);
+
+/**
+ * rcl_domain_attach() - make a domain reclaim from an lruvec
+ * @d: the domain
+ * @lv: an initialised lruvec with an evict callback
+ * @partition: its partition
+ *
+ * Context: any thread, while other threads reclaim.
+ * Return: 0; -EINVAL for NULL, an lruvec without an evict callback or a
+ * partition out of range; -EBUSY if @lv is attached already; -ENOSPC if
+ * max_lruvecs are attached.
+ */
+RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
+			      unsigned partition);
+
+/**
+ * rcl_domain_detach() - stop reclaiming from an lruvec
+ * @d: the domain
+ * @lv: an attached lruvec
+ *
+ * Waits until no reclaim pass is inside @lv.
+ *
+ * Context: any thread but the evict callbacks of @lv called by this
+ * domain's reclaim.
+ * Return: 0; -EINVAL for NULL; -ENOENT if not attached; -EDEADLK from an
+ * evict callback of @lv during a pass of this domain.
+ */
+RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv);
+
+/**
+ * rcl_domain_registry() - the domain's shrinker registry
+ * @d: the domain
+ *
+ * Create shrinkers in it with rcl_shrinker_new(); free them before the
+ * domain.
+ *
+ * Context: any thread.
+ * Return: the registry; NULL for NULL.
+ */
+RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d);
+
+/**
+ * rcl_domain_charge() - account for new memory, reclaiming if needed
+ * @d: the domain
+ * @amount: how much, in the domain's unit
+ * @context: the caller's capability mask; direct reclaim needs
+ *	RCL_CTX_MAY_BLOCK and passes the mask to the callbacks
+ * @overshoot: if not NULL, receives how far usage exceeds the budget after
+ *	the charge (soft mode; 0 otherwise)
+ *
+ * Context: any thread, including evict callbacks (a charge from a callback
+ * of a reclaim pass does not reclaim recursively); may run callbacks.
+ * Return: 0; -EINVAL for NULL; -ENOMEM (strict mode) if the charge would
+ * leave usage above the budget even after reclaim; nothing is charged then.
+ */
+RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
+			      uint64_t context, uint64_t *overshoot);
+
+/**
+ * rcl_domain_uncharge() - account for freed memory
+ * @d: the domain
+ * @amount: how much
+ *
+ * Uncharging more than is charged clamps usage to 0.
+ *
+ * Context: any thread, lock-free; typically from evict callbacks.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount);
+
+/**
+ * rcl_domain_usage() - the charged total
+ * @d: the domain
+ *
+ * Context: lock-free.
+ * Return: the usage; 0 for NULL.
+ */
+RCL_API uint64_t rcl_domain_usage(const struct rcl_domain *d);
+
+/**
+ * rcl_domain_budget() - the budget
+ * @d: the domain
+ *
+ * Context: lock-free.
+ * Return: the budget; 0 for NULL.
+ */
+RCL_API uint64_t rcl_domain_budget(const struct rcl_domain *d);
+
+/**
+ * rcl_domain_set_budget() - resize the budget
+ * @d: the domain
+ * @budget: the new budget (> 0)
+ *
+ * Recomputes the watermarks from the scale factor.  If usage now leaves less
+ * headroom than low, reclaim starts: the background reclaimer is woken if it
+ * runs, otherwise the caller reclaims towards high (bounded).
+ *
+ * Context: any thread; may run callbacks.
+ * Return: 0; -EINVAL for NULL or 0.
+ */
+RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget);
+
+/**
+ * rcl_domain_watermarks() - the current watermarks
+ * @d: the domain
+ * @out: receives them
+ *
+ * Context: lock-free.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_watermarks(const struct rcl_domain *d,
+				  struct rcl_watermarks *out);
+
+/**
+ * rcl_domain_set_watermarks() - set the watermarks explicitly
+ * @d: the domain
+ * @wm: min < low < high <= budget
+ *
+ * They hold until the next rcl_domain_set_budget().
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL or watermarks out of order.
+ */
+RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
+				      const struct rcl_watermarks *wm);
+
+/**
+ * rcl_domain_set_swappiness() - set the type bias
+ * @d: the domain
+ * @swappiness: 0..200
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL or a value out of range.
+ */
+RCL_API int rcl_domain_set_swappiness(struct rcl_domain *d, unsigned swappiness);
+
+/**
+ * struct rcl_reclaim_result - what a domain reclaim did
+ * @nr_to_reclaim: the goal, in objects
+ * @nr_reclaimed: LRU objects freed
+ * @weight_reclaimed: their weight
+ * @nr_scanned: inactive LRU objects scanned
+ * @slab_freed: objects freed by shrinkers (reported separately)
+ * @last_round_lists: lists scanned in the last round of the last lruvec
+ * @priority: the lowest priority reached
+ */
+struct rcl_reclaim_result {
+	uint64_t nr_to_reclaim;
+	uint64_t nr_reclaimed;
+	uint64_t weight_reclaimed;
+	uint64_t nr_scanned;
+	uint64_t slab_freed;
+	unsigned last_round_lists;
+	int priority;
+};
+
+/**
+ * rcl_domain_reclaim() - direct reclaim, explicitly
+ * @d: the domain
+ * @nr_to_reclaim: the goal in objects (> 0)
+ * @context: the capability mask
+ * @res: if not NULL, receives the result
+ *
+ * Priority 12 down to 0 over every partition until the goal is met, as the
+ * kernel's do_try_to_free_pages(); counts as direct reclaim (allocstall).
+ *
+ * Context: any thread except this domain's own evict callbacks (-EDEADLK);
+ * runs callbacks.
+ * Return: 0 (even if the goal was not met: see @res); -EINVAL for NULL or a
+ * zero goal; -EDEADLK from within a reclaim pass of @d.
+ */
+RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
+			       uint64_t context, struct rcl_reclaim_result *res);
+
+/**
+ * rcl_domain_reclaimer_start() - start the background reclaimer thread
+ * @d: the domain
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL; -EBUSY if it runs already; -EAGAIN if the
+ * thread cannot be created.
+ */
+RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d);
+
+/**
+ * rcl_domain_reclaimer_stop() - stop the background reclaimer and join it
+ * @d: the domain
+ *
+ * Context: any thread but the reclaimer's own callbacks (-EDEADLK).
+ * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK.
+ */
+RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d);
+
+/**
+ * rcl_domain_wakeup() - wake the background reclaimer, even if hopeless
+ * @d: the domain
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_wakeup(struct rcl_domain *d);
+
+/**
+ * struct rcl_vmstat - a domain's counters, with the kernel's vmstat names
+ * @pgscan_kswapd: inactive objects scanned by the background reclaimer
+ * @pgscan_direct: ... by direct reclaim
+ * @pgsteal_kswapd: objects freed by the background reclaimer
+ * @pgsteal_direct: ... by direct reclaim
+ * @pgrefill: active objects scanned
+ * @pgactivate: objects activated by reclaim
+ * @pgdeactivate: objects deactivated by reclaim
+ * @pgrotated: inactive objects reclaim met and kept
+ * @slabs_scanned: objects scanned by shrinkers
+ * @slabs_freed: objects freed by shrinkers
+ * @allocstall: direct reclaim entries
+ * @pageoutrun: background reclaimer runs
+ * @kswapd_wakeups: wakeups of the background reclaimer
+ * @kswapd_failures: background runs that freed nothing
+ * @kswapd_hopeless: times the domain became hopeless
+ * @charge_failures: charges refused (strict) with -ENOMEM
+ * @charge_overshoots: charges admitted over budget (soft)
+ */
+struct rcl_vmstat {
+	uint64_t pgscan_kswapd;
+	uint64_t pgscan_direct;
+	uint64_t pgsteal_kswapd;
+	uint64_t pgsteal_direct;
+	uint64_t pgrefill;
+	uint64_t pgactivate;
+	uint64_t pgdeactivate;
+	uint64_t pgrotated;
+	uint64_t slabs_scanned;
+	uint64_t slabs_freed;
+	uint64_t allocstall;
+	uint64_t pageoutrun;
+	uint64_t kswapd_wakeups;
+	uint64_t kswapd_failures;
+	uint64_t kswapd_hopeless;
+	uint64_t charge_failures;
+	uint64_t charge_overshoots;
+};
+
+/**
+ * rcl_domain_vmstat() - a snapshot of a domain's counters
+ * @d: the domain
+ * @out: receives them
+ *
+ * Context: lock-free; read one by one.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_vmstat(const struct rcl_domain *d, struct rcl_vmstat *out);
+
+/**
+ * rcl_domain_vmstat_format() - the counters as text, "/proc/vmstat" style
+ * @d: the domain
+ * @buf: the buffer (may be NULL if @size is 0)
+ * @size: its size
+ *
+ * One "name value" line per counter, followed by usage, budget and the
+ * watermarks, like snprintf(): the output is truncated to @size - 1 bytes.
+ *
+ * Context: lock-free.
+ * Return: the length of the full text (excluding the NUL), or -EINVAL for a
+ * NULL domain or a NULL buffer with a non-zero size.
+ */
+RCL_API int rcl_domain_vmstat_format(const struct rcl_domain *d, char *buf,
+				     size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RECLAIM_DOMAIN_H */

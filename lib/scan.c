@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The proportional scan controller: the kernel's get_scan_count() and
+ * shrink_lruvec(), generalised from two LRU types (anon, file) to up to
+ * RCL_LRU_MAX_TYPES, with proportional chunks instead of the kernel's equal
+ * 32-object chunks plus rescale (see scan.h for why).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <reclaim/scan.h>
+
+__extension__ typedef unsigned __int128 u128;
+
+/* ------------------------------------------------------------------------- */
+/* Costs                                                                      */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_lruvec_note_cost(struct rcl_lruvec *lv, unsigned type,
+				 uint64_t nr_refaults)
+{
+	if (!lruvec_live(lv) || type >= lv->__nr_types)
+		return -EINVAL;
+	rcl__lruvec_add_cost(lv, type, nr_refaults * RCL_REFAULT_COST);
+	return 0;
+}
+
+RCL_API uint64_t rcl_lruvec_cost(const struct rcl_lruvec *lv, unsigned type)
+{
+	if (!lruvec_live(lv) || type >= lv->__nr_types)
+		return 0;
+	return atomic_load_explicit(&((struct rcl_lruvec *)lv)->__cost[type],
+				    memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------------- */
+/* get_scan_count                                                             */
+/* ------------------------------------------------------------------------- */
+
+/* Bias weights from swappiness and the types' configured costs. */
+static void bias_weights(const struct rcl_lruvec *lv, unsigned swappiness,
+			 uint64_t w[RCL_LRU_MAX_TYPES])
+{
+	uint32_t mincost = UINT32_MAX;
+	bool mixed = false;
+	unsigned t;
+
+	for (t = 0; t < lv->__nr_types; t++)
+		if (lv->__types[t].cost < mincost)
+			mincost = lv->__types[t].cost;
+	for (t = 0; t < lv->__nr_types; t++)
+		if (lv->__types[t].cost != mincost)
+			mixed = true;
+	for (t = 0; t < lv->__nr_types; t++) {
+		if (!mixed)
+			w[t] = RCL_SWAPPINESS_DEFAULT;	/* no bias to apply */
+		else if (lv->__types[t].cost == mincost)
+			w[t] = RCL_SWAPPINESS_MAX - swappiness;
+		else
+			w[t] = (uint64_t)swappiness * mincost /
+			       lv->__types[t].cost;
+	}
+}
+
+RCL_API int rcl_scan_targets(const struct rcl_lruvec *lv, int priority,
+			     unsigned swappiness,
+			     uint64_t targets[RCL_LRU_NR_LISTS])
+{
+	uint64_t size[RCL_LRU_NR_LISTS] = { 0 };
+	uint64_t w[RCL_LRU_MAX_TYPES], fp[RCL_LRU_MAX_TYPES] = { 0 };
+	uint64_t cost[RCL_LRU_MAX_TYPES], total_cost = 0, primed_sum = 0;
+	uint64_t den = 0, floor_share;
+	bool nonempty[RCL_LRU_MAX_TYPES] = { false };
+	unsigned t, l, n;
+
+	if (!lruvec_live(lv) || !targets || priority < 0 || priority > 12 ||
+	    swappiness > RCL_SWAPPINESS_MAX)
+		return -EINVAL;
+	n = lv->__nr_types;
+	memset(targets, 0, RCL_LRU_NR_LISTS * sizeof(targets[0]));
+	for (l = 0; l < 2 * n; l++) {
+		size[l] = rcl_lruvec_count(lv, l, NULL);
+		if (size[l])
+			nonempty[l / 2] = true;
+	}
+
+	if (priority == 0) {
+		/* Close to the end: scan every type equally (SCAN_EQUAL). */
+		for (t = 0; t < n; t++)
+			fp[t] = nonempty[t];
+	} else {
+		bias_weights(lv, swappiness, w);
+		for (t = 0; t < n; t++) {
+			cost[t] = rcl_lruvec_cost(lv, t);
+			total_cost += cost[t];
+		}
+		/*
+		 * Prime each cost with the total, so that a type with no cost
+		 * still gets pressure (the kernel's "at least a third").
+		 */
+		for (t = 0; t < n; t++)
+			primed_sum += total_cost + cost[t];
+		for (t = 0; t < n; t++)
+			if (nonempty[t])
+				fp[t] = (uint64_t)((u128)w[t] * (primed_sum + 1) /
+						   (total_cost + cost[t] + 1));
+		for (t = 0; t < n; t++)
+			den += fp[t];
+		/* The floor share: 1/20 of the denominator for a live type. */
+		floor_share = den / 20 ? den / 20 : 1;
+		for (t = 0; t < n; t++)
+			if (nonempty[t] && fp[t] < floor_share)
+				fp[t] = floor_share;
+	}
+	den = 0;
+	for (t = 0; t < n; t++)
+		den += fp[t];
+	if (!den)
+		return 0;	/* every list is empty */
+	for (l = 0; l < 2 * n; l++)
+		targets[l] = (uint64_t)((u128)(size[l] >> priority) *
+					fp[l / 2] / den);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* shrink_lruvec                                                              */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc)
+{
+	uint64_t targets[RCL_LRU_NR_LISTS], nr[RCL_LRU_NR_LISTS];
+	uint64_t maxt = 0, left = 0, reclaimed = 0;
+	bool proportional, full;
+	unsigned l, n;
+	int err;
+
+	if (!lruvec_live(lv) || !sc || !lv->__ops || !lv->__ops->evict)
+		return -EINVAL;
+	err = rcl_scan_targets(lv, sc->priority, sc->swappiness, targets);
+	if (err)
+		return err;
+	n = 2 * lv->__nr_types;
+	for (l = 0; l < n; l++) {
+		nr[l] = targets[l];
+		left += nr[l];
+		if (targets[l] > maxt)
+			maxt = targets[l];
+	}
+	proportional = !(sc->flags & RCL_SCAN_NONPROPORTIONAL);
+	/* The seed patch: direct reclaim at DEF_PRIORITY scans it all. */
+	full = (sc->flags & RCL_SCAN_DIRECT) && sc->priority == 12;
+
+	/* Each round takes at least one object of some list: bounded. */
+	while (left) {
+		unsigned lists = 0;
+
+		for (l = 0; l < n; l++) {
+			struct rcl_lru_shrink_control lsc = { 0 };
+			uint64_t chunk;
+
+			if (!nr[l])
+				continue;
+			if (proportional) {
+				/* ceil(32 * target / largest target), >= 1 */
+				chunk = (uint64_t)(((u128)RCL_SCAN_CHUNK *
+							    targets[l] +
+						    maxt - 1) /
+						   maxt);
+			} else {
+				chunk = RCL_SCAN_CHUNK;
+			}
+			chunk = RCL_MIN(RCL_MAX(chunk, 1), nr[l]);
+			nr[l] -= chunk;
+			left -= chunk;
+			lists++;
+
+			lsc.type = l / 2;
+			lsc.nr_to_scan = chunk;
+			lsc.priority = sc->priority;
+			lsc.context = sc->context;
+			if (!(l & 1)) {
+				rcl_lruvec_shrink_inactive(lv, &lsc);
+				sc->nr_scanned += lsc.nr_scanned;
+				sc->nr_reclaimed += lsc.nr_freed;
+				sc->weight_reclaimed += lsc.weight_freed;
+				sc->nr_rotated += lsc.nr_rotated;
+				sc->nr_activated += lsc.nr_activated;
+				reclaimed += lsc.nr_freed;
+			} else if (rcl_lruvec_inactive_is_low(lv, l / 2)) {
+				/* Age the active list only when needed. */
+				rcl_lruvec_shrink_active(lv, &lsc);
+				sc->nr_refill += lsc.nr_scanned;
+				sc->nr_deactivated += lsc.nr_deactivated;
+			}
+		}
+		sc->nr_rounds++;
+		sc->last_round_lists = lists;
+		/*
+		 * Proportional chunks keep every list at the same completed
+		 * fraction of its target (within one chunk), so the pass may
+		 * stop the moment the goal is met.
+		 */
+		if (reclaimed >= sc->nr_to_reclaim && !full)
+			break;
+	}
+	return 0;
+}
