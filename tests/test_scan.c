@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the scan controller: scan targets against hand-computed
+ * cases (bias, costs, floor share, SCAN_EQUAL, empty types), proportions at
+ * an early stop, the over-reclaim bound, the full scan of direct reclaim at
+ * priority 12, the pre-2014 mode for contrast, and the cost model's decay.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNIT_TESTING 1
+#include <cmocka.h>
+
+#include <reclaim/reclaim.h>
+
+#include "lru_check.h"
+
+struct item {
+	unsigned type;
+	struct rcl_lru_node lru;
+};
+
+struct cache {
+	struct rcl_lruvec lv;
+	struct item *items;
+	size_t n;
+	bool busy;			/* evict answers BUSY */
+	uint64_t evicted[RCL_LRU_MAX_TYPES];
+	uint64_t evict_calls[RCL_LRU_MAX_TYPES];
+};
+
+static enum rcl_evict_status cache_evict(struct rcl_lru_node *node,
+					 struct rcl_evict_control *ctl)
+{
+	struct cache *c = ctl->priv;
+	struct item *it = rcl_container_of(node, struct item, lru);
+
+	c->evict_calls[it->type]++;
+	if (c->busy)
+		return RCL_EVICT_BUSY;
+	c->evicted[it->type]++;
+	rcl_lru_node_init(node);
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops cache_ops = { .evict = cache_evict };
+
+/*
+ * A cache with @in[t] inactive and @act[t] active objects of each default
+ * type (file = 0, anon = 1), weight 1.
+ */
+static struct cache *cache_new(const size_t in[2], const size_t act[2])
+{
+	struct cache *c = calloc(1, sizeof(*c));
+	struct rcl_lruvec_config cfg = { .ops = &cache_ops };
+	size_t i = 0, k;
+	unsigned t;
+
+	assert_non_null(c);
+	cfg.priv = c;
+	c->n = in[0] + in[1] + act[0] + act[1];
+	c->items = calloc(c->n ? c->n : 1, sizeof(*c->items));
+	assert_non_null(c->items);
+	assert_int_equal(rcl_lruvec_init(&c->lv, &cfg), 0);
+	for (t = 0; t < 2; t++) {
+		for (k = 0; k < in[t]; k++, i++) {
+			c->items[i].type = t;
+			assert_int_equal(rcl_lruvec_add(&c->lv, &c->items[i].lru, t,
+							1, RCL_LRU_ADD_NOBATCH), 0);
+		}
+		for (k = 0; k < act[t]; k++, i++) {
+			c->items[i].type = t;
+			assert_int_equal(rcl_lruvec_add(&c->lv, &c->items[i].lru, t,
+							1, RCL_LRU_ADD_NOBATCH |
+							RCL_LRU_ADD_ACTIVE), 0);
+		}
+	}
+	return c;
+}
+
+static void cache_free(struct cache *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		rcl_lruvec_del(&c->lv, &c->items[i].lru);
+	assert_int_equal(rcl_lruvec_destroy(&c->lv), 0);
+	free(c->items);
+	free(c);
+}
+
+#define FI RCL_LRU_LIST(RCL_LRU_FILE, 0)
+#define FA RCL_LRU_LIST(RCL_LRU_FILE, 1)
+#define AI RCL_LRU_LIST(RCL_LRU_ANON, 0)
+#define AA RCL_LRU_LIST(RCL_LRU_ANON, 1)
+
+/* ------------------------------------------------------------------------- */
+/* Scan targets                                                               */
+/* ------------------------------------------------------------------------- */
+
+static void test_scan_targets_default_bias(void **state)
+{
+	static const size_t in[2] = { 3000, 1200 }, act[2] = { 1500, 600 };
+	struct cache *c = cache_new(in, act);
+	uint64_t t[RCL_LRU_NR_LISTS];
+
+	(void)state;
+	/*
+	 * swappiness 100: file (cost 1) weighs 200 - 100 = 100, anon (cost
+	 * 2) weighs 100 * 1 / 2 = 50; no costs yet, so the fractions are the
+	 * weights: 100 and 50 of 150.  Priority 2: file inactive 3000 >> 2 =
+	 * 750 * 100 / 150 = 500; file active 375 -> 250; anon inactive 300 *
+	 * 50 / 150 = 100; anon active 150 -> 50.
+	 */
+	assert_int_equal(rcl_scan_targets(&c->lv, 2, 100, t), 0);
+	assert_int_equal(t[FI], 500);
+	assert_int_equal(t[FA], 250);
+	assert_int_equal(t[AI], 100);
+	assert_int_equal(t[AA], 50);
+	assert_int_equal(t[RCL_LRU_UNEVICTABLE], 0);
+	assert_int_equal(t[RCL_LRU_LIST(2, 0)], 0);
+
+	/* swappiness 200: file weighs 0 and gets the floor share, 1/20 of
+	 * the denominator: den0 = 0 + 100 = 100, floor 5, den 105.  File
+	 * inactive 750 * 5 / 105 = 35; anon inactive 300 * 100 / 105 = 285. */
+	assert_int_equal(rcl_scan_targets(&c->lv, 2, 200, t), 0);
+	assert_int_equal(t[FI], 35);
+	assert_int_equal(t[AI], 285);
+
+	/* swappiness 0: anon weighs 0: den0 = 200, floor 10, den 210.  File
+	 * inactive 750 * 200 / 210 = 714; anon inactive 300 * 10 / 210 = 14. */
+	assert_int_equal(rcl_scan_targets(&c->lv, 2, 0, t), 0);
+	assert_int_equal(t[FI], 714);
+	assert_int_equal(t[AI], 14);
+
+	/* Priority 0: every type equally (SCAN_EQUAL): half of each list. */
+	assert_int_equal(rcl_scan_targets(&c->lv, 0, 100, t), 0);
+	assert_int_equal(t[FI], 1500);
+	assert_int_equal(t[FA], 750);
+	assert_int_equal(t[AI], 600);
+	assert_int_equal(t[AA], 300);
+	cache_free(c);
+}
+
+static void test_scan_targets_follow_costs(void **state)
+{
+	static const size_t in[2] = { 3000, 1200 }, act[2] = { 1500, 600 };
+	struct cache *c = cache_new(in, act);
+	uint64_t t[RCL_LRU_NR_LISTS];
+
+	(void)state;
+	/* Ten anon refaults: anon cost 320 (below a quarter of 6300). */
+	assert_int_equal(rcl_lruvec_note_cost(&c->lv, RCL_LRU_ANON, 10), 0);
+	assert_int_equal(rcl_lruvec_cost(&c->lv, RCL_LRU_ANON), 320);
+	assert_int_equal(rcl_lruvec_cost(&c->lv, RCL_LRU_FILE), 0);
+	/*
+	 * total 320; primed: file 320, anon 640; sum 960.  fraction file =
+	 * 100 * 961 / 321 = 299, anon = 50 * 961 / 641 = 74; den 373.
+	 * Priority 2: file inactive 750 * 299 / 373 = 601, active 375 -> 300;
+	 * anon inactive 300 * 74 / 373 = 59, active 150 -> 29.  Anon's
+	 * share fell from 1/3 to 1/5: its objects were being refaulted.
+	 */
+	assert_int_equal(rcl_scan_targets(&c->lv, 2, 100, t), 0);
+	assert_int_equal(t[FI], 601);
+	assert_int_equal(t[FA], 300);
+	assert_int_equal(t[AI], 59);
+	assert_int_equal(t[AA], 29);
+	cache_free(c);
+}
+
+static void test_scan_cost_decays(void **state)
+{
+	static const size_t in[2] = { 400, 400 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+
+	(void)state;
+	/* A quarter of 800 is 200: 6 refaults (192) stay, 7 (224) halve. */
+	assert_int_equal(rcl_lruvec_note_cost(&c->lv, RCL_LRU_ANON, 6), 0);
+	assert_int_equal(rcl_lruvec_cost(&c->lv, RCL_LRU_ANON), 192);
+	assert_int_equal(rcl_lruvec_note_cost(&c->lv, RCL_LRU_FILE, 1), 0);
+	/* 192 + 32 = 224 > 200: both halved. */
+	assert_int_equal(rcl_lruvec_cost(&c->lv, RCL_LRU_ANON), 96);
+	assert_int_equal(rcl_lruvec_cost(&c->lv, RCL_LRU_FILE), 16);
+	assert_int_equal(rcl_lruvec_note_cost(&c->lv, 2, 1), -EINVAL);
+	assert_int_equal(rcl_lruvec_note_cost(NULL, 0, 1), -EINVAL);
+	assert_int_equal(rcl_lruvec_cost(NULL, 0), 0);
+	cache_free(c);
+}
+
+static void test_scan_targets_empty_type_gets_nothing(void **state)
+{
+	static const size_t in[2] = { 3000, 0 }, act[2] = { 1500, 0 };
+	struct cache *c = cache_new(in, act);
+	uint64_t t[RCL_LRU_NR_LISTS];
+
+	(void)state;
+	/* Anon is empty: left out of the denominator, file gets it all. */
+	assert_int_equal(rcl_scan_targets(&c->lv, 2, 100, t), 0);
+	assert_int_equal(t[FI], 750);
+	assert_int_equal(t[FA], 375);
+	assert_int_equal(t[AI], 0);
+	assert_int_equal(t[AA], 0);
+	/* Priority 12 on small lists: nothing at all (size >> 12 = 0). */
+	assert_int_equal(rcl_scan_targets(&c->lv, 12, 100, t), 0);
+	assert_int_equal(t[FI], 0);
+	cache_free(c);
+}
+
+static void test_scan_targets_bad_input(void **state)
+{
+	static const size_t in[2] = { 1, 1 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	uint64_t t[RCL_LRU_NR_LISTS];
+	struct rcl_scan_control sc = { .nr_to_reclaim = 1, .priority = 13 };
+	struct rcl_lruvec noops;
+
+	(void)state;
+	assert_int_equal(rcl_scan_targets(NULL, 2, 100, t), -EINVAL);
+	assert_int_equal(rcl_scan_targets(&c->lv, 2, 100, NULL), -EINVAL);
+	assert_int_equal(rcl_scan_targets(&c->lv, -1, 100, t), -EINVAL);
+	assert_int_equal(rcl_scan_targets(&c->lv, 13, 100, t), -EINVAL);
+	assert_int_equal(rcl_scan_targets(&c->lv, 2, 201, t), -EINVAL);
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), -EINVAL);
+	assert_int_equal(rcl_scan_lruvec(&c->lv, NULL), -EINVAL);
+	assert_int_equal(rcl_lruvec_init(&noops, NULL), 0);
+	sc.priority = 2;
+	assert_int_equal(rcl_scan_lruvec(&noops, &sc), -EINVAL);
+	assert_int_equal(rcl_lruvec_destroy(&noops), 0);
+	cache_free(c);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Scanning                                                                   */
+/* ------------------------------------------------------------------------- */
+
+/* Proportions at an early stop: every list at the same completed fraction. */
+static void test_scan_proportions_preserved_at_early_stop(void **state)
+{
+	static const size_t in[2] = { 3000, 600 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control sc = {
+		.nr_to_reclaim = 100, .priority = 0, .swappiness = 100,
+	};
+
+	(void)state;
+	/*
+	 * Priority 0, equal shares: targets file 1500, anon 300.  Chunks:
+	 * file 32 (the largest), anon ceil(32 * 300 / 1500) = 7.  Each round
+	 * frees 39: after 3 rounds 117 >= 100 and the pass stops.  File did
+	 * 96 / 1500 = 6.4 %, anon 21 / 300 = 7.0 %: within one anon chunk
+	 * (7) of the same fraction.
+	 */
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 96);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 21);
+	assert_int_equal(sc.nr_reclaimed, 117);
+	assert_int_equal(sc.nr_rounds, 3);
+	assert_int_equal(sc.last_round_lists, 2);
+	/* anon done vs what file's fraction asks of anon: within a chunk */
+	assert_true(labs((long)c->evicted[RCL_LRU_ANON] * 1500 -
+			 (long)c->evicted[RCL_LRU_FILE] * 300) <= 7 * 1500);
+	cache_free(c);
+}
+
+/* What the kernel did before 2014: equal chunks break the proportions. */
+static void test_scan_nonproportional_mode_for_contrast(void **state)
+{
+	static const size_t in[2] = { 3000, 600 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control sc = {
+		.nr_to_reclaim = 100, .priority = 0, .swappiness = 100,
+		.flags = RCL_SCAN_NONPROPORTIONAL,
+	};
+
+	(void)state;
+	/* 32 of each per round: 64, 128 >= 100 after two rounds. */
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 64);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 64);
+	/* Anon lost 64 / 300 = 21 %, file 64 / 1500 = 4 %: five times more. */
+	cache_free(c);
+}
+
+/* A type with no work: the others carry the pass, which still stops. */
+static void test_scan_stops_with_an_empty_type(void **state)
+{
+	static const size_t in[2] = { 3000, 0 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control sc = {
+		.nr_to_reclaim = 64, .priority = 0, .swappiness = 100,
+	};
+
+	(void)state;
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 64);
+	assert_int_equal(c->evict_calls[RCL_LRU_ANON], 0);
+	assert_int_equal(sc.nr_rounds, 2);
+	cache_free(c);
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+/*
+ * No over-reclaim: below priority 12 a pass frees at most nr_to_reclaim +
+ * 32 per list scanned in its last round, over many random shapes.
+ */
+static void test_scan_no_over_reclaim(void **state)
+{
+	uint64_t seed = 42;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 60; i++) {
+		size_t in[2] = { rnd(&seed) % 5000, rnd(&seed) % 5000 };
+		size_t act[2] = { rnd(&seed) % 3000, rnd(&seed) % 3000 };
+		struct cache *c = cache_new(in, act);
+		struct rcl_scan_control sc = {
+			.nr_to_reclaim = 1 + rnd(&seed) % 400,
+			.priority = (int)(rnd(&seed) % 12),
+			.swappiness = (unsigned)(rnd(&seed) % 201),
+		};
+
+		if (i % 3 == 0)
+			sc.flags = RCL_SCAN_DIRECT;	/* below 12: same bound */
+		assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+		assert_true(sc.nr_reclaimed <=
+			    sc.nr_to_reclaim +
+				    (uint64_t)RCL_SCAN_CHUNK * sc.last_round_lists);
+		assert_int_equal(sc.nr_reclaimed, c->evicted[0] + c->evicted[1]);
+		assert_true(lru_check_invariants(&c->lv) >= 0);
+		cache_free(c);
+	}
+}
+
+/* Direct reclaim at priority 12 scans its whole target (the seed patch). */
+static void test_scan_full_scan_at_priority_12_for_direct(void **state)
+{
+	static const size_t in[2] = { 262144, 0 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control bg = {
+		.nr_to_reclaim = 1, .priority = 12, .swappiness = 100,
+	};
+	struct rcl_scan_control direct = bg;
+
+	(void)state;
+	/* Target 262144 >> 12 = 64: the background stops after one chunk. */
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &bg), 0);
+	assert_int_equal(bg.nr_reclaimed, 32);
+	/* Direct at priority 12 does its whole target, (262144 - 32) >> 12
+	 * = 63, although 1 was enough. */
+	direct.flags = RCL_SCAN_DIRECT;
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &direct), 0);
+	assert_int_equal(direct.nr_reclaimed, 63);
+	/* Below 12, direct reclaim stops at the goal too. */
+	direct.priority = 11;
+	direct.nr_reclaimed = 0;
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &direct), 0);
+	assert_int_equal(direct.nr_reclaimed, 32);
+	cache_free(c);
+}
+
+/* Rotations feed the cost: a busy type loses share to the other. */
+static void test_scan_rotations_shift_pressure(void **state)
+{
+	static const size_t in[2] = { 4000, 4000 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_lru_shrink_control lsc = { .type = RCL_LRU_ANON,
+					      .nr_to_scan = 100 };
+	uint64_t before[RCL_LRU_NR_LISTS], after[RCL_LRU_NR_LISTS];
+
+	(void)state;
+	assert_int_equal(rcl_scan_targets(&c->lv, 4, 100, before), 0);
+	c->busy = true;	/* anon objects cannot go: rotations */
+	assert_int_equal(rcl_lruvec_shrink_inactive(&c->lv, &lsc), 0);
+	assert_int_equal(lsc.nr_rotated, 100);
+	assert_int_equal(rcl_lruvec_cost(&c->lv, RCL_LRU_ANON), 100);
+	assert_int_equal(rcl_scan_targets(&c->lv, 4, 100, after), 0);
+	assert_true(after[AI] < before[AI]);
+	assert_true(after[FI] > before[FI]);
+	c->busy = false;
+	cache_free(c);
+}
+
+/* Active lists are aged only when their inactive list is low. */
+static void test_scan_deactivates_only_when_inactive_is_low(void **state)
+{
+	static const size_t in[2] = { 2000, 0 }, act[2] = { 1000, 0 };
+	static const size_t in2[2] = { 500, 0 }, act2[2] = { 2000, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control sc = {
+		.nr_to_reclaim = 100, .priority = 0, .swappiness = 100,
+	};
+
+	(void)state;
+	/* 2000 inactive >= 1000 active, and still 1872 when the 100 are
+	 * freed (4 rounds of 32): not low, nothing deactivated. */
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(sc.nr_deactivated, 0);
+	cache_free(c);
+
+	c = cache_new(in2, act2);
+	memset(&sc, 0, sizeof(sc));
+	sc.nr_to_reclaim = 1000000;
+	sc.priority = 0;
+	sc.swappiness = 100;
+	/* 500 inactive < 2000 active: low, the active list is aged. */
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_true(sc.nr_deactivated > 0);
+	assert_true(sc.nr_refill >= sc.nr_deactivated);
+	cache_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scan_targets_default_bias),
+		cmocka_unit_test(test_scan_targets_follow_costs),
+		cmocka_unit_test(test_scan_cost_decays),
+		cmocka_unit_test(test_scan_targets_empty_type_gets_nothing),
+		cmocka_unit_test(test_scan_targets_bad_input),
+		cmocka_unit_test(test_scan_proportions_preserved_at_early_stop),
+		cmocka_unit_test(test_scan_nonproportional_mode_for_contrast),
+		cmocka_unit_test(test_scan_stops_with_an_empty_type),
+		cmocka_unit_test(test_scan_no_over_reclaim),
+		cmocka_unit_test(test_scan_full_scan_at_priority_12_for_direct),
+		cmocka_unit_test(test_scan_rotations_shift_pressure),
+		cmocka_unit_test(test_scan_deactivates_only_when_inactive_is_low),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
