@@ -19,12 +19,15 @@
  *  - delete: unhash under the bucket lock (the deleter now owns the index
  *    reference), rcl_lruvec_del_wait(), then drop that reference.
  *
- * The budget.  An atomic counter charges each object's payload bytes from
- * its allocation to its free.  A thread whose charge takes the usage over the
- * budget reclaims before it inserts the object: it ages the active list if
- * rcl_lruvec_inactive_is_low(), then evicts with rcl_lruvec_shrink_inactive(),
- * in rounds of RECLAIM_SCAN nodes, until the usage is back within the budget
- * (at most RECLAIM_ROUNDS rounds).
+ * The budget.  A memory domain (<reclaim/domain.h>) holds the byte budget;
+ * each object's payload is charged to it from its allocation to its free.
+ * The lruvec is attached to the domain, and the domain's background
+ * reclaimer (started with rcl_domain_reclaimer_start()) keeps the free
+ * headroom between its low and high watermarks, scanning the lruvec with the
+ * proportional scan controller.  A charge that would leave less headroom
+ * than the min watermark reclaims in the charging thread (direct reclaim).
+ * The domain is in soft mode: a charge it cannot bring under budget is still
+ * admitted, and counted as an overshoot.
  *
  * Why the usage can exceed the budget, and by how much.  A thread that has
  * charged an object and is still reclaiming for it cannot charge another, so
@@ -70,9 +73,6 @@
 
 #define NR_BUCKETS	4096u	/* a power of two */
 
-/* Reclaim: nodes scanned per round, and rounds per over-budget charge. */
-#define RECLAIM_SCAN	32u
-#define RECLAIM_ROUNDS	64u
 
 #define DEFAULT_OPS	200000ul
 #define DEFAULT_THREADS	2u
@@ -103,12 +103,11 @@ struct bucket {
 struct cache {
 	struct bucket *buckets;
 	struct rcl_lruvec lru;
+	struct rcl_domain *dom;		/* the budget and the reclaimers */
 	uint64_t budget;
-	_Atomic uint64_t usage;		/* charged payload bytes */
 	_Atomic uint64_t peak;
 	_Atomic uint64_t nr_evicted;	/* FREED answers of cache_evict() */
 	_Atomic uint64_t bytes_evicted;
-	_Atomic uint64_t stalls;	/* reclaims that gave up over budget */
 	_Atomic uint64_t bad_payloads;
 	_Atomic uint64_t lib_errors;	/* unexpected library return values */
 };
@@ -173,11 +172,20 @@ static void lib_error(struct cache *c, const char *what, int err)
 	atomic_fetch_add(&c->lib_errors, 1);
 }
 
+/*
+ * Charge the domain.  Below the low watermark this wakes the background
+ * reclaimer; below min it reclaims here, before the object is inserted
+ * (no bucket lock is held, so the evict callback can take one).
+ */
 static void cache_charge(struct cache *c, uint32_t bytes)
 {
-	uint64_t usage = atomic_fetch_add(&c->usage, bytes) + bytes;
-	uint64_t peak = atomic_load(&c->peak);
+	uint64_t usage, peak;
+	int err = rcl_domain_charge(c->dom, bytes, RCL_CTX_CAPABLE, NULL);
 
+	if (err)
+		lib_error(c, "rcl_domain_charge()", err);
+	usage = rcl_domain_usage(c->dom);
+	peak = atomic_load(&c->peak);
 	while (usage > peak &&
 	       !atomic_compare_exchange_weak(&c->peak, &peak, usage))
 		;
@@ -185,12 +193,7 @@ static void cache_charge(struct cache *c, uint32_t bytes)
 
 static void cache_uncharge(struct cache *c, uint32_t bytes)
 {
-	atomic_fetch_sub(&c->usage, bytes);
-}
-
-static bool cache_over_budget(struct cache *c)
-{
-	return atomic_load(&c->usage) > c->budget;
+	rcl_domain_uncharge(c->dom, bytes);
 }
 
 /* A new, charged, unhashed object, pinned once (by the caller). */
@@ -329,54 +332,14 @@ static const struct rcl_lruvec_ops cache_ops = {
 	.evict = cache_evict,
 };
 
-/*
- * Bring the usage back within the budget: age the active list when the
- * inactive list has become too small, then evict from the inactive tail.
- */
-static void cache_reclaim(struct cache *c)
-{
-	struct rcl_lru_shrink_control sc = {
-		.type = RCL_LRU_FILE,
-		.nr_to_scan = RECLAIM_SCAN,
-	};
-	bool drained = false;
-	unsigned round;
-	int err;
-
-	for (round = 0; round < RECLAIM_ROUNDS; round++) {
-		size_t taken = sc.nr_taken;
-
-		if (!cache_over_budget(c))
-			return;
-		if (rcl_lruvec_inactive_is_low(&c->lru, RCL_LRU_FILE)) {
-			err = rcl_lruvec_shrink_active(&c->lru, &sc);
-			if (err)
-				lib_error(c, "rcl_lruvec_shrink_active()", err);
-		}
-		err = rcl_lruvec_shrink_inactive(&c->lru, &sc);
-		if (err)
-			lib_error(c, "rcl_lruvec_shrink_inactive()", err);
-		/*
-		 * Nothing to take: the objects may all sit in other threads'
-		 * add batches.  Bring them to the lists, once (it is costly).
-		 */
-		if (sc.nr_taken == taken && !drained) {
-			rcl_lruvec_drain(&c->lru);
-			drained = true;
-		}
-	}
-	if (cache_over_budget(c))
-		atomic_fetch_add(&c->stalls, 1);
-}
-
 /* ------------------------------------------------------------------------- */
 /* Cache operations                                                          */
 /* ------------------------------------------------------------------------- */
 
 /*
- * Miss: create the object, charge it (reclaiming if that takes the cache
- * over budget), then insert it - unless another thread was quicker, in which
- * case its object is used.  Returns the object pinned, or NULL.
+ * Miss: create the object, charge it (the domain reclaims if needed), then
+ * insert it - unless another thread was quicker, in which case its object is
+ * used.  Returns the object pinned, or NULL.
  */
 static struct obj *cache_create(struct cache *c, struct worker *w,
 				uint64_t key)
@@ -387,8 +350,6 @@ static struct obj *cache_create(struct cache *c, struct worker *w,
 
 	if (!o)
 		return NULL;
-	if (cache_over_budget(c))
-		cache_reclaim(c);
 
 	pthread_mutex_lock(&b->lock);
 	old = find_locked(b, key);
@@ -500,11 +461,15 @@ static void *worker_main(void *arg)
 /* Setup and teardown                                                        */
 /* ------------------------------------------------------------------------- */
 
-static int cache_init(struct cache *c, uint64_t budget)
+static int cache_init(struct cache *c, uint64_t budget, bool background)
 {
 	struct rcl_lruvec_config cfg = {
 		.ops = &cache_ops,
 		.priv = c,
+	};
+	struct rcl_domain_config dcfg = {
+		.budget = budget,
+		.mode = RCL_CHARGE_SOFT,
 	};
 	unsigned i;
 	int err;
@@ -517,11 +482,24 @@ static int cache_init(struct cache *c, uint64_t budget)
 	for (i = 0; i < NR_BUCKETS; i++)
 		pthread_mutex_init(&c->buckets[i].lock, NULL);
 	err = rcl_lruvec_init(&c->lru, &cfg);
-	if (err) {
-		for (i = 0; i < NR_BUCKETS; i++)
-			pthread_mutex_destroy(&c->buckets[i].lock);
-		free(c->buckets);
-	}
+	if (err)
+		goto fail_buckets;
+	err = rcl_domain_new(&dcfg, &c->dom);
+	if (err)
+		goto fail_lru;
+	err = rcl_domain_attach(c->dom, &c->lru, 0);
+	if (!err && background)
+		err = rcl_domain_reclaimer_start(c->dom);
+	if (!err)
+		return 0;
+	rcl_domain_detach(c->dom, &c->lru);
+	rcl_domain_free(c->dom);
+fail_lru:
+	rcl_lruvec_destroy(&c->lru);
+fail_buckets:
+	for (i = 0; i < NR_BUCKETS; i++)
+		pthread_mutex_destroy(&c->buckets[i].lock);
+	free(c->buckets);
 	return err;
 }
 
@@ -564,12 +542,18 @@ static unsigned long cache_count(struct cache *c)
 	return n;
 }
 
-/* Returns rcl_lruvec_destroy()'s answer; the cache is gone only if 0. */
+/* Returns the first failure; the cache is gone only if 0. */
 static int cache_destroy(struct cache *c)
 {
 	unsigned i;
-	int err = rcl_lruvec_destroy(&c->lru);
+	int err = rcl_domain_reclaimer_stop(c->dom);
 
+	if (!err)
+		err = rcl_domain_detach(c->dom, &c->lru);
+	if (!err)
+		err = rcl_domain_free(c->dom);
+	if (!err)
+		err = rcl_lruvec_destroy(&c->lru);
 	if (err)
 		return err;
 	for (i = 0; i < NR_BUCKETS; i++)
@@ -594,6 +578,7 @@ static void usage(FILE *f)
 		"  -t, --threads T     worker threads, 1..%u (default %u)\n"
 		"  -b, --budget BYTES  byte budget, K/M/G suffix (default %llu)\n"
 		"  -s, --seed S        workload seed (default %llu)\n"
+		"  -D, --no-background  no background reclaimer: direct reclaim only\n"
 		"  -h, --help          show this help\n"
 		"\n"
 		"Exit status: 0 if every self-check passed, 1 otherwise.\n",
@@ -649,6 +634,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "budget", required_argument, NULL, 'b' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "no-background", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -657,14 +643,16 @@ int main(int argc, char **argv)
 	unsigned long lookups = 0, hits = 0, misses = 0, raced = 0;
 	unsigned long deletes = 0, deleted = 0, cached, cleared;
 	struct rcl_lruvec_type_stats st;
-	uint64_t in_w, act_w, slack;
+	struct rcl_vmstat vm;
+	uint64_t in_w, act_w, slack, scans, left;
+	bool background = true;
 	size_t in_nr, act_nr;
 	struct worker *workers;
 	struct cache cache;
 	unsigned i;
 	int opt, err, failed = 0;
 
-	while ((opt = getopt_long(argc, argv, "n:t:b:s:h", longopts,
+	while ((opt = getopt_long(argc, argv, "n:t:b:s:Dh", longopts,
 				  NULL)) != -1) {
 		bool ok = true;
 
@@ -683,6 +671,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			ok = parse_u64(optarg, false, &seed);
+			break;
+		case 'D':
+			background = false;
 			break;
 		case 'h':
 			usage(stdout);
@@ -707,7 +698,7 @@ int main(int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 
-	err = cache_init(&cache, budget);
+	err = cache_init(&cache, budget, background);
 	if (err) {
 		fprintf(stderr, "objcache: cannot create the cache: %s\n",
 			strerror(-err));
@@ -763,6 +754,8 @@ int main(int argc, char **argv)
 	act_nr = rcl_lruvec_count(&cache.lru, RCL_LRU_LIST(RCL_LRU_FILE, 1),
 				  &act_w);
 	rcl_lruvec_stats(&cache.lru, RCL_LRU_FILE, &st);
+	rcl_domain_vmstat(cache.dom, &vm);
+	scans = vm.pgscan_kswapd + vm.pgscan_direct;
 	cached = cache_count(&cache);
 	slack = threads * MAX_PAYLOAD;
 
@@ -775,6 +768,14 @@ int main(int argc, char **argv)
 	       ", rotated %" PRIu64 ", activated %" PRIu64
 	       ", deactivated %" PRIu64 "\n", st.scanned, st.freed,
 	       st.rotated, st.activated, st.deactivated);
+	printf("domain:   %s reclaimer; pgscan %" PRIu64 " background + %" PRIu64
+	       " direct (%.1f%% background), pgsteal %" PRIu64 " + %" PRIu64
+	       ", allocstall %" PRIu64 ", wakeups %" PRIu64 "\n",
+	       background ? "background" : "no background", vm.pgscan_kswapd,
+	       vm.pgscan_direct,
+	       scans ? 100.0 * (double)vm.pgscan_kswapd / (double)scans : 0.0,
+	       vm.pgsteal_kswapd, vm.pgsteal_direct, vm.allocstall,
+	       vm.kswapd_wakeups);
 	print_bytes("usage:    peak ", atomic_load(&cache.peak));
 	printf(", budget %" PRIu64 " + slack %" PRIu64 "\n", budget, slack);
 	printf("lists:    inactive %zu objects (%" PRIu64 " bytes), "
@@ -792,26 +793,25 @@ int main(int argc, char **argv)
 			st.weight_freed == atomic_load(&cache.bytes_evicted),
 			"library eviction counts differ from the callback's");
 	failed |= check(in_nr + act_nr == cached &&
-			in_w + act_w == atomic_load(&cache.usage) &&
+			in_w + act_w == rcl_domain_usage(cache.dom) &&
 			rcl_lruvec_nr_isolated(&cache.lru) == 0,
 			"the lists do not hold exactly the cached objects");
-	if (atomic_load(&cache.stalls))
-		printf("note:     %" PRIu64 " reclaims gave up over budget\n",
-		       atomic_load(&cache.stalls));
+	if (vm.charge_overshoots)
+		printf("note:     %" PRIu64 " charges went over budget\n",
+		       vm.charge_overshoots);
 	if (raced)
 		printf("note:     %lu misses raced with another thread's "
 		       "insert\n", raced);
 
 	cleared = cache_clear(&cache);
+	left = rcl_domain_usage(cache.dom);
 	err = cache_destroy(&cache);
 	printf("teardown: %lu objects deleted, usage %" PRIu64
-	       ", rcl_lruvec_destroy() = %d\n", cleared,
-	       atomic_load(&cache.usage), err);
+	       ", domain and lruvec destroyed: %d\n", cleared, left, err);
 	failed |= check(cleared == cached,
 			"teardown did not delete every object");
-	failed |= check(atomic_load(&cache.usage) == 0,
-			"usage is not 0 after teardown");
-	failed |= check(err == 0, "rcl_lruvec_destroy() failed");
+	failed |= check(left == 0, "usage is not 0 after teardown");
+	failed |= check(err == 0, "the domain or the lruvec could not go");
 	free(workers);
 
 	printf("%s\n", failed ? "FAILED" : "OK");

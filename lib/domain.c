@@ -18,6 +18,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -687,13 +688,59 @@ RCL_API int rcl_domain_wakeup(struct rcl_domain *d)
 /* Charging                                                                   */
 /* ------------------------------------------------------------------------- */
 
-/* Direct reclaim attempts per charge (each a full priority sweep). */
-#define CHARGE_RECLAIM_TRIES 2
+/*
+ * Direct reclaim attempts per charge, each a full priority sweep.  After
+ * the first sweep that frees nothing, every thread's pending adds are
+ * drained to the lists and the caller tries again; after later ones, it
+ * tries again only while other reclaimers hold objects isolated (they may
+ * free them, or put them back), yielding first, like the kernel's
+ * throttling of direct reclaimers on too many isolated pages.  At most
+ * CHARGE_RECLAIM_TRIES sweeps.
+ */
+#define CHARGE_RECLAIM_TRIES 16
+
+/*
+ * Bring every thread's pending adds to the lists of every attached lruvec:
+ * in a small cache, a few threads' batches (up to 31 objects each) can hold
+ * most of what could be reclaimed.  The kernel drains its per-CPU lists the
+ * same way when direct reclaim fails (drain_all_pages()).
+ */
+static void drain_all(struct rcl_domain *d)
+{
+	unsigned i, high = atomic_load(&d->high);
+
+	for (i = 0; i < high; i++) {
+		struct att_slot *s = &d->slots[i];
+		struct rcl_lruvec *lv = slot_get(s);
+
+		if (lv)
+			rcl_lruvec_drain(lv);
+		slot_put(d, s);
+	}
+}
+
+/* Do other threads hold objects of this domain isolated right now? */
+static bool others_isolated(struct rcl_domain *d)
+{
+	unsigned i, high = atomic_load(&d->high);
+	bool any = false;
+
+	for (i = 0; i < high && !any; i++) {
+		struct att_slot *s = &d->slots[i];
+		struct rcl_lruvec *lv = slot_get(s);
+
+		if (lv && rcl_lruvec_nr_isolated(lv))
+			any = true;
+		slot_put(d, s);
+	}
+	return any;
+}
 
 RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 			      uint64_t context, uint64_t *overshoot)
 {
 	uint64_t usage, budget;
+	bool drained = false;
 	unsigned tries;
 
 	if (overshoot)
@@ -715,8 +762,16 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 		    tls_pass_domain == d)
 			break;
 		direct_reclaim(d, goal_objects(d, min - room), context, &res);
-		if (!res.nr_reclaimed && !res.slab_freed)
-			break;
+		if (!res.nr_reclaimed && !res.slab_freed) {
+			if (!drained) {
+				drain_all(d);
+				drained = true;
+			} else if (others_isolated(d)) {
+				sched_yield();
+			} else {
+				break;
+			}
+		}
 	}
 
 	usage = atomic_load(&d->usage);

@@ -22,7 +22,11 @@
  * - a charge that leaves headroom below low wakes the background reclaimer
  *   (if started), which reclaims until headroom is back above high;
  * - a charge that would leave headroom below min makes the caller reclaim
- *   (direct reclaim), if its context mask has RCL_CTX_MAY_BLOCK; bounded;
+ *   (direct reclaim), if its context mask has RCL_CTX_MAY_BLOCK: up to 16
+ *   sweeps from priority 12 to 0; when one frees nothing, the pending adds
+ *   of every thread are drained to the lists, and it stops at the next
+ *   sweep that frees nothing while no other reclaimer holds objects
+ *   isolated;
  * - a charge that is still over budget afterwards fails with -ENOMEM in
  *   strict mode, or is admitted and reported as overshoot in soft mode.
  *
