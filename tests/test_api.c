@@ -142,6 +142,79 @@ static void test_api_every_shrinker_symbol(void **state)
 	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
 }
 
+static enum rcl_evict_status api_free_evict(struct rcl_lru_node *node,
+					    struct rcl_evict_control *ctl)
+{
+	rcl_domain_uncharge(ctl->priv, ctl->weight);
+	rcl_lru_node_init(node);
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops api_free_ops = { .evict = api_free_evict };
+
+static void test_api_every_domain_scan_clock_symbol(void **state)
+{
+	struct rcl_fake_clock *fc;
+	struct rcl_domain_config dc = { .budget = 100000 };
+	struct rcl_domain *d;
+	struct rcl_lruvec_config lc = { .ops = &api_free_ops };
+	struct rcl_lruvec lv;
+	struct rcl_lru_node nodes[64];
+	struct rcl_watermarks wm;
+	struct rcl_reclaim_result rr;
+	struct rcl_vmstat vm;
+	struct rcl_scan_control sc = { .nr_to_reclaim = 1, .priority = 0,
+					.swappiness = 100 };
+	uint64_t targets[RCL_LRU_NR_LISTS], over;
+	char buf[64];
+	unsigned i;
+
+	(void)state;
+	assert_non_null(rcl_clock_monotonic());
+	assert_true(rcl_clock_monotonic()->now(NULL) > 0);
+	assert_int_equal(rcl_fake_clock_new(5, &fc), 0);
+	assert_int_equal(rcl_fake_clock_clock(fc)->now(rcl_fake_clock_clock(fc)->ctx), 5);
+	rcl_fake_clock_advance(fc, 10);
+	assert_int_equal(rcl_fake_clock_waiters(fc), 0);
+	dc.clock = rcl_fake_clock_clock(fc);
+
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	lc.priv = d;
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(d, &lv, 0), 0);
+	assert_non_null(rcl_domain_registry(d));
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&nodes[i]);
+		assert_int_equal(rcl_domain_charge(d, 1000, RCL_CTX_CAPABLE, &over), 0);
+		assert_int_equal(rcl_lruvec_add(&lv, &nodes[i], 0, 1000,
+						RCL_LRU_ADD_NOBATCH), 0);
+	}
+	assert_int_equal(rcl_domain_usage(d), 64000);
+	assert_int_equal(rcl_domain_budget(d), 100000);
+	assert_int_equal(rcl_domain_watermarks(d, &wm), 0);
+	assert_int_equal(rcl_domain_set_watermarks(d, &wm), 0);
+	assert_int_equal(rcl_domain_set_swappiness(d, 60), 0);
+	assert_int_equal(rcl_scan_targets(&lv, 0, 100, targets), 0);
+	assert_int_equal(rcl_lruvec_note_cost(&lv, 0, 1), 0);
+	assert_int_equal(rcl_lruvec_cost(&lv, 0), 16);	/* 32 > 64 / 4: halved */
+	assert_int_equal(rcl_scan_lruvec(&lv, &sc), 0);
+	assert_int_equal(rcl_domain_reclaim(d, 4, RCL_CTX_CAPABLE, &rr), 0);
+	assert_int_equal(rcl_domain_set_budget(d, 50000), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(d), 0);
+	assert_int_equal(rcl_domain_wakeup(d), 0);
+	assert_int_equal(rcl_domain_reclaimer_stop(d), 0);
+	assert_int_equal(rcl_domain_vmstat(d, &vm), 0);
+	assert_true(vm.allocstall >= 1);
+	assert_true(rcl_domain_vmstat_format(d, buf, sizeof(buf)) > 0);
+	for (i = 0; i < 64; i++)
+		if (rcl_lruvec_del(&lv, &nodes[i]) == 0)
+			assert_int_equal(rcl_domain_uncharge(d, 1000), 0);
+	assert_int_equal(rcl_domain_detach(d, &lv), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+	rcl_fake_clock_free(fc);
+}
+
 static void test_api_internals_are_hidden(void **state)
 {
 	(void)state;
@@ -158,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_api_version),
 		cmocka_unit_test(test_api_every_lruvec_symbol),
 		cmocka_unit_test(test_api_every_shrinker_symbol),
+		cmocka_unit_test(test_api_every_domain_scan_clock_symbol),
 		cmocka_unit_test(test_api_internals_are_hidden),
 	};
 
