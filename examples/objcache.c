@@ -26,17 +26,10 @@
  * headroom between its low and high watermarks, scanning the lruvec with the
  * proportional scan controller.  A charge that would leave less headroom
  * than the min watermark reclaims in the charging thread (direct reclaim).
- * The domain is in soft mode: a charge it cannot bring under budget is still
- * admitted, and counted as an overshoot.
- *
- * Why the usage can exceed the budget, and by how much.  A thread that has
- * charged an object and is still reclaiming for it cannot charge another, so
- * between the last moment the usage was within the budget and any later
- * moment each thread has added at most one object: the usage never exceeds
- * the budget by more than threads * MAX_PAYLOAD bytes, as long as every
- * reclaim reaches the budget.  One that gives up (everything left is pinned
- * or in flight) is counted as a stall; the self-check below then tells
- * whether the bound still held.
+ * The domain is in strict mode: a charge it cannot bring under budget (all
+ * that is left is pinned, in flight, or being reclaimed by another thread)
+ * fails, and that miss is then not cached.  So the usage never exceeds the
+ * budget, whatever the timing.
  *
  * The workload is deterministic per thread (splitmix64 seeded by --seed and
  * the thread number): each operation is a get-or-create of a key, 80% of them
@@ -106,6 +99,7 @@ struct cache {
 	struct rcl_domain *dom;		/* the budget and the reclaimers */
 	uint64_t budget;
 	_Atomic uint64_t peak;
+	_Atomic uint64_t uncached;	/* misses served without caching */
 	_Atomic uint64_t nr_evicted;	/* FREED answers of cache_evict() */
 	_Atomic uint64_t bytes_evicted;
 	_Atomic uint64_t bad_payloads;
@@ -177,18 +171,25 @@ static void lib_error(struct cache *c, const char *what, int err)
  * reclaimer; below min it reclaims here, before the object is inserted
  * (no bucket lock is held, so the evict callback can take one).
  */
-static void cache_charge(struct cache *c, uint32_t bytes)
+static bool cache_charge(struct cache *c, uint32_t bytes)
 {
 	uint64_t usage, peak;
 	int err = rcl_domain_charge(c->dom, bytes, RCL_CTX_CAPABLE, NULL);
 
-	if (err)
+	if (err == -ENOMEM) {
+		atomic_fetch_add(&c->uncached, 1);
+		return false;
+	}
+	if (err) {
 		lib_error(c, "rcl_domain_charge()", err);
+		return false;
+	}
 	usage = rcl_domain_usage(c->dom);
 	peak = atomic_load(&c->peak);
 	while (usage > peak &&
 	       !atomic_compare_exchange_weak(&c->peak, &peak, usage))
 		;
+	return true;
 }
 
 static void cache_uncharge(struct cache *c, uint32_t bytes)
@@ -213,7 +214,10 @@ static struct obj *obj_new(struct cache *c, uint64_t key)
 	o->size = size;
 	for (i = 0; i < size / 8; i++)
 		o->payload[i] = payload_word(key, i);
-	cache_charge(c, size);
+	if (!cache_charge(c, size)) {
+		free(o);	/* not charged: this miss is not cached */
+		return NULL;
+	}
 	return o;
 }
 
@@ -469,7 +473,7 @@ static int cache_init(struct cache *c, uint64_t budget, bool background)
 	};
 	struct rcl_domain_config dcfg = {
 		.budget = budget,
-		.mode = RCL_CHARGE_SOFT,
+		.mode = RCL_CHARGE_STRICT,
 	};
 	unsigned i;
 	int err;
@@ -644,7 +648,7 @@ int main(int argc, char **argv)
 	unsigned long deletes = 0, deleted = 0, cached, cleared;
 	struct rcl_lruvec_type_stats st;
 	struct rcl_vmstat vm;
-	uint64_t in_w, act_w, slack, scans, left;
+	uint64_t in_w, act_w, scans, left;
 	bool background = true;
 	size_t in_nr, act_nr;
 	struct worker *workers;
@@ -757,7 +761,6 @@ int main(int argc, char **argv)
 	rcl_domain_vmstat(cache.dom, &vm);
 	scans = vm.pgscan_kswapd + vm.pgscan_direct;
 	cached = cache_count(&cache);
-	slack = threads * MAX_PAYLOAD;
 
 	printf("lookups:  %lu, hits %lu, misses %lu, hit ratio %.1f%%\n",
 	       lookups, hits, misses,
@@ -777,7 +780,7 @@ int main(int argc, char **argv)
 	       vm.pgsteal_kswapd, vm.pgsteal_direct, vm.allocstall,
 	       vm.kswapd_wakeups);
 	print_bytes("usage:    peak ", atomic_load(&cache.peak));
-	printf(", budget %" PRIu64 " + slack %" PRIu64 "\n", budget, slack);
+	printf(", budget %" PRIu64 " (strict)\n", budget);
 	printf("lists:    inactive %zu objects (%" PRIu64 " bytes), "
 	       "active %zu objects (%" PRIu64 " bytes)\n",
 	       in_nr, in_w, act_nr, act_w);
@@ -785,8 +788,8 @@ int main(int argc, char **argv)
 	failed |= check(hits + misses == lookups, "hits + misses != lookups");
 	failed |= check(atomic_load(&cache.bad_payloads) == 0,
 			"payload mismatch (use after free or corruption)");
-	failed |= check(atomic_load(&cache.peak) <= budget + slack,
-			"usage exceeded the budget by more than the slack");
+	failed |= check(atomic_load(&cache.peak) <= budget,
+			"usage exceeded the budget of a strict domain");
 	failed |= check(atomic_load(&cache.lib_errors) == 0,
 			"a library call failed unexpectedly");
 	failed |= check(st.freed == atomic_load(&cache.nr_evicted) &&
@@ -796,9 +799,10 @@ int main(int argc, char **argv)
 			in_w + act_w == rcl_domain_usage(cache.dom) &&
 			rcl_lruvec_nr_isolated(&cache.lru) == 0,
 			"the lists do not hold exactly the cached objects");
-	if (vm.charge_overshoots)
-		printf("note:     %" PRIu64 " charges went over budget\n",
-		       vm.charge_overshoots);
+	if (atomic_load(&cache.uncached))
+		printf("note:     %" PRIu64 " misses not cached: the budget "
+		       "was full of pinned or in-flight objects\n",
+		       atomic_load(&cache.uncached));
 	if (raced)
 		printf("note:     %lu misses raced with another thread's "
 		       "insert\n", raced);

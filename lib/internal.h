@@ -223,6 +223,10 @@ void rcl__tbatch_purge(struct rcl_lru_node *node);
 /* Drain every batch's entries for @lv (NULL: everything). */
 void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
 
+/* Shrinkers allocated in a registry and not yet freed (lib/shrinker.c). */
+struct rcl_shrinker_registry;
+unsigned rcl__shrinker_registry_count(const struct rcl_shrinker_registry *reg);
+
 /* ------------------------------------------------------------------------- */
 /* Per-thread reclaim context                                                 */
 /* ------------------------------------------------------------------------- */

@@ -129,11 +129,48 @@ RCL_API int rcl_scan_targets(const struct rcl_lruvec *lv, int priority,
 /* shrink_lruvec                                                              */
 /* ------------------------------------------------------------------------- */
 
+/*
+ * The 3.11 rescale, generalised to N types: returns the work left.
+ * percentage = what the type with the least work left has still to do, of
+ * its target; the others keep 100 - percentage of their targets, less what
+ * they have scanned.
+ */
+static uint64_t rescale_3_11(const struct rcl_lruvec *lv,
+			     const uint64_t *targets, uint64_t *nr)
+{
+	uint64_t rem[RCL_LRU_MAX_TYPES], tgt[RCL_LRU_MAX_TYPES], left = 0;
+	unsigned t, m = RCL_LRU_MAX_TYPES, n = lv->__nr_types, pct, a;
+
+	for (t = 0; t < n; t++) {
+		rem[t] = nr[2 * t] + nr[2 * t + 1];
+		tgt[t] = targets[2 * t] + targets[2 * t + 1];
+		if (tgt[t] && (m == RCL_LRU_MAX_TYPES || rem[t] < rem[m]))
+			m = t;
+	}
+	if (m == RCL_LRU_MAX_TYPES)
+		return 0;
+	pct = (unsigned)(rem[m] * 100 / (tgt[m] + 1));
+	nr[2 * m] = nr[2 * m + 1] = 0;
+	for (t = 0; t < n; t++) {
+		if (t == m)
+			continue;
+		for (a = 0; a < 2; a++) {
+			unsigned l = 2 * t + a;
+			uint64_t done = targets[l] - nr[l];
+
+			nr[l] = targets[l] * (100 - pct) / 100;
+			nr[l] -= RCL_MIN(nr[l], done);
+			left += nr[l];
+		}
+	}
+	return left;
+}
+
 RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc)
 {
 	uint64_t targets[RCL_LRU_NR_LISTS], nr[RCL_LRU_NR_LISTS];
 	uint64_t maxt = 0, left = 0, reclaimed = 0;
-	bool proportional, full;
+	bool proportional, full, adjusted = false;
 	unsigned l, n;
 	int err;
 
@@ -143,15 +180,19 @@ RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc)
 	if (err)
 		return err;
 	n = 2 * lv->__nr_types;
+	proportional = !(sc->flags & RCL_SCAN_NONPROPORTIONAL);
 	for (l = 0; l < n; l++) {
 		nr[l] = targets[l];
 		left += nr[l];
 		if (targets[l] > maxt)
 			maxt = targets[l];
 	}
-	proportional = !(sc->flags & RCL_SCAN_NONPROPORTIONAL);
-	/* The seed patch: direct reclaim at DEF_PRIORITY scans it all. */
-	full = (sc->flags & RCL_SCAN_DIRECT) && sc->priority == 12;
+	/*
+	 * The seed patch: direct reclaim at DEF_PRIORITY scans it all (not
+	 * before it: the pre-2014 mode stops at the goal there too).
+	 */
+	full = (sc->flags & RCL_SCAN_DIRECT) && sc->priority == 12 &&
+	       proportional;
 
 	/* Each round takes at least one object of some list: bounded. */
 	while (left) {
@@ -198,13 +239,26 @@ RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc)
 		}
 		sc->nr_rounds++;
 		sc->last_round_lists = lists;
+		if (reclaimed < sc->nr_to_reclaim || full || adjusted)
+			continue;
 		/*
 		 * Proportional chunks keep every list at the same completed
 		 * fraction of its target (within one chunk), so the pass may
 		 * stop the moment the goal is met.
 		 */
-		if (reclaimed >= sc->nr_to_reclaim && !full)
+		if (proportional)
 			break;
+		/*
+		 * The kernel from 3.11 to 3.15 (e82e0561dae9): stop the type
+		 * with the least work left, rescale the others to the fraction
+		 * it completed, and go on - with no abort when that type had
+		 * nothing left, so the others are scanned to their whole
+		 * targets.  That is the over-reclaim Hugh Dickins bisected
+		 * ("once one of those is empty, it then tries to empty the
+		 * other"), which the 2014 seed patch cut off.
+		 */
+		left = rescale_3_11(lv, targets, nr);
+		adjusted = true;
 	}
 	return 0;
 }

@@ -267,6 +267,11 @@ RCL_API int rcl_shrinker_registry_free(struct rcl_shrinker_registry *reg)
 	return 0;
 }
 
+unsigned rcl__shrinker_registry_count(const struct rcl_shrinker_registry *reg)
+{
+	return atomic_load(&((struct rcl_shrinker_registry *)reg)->nr_shrinkers);
+}
+
 RCL_API enum rcl_shrink_policy
 rcl_shrinker_registry_policy(const struct rcl_shrinker_registry *reg)
 {

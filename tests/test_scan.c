@@ -267,7 +267,10 @@ static void test_scan_proportions_preserved_at_early_stop(void **state)
 	cache_free(c);
 }
 
-/* What the kernel did before 2014: equal chunks break the proportions. */
+/*
+ * What the kernel did from 3.11 to 3.15: equal chunks, then at the goal the
+ * rescale, and on.
+ */
 static void test_scan_nonproportional_mode_for_contrast(void **state)
 {
 	static const size_t in[2] = { 3000, 600 }, act[2] = { 0, 0 };
@@ -278,11 +281,52 @@ static void test_scan_nonproportional_mode_for_contrast(void **state)
 	};
 
 	(void)state;
-	/* 32 of each per round: 64, 128 >= 100 after two rounds. */
+	/*
+	 * 32 of each per round: 64, then 128 >= 100 after two rounds.  Anon
+	 * has lost 64 / 300 = 21 %, file 64 / 1500 = 4 %.  The rescale stops
+	 * anon (236 left of 300: percentage 236 * 100 / 301 = 78) and brings
+	 * file to the same 22 %: 1500 * 22 / 100 = 330.  The pass frees 394
+	 * for a goal of 100.
+	 */
 	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
-	assert_int_equal(c->evicted[RCL_LRU_FILE], 64);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 330);
 	assert_int_equal(c->evicted[RCL_LRU_ANON], 64);
-	/* Anon lost 64 / 300 = 21 %, file 64 / 1500 = 4 %: five times more. */
+	cache_free(c);
+}
+
+/*
+ * The over-reclaim the 2014 seed patch fixed: when the type with the least
+ * work left has none left, the 3.11 rescale keeps 100 % of the others.
+ */
+static void test_scan_nonproportional_over_reclaims_when_a_type_runs_out(void **state)
+{
+	static const size_t in[2] = { 3000, 80 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control sc = {
+		.nr_to_reclaim = 100, .priority = 0, .swappiness = 100,
+		.flags = RCL_SCAN_NONPROPORTIONAL,
+	};
+
+	(void)state;
+	/*
+	 * Targets file 1500, anon 40.  Rounds: 32 + 32, then 32 + 8 (anon
+	 * done): 104 >= 100.  Anon has 0 left: percentage 0, and file is
+	 * rescaled to all of its 1500.
+	 */
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 1500);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 40);
+	cache_free(c);
+
+	/* Proportional: chunks 32 and ceil(32 * 40 / 1500) = 1; 33 a round,
+	 * four rounds to pass 100: 128 + 4. */
+	c = cache_new(in, act);
+	sc.flags = 0;
+	sc.nr_reclaimed = 0;
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 128);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 4);
+	assert_int_equal(sc.nr_reclaimed, 132);
 	cache_free(c);
 }
 
@@ -429,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_scan_targets_bad_input),
 		cmocka_unit_test(test_scan_proportions_preserved_at_early_stop),
 		cmocka_unit_test(test_scan_nonproportional_mode_for_contrast),
+		cmocka_unit_test(test_scan_nonproportional_over_reclaims_when_a_type_runs_out),
 		cmocka_unit_test(test_scan_stops_with_an_empty_type),
 		cmocka_unit_test(test_scan_no_over_reclaim),
 		cmocka_unit_test(test_scan_full_scan_at_priority_12_for_direct),

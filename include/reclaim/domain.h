@@ -20,7 +20,10 @@
  *
  * - headroom above low: nothing happens;
  * - a charge that leaves headroom below low wakes the background reclaimer
- *   (if started), which reclaims until headroom is back above high;
+ *   (if started), which reclaims until headroom is back above high; while a
+ *   wakeup is pending, such a charge (if its context may block) yields the
+ *   CPU once, so that the reclaimer gets to run before the headroom down to
+ *   min is gone;
  * - a charge that would leave headroom below min makes the caller reclaim
  *   (direct reclaim), if its context mask has RCL_CTX_MAY_BLOCK: up to 16
  *   sweeps from priority 12 to 0; when one frees nothing, the pending adds
@@ -29,14 +32,25 @@
  *   isolated;
  * - a charge that is still over budget afterwards fails with -ENOMEM in
  *   strict mode, or is admitted and reported as overshoot in soft mode.
+ *   Reclaim comes before the charge is committed, and strict mode commits
+ *   by compare-and-swap only what fits: its usage never exceeds the budget,
+ *   not even for an instant.
  *
  * Default watermarks (rcl_domain_set_budget() recomputes them):
  * min = budget / 1024 (the kernel's min_free_kbytes is about 0.1 % to 0.4 %
- * of memory), gap = max(min / 4, budget * scale_factor / 10000), low = min +
- * gap, high = min + 2 * gap, with scale_factor 100 (1 %; the kernel's
+ * of memory), gap = max(min / 4, budget * scale_factor / 10000, 1), low =
+ * min + gap, high = min + 2 * gap, with scale_factor 100 (1 %; the kernel's
  * watermark_scale_factor defaults to 10, 0.1 %: a user-space cache reclaims
  * in coarser units, and a wider gap lets the background reclaimer work in
- * larger batches).
+ * larger batches).  Where that gives high > budget (tiny budgets, or scale
+ * factors near 5000 and above), the watermarks are min = 0, low = budget / 2,
+ * high = budget instead; below a budget of 3 they cannot be strictly
+ * ordered.
+ *
+ * Reclaim goals are in objects: the weight to free (what usage is over the
+ * level wanted, counting what it is over the budget) divided by the average
+ * object weight of the attached lruvecs, at least 32.  Within a partition,
+ * each lruvec is asked for its share of the goal in proportion to its size.
  *
  * The background reclaimer (the kswapd analogue) is an optional thread per
  * domain: rcl_domain_reclaimer_start() / _stop().  Woken by a charge below
@@ -109,7 +123,7 @@ enum rcl_charge_mode {
  * @nr_partitions: partitions; 0 = 1
  * @mode: strict or soft
  * @watermark_scale_factor: the gap between watermarks in 1/10000 of the
- *	budget; 0 = RCL_WATERMARK_SCALE_DEFAULT
+ *	budget, up to 10000; 0 = RCL_WATERMARK_SCALE_DEFAULT
  * @swappiness: 1..200, bias between cheap and costly LRU types (see scan.h);
  *	0 = RCL_SWAPPINESS_DEFAULT (use rcl_domain_set_swappiness() for 0)
  * @shrink_policy: the damping policy of the domain's shrinker registry
@@ -145,8 +159,9 @@ struct rcl_watermarks {
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL arguments, a zero budget, too many partitions
- * (more than RCL_SHRINKER_MAX_PARTITIONS) or an unknown mode or policy;
- * -ENOMEM.
+ * (more than RCL_SHRINKER_MAX_PARTITIONS), an unknown mode, policy or flag,
+ * a swappiness above 200, a scale factor above 10000, or an allocator
+ * without both callbacks; -ENOMEM.
  */
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out);
@@ -184,10 +199,11 @@ RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
  *
  * Waits until no reclaim pass is inside @lv.
  *
- * Context: any thread but the evict callbacks of @lv called by this
- * domain's reclaim.
- * Return: 0; -EINVAL for NULL; -ENOENT if not attached; -EDEADLK from an
- * evict callback of @lv during a pass of this domain.
+ * Context: any thread, but not from a callback (evict or shrinker) run by
+ * this domain's reclaim: two callbacks detaching each other's lruvec would
+ * wait for each other.
+ * Return: 0; -EINVAL for NULL; -ENOENT if not attached; -EDEADLK from a
+ * callback during a reclaim pass of this domain.
  */
 RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv);
 
@@ -212,10 +228,13 @@ RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d);
  * @overshoot: if not NULL, receives how far usage exceeds the budget after
  *	the charge (soft mode; 0 otherwise)
  *
- * Context: any thread, including evict callbacks (a charge from a callback
- * of a reclaim pass does not reclaim recursively); may run callbacks.
+ * Context: any thread, including evict and shrinker callbacks (a charge from
+ * a callback of this domain's reclaim does not reclaim recursively); may run
+ * callbacks.
  * Return: 0; -EINVAL for NULL; -ENOMEM (strict mode) if the charge would
- * leave usage above the budget even after reclaim; nothing is charged then.
+ * leave usage above the budget even after reclaim, or is larger than the
+ * whole budget (then nothing is evicted for it); -EOVERFLOW if usage would
+ * wrap around 64 bits.  Nothing is charged on failure.
  */
 RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 			      uint64_t context, uint64_t *overshoot);

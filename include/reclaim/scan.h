@@ -50,8 +50,12 @@
  * is the proportionality the seed patch aimed for, at every stop, and no
  * extra round: below priority 12 a pass frees at most @nr_to_reclaim plus 32
  * per list scanned in its last round.  RCL_SCAN_NONPROPORTIONAL restores
- * what the kernel did before the seed patch (equal 32-object chunks, stop at
- * the goal), for comparison.
+ * what the kernel did before the seed patch, for comparison: equal 32-object
+ * chunks, no full scan at priority 12, and at the goal the 3.11 rescale
+ * (stop the type with the least work left, rescale the others to its
+ * completed fraction and go on) without the 2014 abort, so that when that
+ * type had nothing left the others are scanned to their whole targets - the
+ * over-reclaim the seed patch fixed.
  *
  * Synchronization: the functions take each lruvec's lock as its primitives
  * do; no lock is held across evict callbacks.
@@ -80,7 +84,7 @@ extern "C" {
 
 /** Scan flag: direct reclaim (full scan at priority 12; counted as direct). */
 #define RCL_SCAN_DIRECT (1u << 0)
-/** Scan flag: the pre-2014 behaviour (equal chunks), for comparison. */
+/** Scan flag: the 3.11-3.15 kernel's behaviour, for comparison. */
 #define RCL_SCAN_NONPROPORTIONAL (1u << 1)
 
 /**
