@@ -1287,7 +1287,14 @@ static void log_event(char kind, int id, unsigned partition, int prio,
 		      uint64_t ctx)
 {
 	unsigned n = atomic_load(&nlog);
-	struct logent e = { kind, id, partition, prio };
+	struct logent e;
+
+	/* Zero the padding too: entries are compared with memcmp(). */
+	memset(&e, 0, sizeof(e));
+	e.kind = kind;
+	e.id = id;
+	e.partition = partition;
+	e.prio = prio;
 
 	if (ctx != log_ctx)
 		atomic_fetch_add(&log_ctx_bad, 1);
