@@ -94,6 +94,7 @@
 
 #include <reclaim/clock.h>
 #include <reclaim/common.h>
+#include <reclaim/flusher.h>
 #include <reclaim/lruvec.h>
 #include <reclaim/shrinker.h>
 
@@ -111,6 +112,12 @@ enum rcl_charge_mode {
 
 /** Domain flag: scan as the kernel did before 2014 (for comparison). */
 #define RCL_DOMAIN_NONPROPORTIONAL (1u << 0)
+/**
+ * Domain flag: reclaim hands dirty objects to the evict callback, which
+ * writes them synchronously (RCL_EVICT_DIRTY): what the kernel did before
+ * 2017.  For comparisons only; counted as writes_from_reclaim.
+ */
+#define RCL_DOMAIN_RECLAIM_WRITES (1u << 1)
 
 /** Default scale factor of the watermark gap, in 1/10000 of the budget. */
 #define RCL_WATERMARK_SCALE_DEFAULT 100
@@ -128,9 +135,17 @@ enum rcl_charge_mode {
  *	0 = RCL_SWAPPINESS_DEFAULT (use rcl_domain_set_swappiness() for 0)
  * @shrink_policy: the damping policy of the domain's shrinker registry
  * @max_lruvecs: most lruvecs attached at once; 0 = 256
- * @flags: RCL_DOMAIN_NONPROPORTIONAL
+ * @flags: RCL_DOMAIN_NONPROPORTIONAL, RCL_DOMAIN_RECLAIM_WRITES
  * @clock: the clock; NULL = rcl_clock_monotonic()
  * @allocator: NULL = malloc
+ * @flusher: the application's flusher (flusher.h), or NULL
+ * @flusher_priv: passed to @flusher
+ * @flush_policy: how reclaim-triggered requests are sized
+ * @dirty_background_ratio: % of the budget of dirty and writeback weight
+ *	that wakes the flusher; 0 = 10
+ * @dirty_ratio: % of the budget above which rcl_domain_balance_dirty()
+ *	waits; 0 = 20
+ * @dirty_timeout_ns: longest wait of rcl_domain_balance_dirty(); 0 = 100 ms
  */
 struct rcl_domain_config {
 	uint64_t budget;
@@ -143,6 +158,12 @@ struct rcl_domain_config {
 	unsigned flags;
 	const struct rcl_clock *clock;
 	const struct rcl_allocator *allocator;
+	const struct rcl_flusher_ops *flusher;
+	void *flusher_priv;
+	enum rcl_flush_policy flush_policy;
+	unsigned dirty_background_ratio;
+	unsigned dirty_ratio;
+	uint64_t dirty_timeout_ns;
 };
 
 /** Watermarks, as levels of headroom (budget - usage). */
@@ -402,6 +423,22 @@ RCL_API int rcl_domain_wakeup(struct rcl_domain *d);
  * @kswapd_hopeless: times the domain became hopeless
  * @charge_failures: charges refused (strict) with -ENOMEM
  * @charge_overshoots: charges admitted over budget (soft)
+ * @nr_dirty_scanned: dirty or writeback objects reclaim met (not freed)
+ * @nr_unqueued_dirty: of which dirty and not under writeback
+ * @nr_writeback_scanned: of which under writeback
+ * @nr_immediate: writeback objects met a second time
+ * @flush_requests: flush requests made (reclaim, background, explicit)
+ * @flush_requests_vmscan: of which by reclaim (the trigger)
+ * @flush_coalesced: requests merged into a pending one
+ * @flusher_wakeups: requests delivered to the flusher
+ * @writeback_throttled: reclaim waits for writeback to progress
+ * @writeback_throttle_timeouts: of which ended by the 100 ms timeout
+ * @dirty_throttled: rcl_domain_balance_dirty() waits
+ * @dirty_throttle_timeouts: of which ended by the timeout
+ * @writes_from_reclaim: dirty objects handed to the evict callback to write
+ *	(RCL_DOMAIN_RECLAIM_WRITES only)
+ * @writes_flusher: objects written by the library's flusher thread or
+ *	rcl_domain_writeback_all()
  */
 struct rcl_vmstat {
 	uint64_t pgscan_kswapd;
@@ -421,6 +458,20 @@ struct rcl_vmstat {
 	uint64_t kswapd_hopeless;
 	uint64_t charge_failures;
 	uint64_t charge_overshoots;
+	uint64_t nr_dirty_scanned;
+	uint64_t nr_unqueued_dirty;
+	uint64_t nr_writeback_scanned;
+	uint64_t nr_immediate;
+	uint64_t flush_requests;
+	uint64_t flush_requests_vmscan;
+	uint64_t flush_coalesced;
+	uint64_t flusher_wakeups;
+	uint64_t writeback_throttled;
+	uint64_t writeback_throttle_timeouts;
+	uint64_t dirty_throttled;
+	uint64_t dirty_throttle_timeouts;
+	uint64_t writes_from_reclaim;
+	uint64_t writes_flusher;
 };
 
 /**

@@ -231,6 +231,13 @@ enum rcl_evict_status {
 #define RCL_EVICT_REFERENCED (1u << 0)
 /** Input flag: the object was active before (it carries the workingset bit). */
 #define RCL_EVICT_WORKINGSET (1u << 1)
+/**
+ * Input flag: the object is dirty.  Only with RCL_LRU_SHRINK_WRITE_DIRTY
+ * (the pre-2017 baseline where reclaim writes): the callback must write the
+ * object itself before it answers FREED.  Never set otherwise: dirty objects
+ * do not reach the evict callback (see flusher.h).
+ */
+#define RCL_EVICT_DIRTY (1u << 2)
 
 /**
  * struct rcl_evict_control - what the evict callback is told, by pointer
@@ -376,7 +383,9 @@ struct rcl_lruvec {
 	uint16_t __id;
 	uint16_t __pad16;
 	RCL__ATOMIC(uint64_t) __cost[RCL_LRU_MAX_TYPES];	/* scan.h */
-	uint64_t __reserved[12];
+	RCL__ATOMIC(uint64_t) __dirty[4];	/* flusher.h: nr, weight x2 */
+	RCL__ATOMIC(void *) __domain;		/* the domain attached to */
+	uint64_t __reserved[7];
 };
 
 /** Flag of rcl_lruvec_add(): put the node on the active list. */
@@ -827,6 +836,11 @@ RCL_API int rcl_lruvec_putback(struct rcl_lruvec *lv,
  *	nodes given another trip (active)
  * @nr_activated: out (added to): ACTIVATE answers and queued activations met
  * @nr_deactivated: out (added to): active nodes moved to the inactive list
+ * @flags: in: RCL_LRU_SHRINK_WRITE_DIRTY
+ * @nr_dirty: out (added to): dirty or writeback nodes met (flusher.h)
+ * @nr_unqueued_dirty: out (added to): dirty nodes not under writeback
+ * @nr_writeback: out (added to): nodes under writeback
+ * @nr_immediate: out (added to): writeback nodes met a second time
  *
  * Outputs accumulate, so one control can be passed to several calls (the
  * kernel's scan_control); zero them before the first.
@@ -844,10 +858,22 @@ struct rcl_lru_shrink_control {
 	size_t nr_rotated;
 	size_t nr_activated;
 	size_t nr_deactivated;
+	unsigned flags;
+	size_t nr_dirty;
+	size_t nr_unqueued_dirty;
+	size_t nr_writeback;
+	size_t nr_immediate;
 
 	/* These are for internal use: room for later inputs and outputs */
-	uint64_t __reserved[8];
+	uint64_t __reserved[3];
 };
+
+/**
+ * Shrink flag: hand dirty objects to the evict callback (RCL_EVICT_DIRTY),
+ * which writes them synchronously - what reclaim did before the kernel's
+ * 2017 series.  For comparisons only.
+ */
+#define RCL_LRU_SHRINK_WRITE_DIRTY (1u << 0)
 
 /**
  * rcl_lruvec_shrink_inactive() - reclaim from the tail of an inactive list

@@ -15,5 +15,6 @@
 #include <reclaim/shrinker.h>
 #include <reclaim/scan.h>
 #include <reclaim/domain.h>
+#include <reclaim/flusher.h>
 
 #endif /* RECLAIM_RECLAIM_H */

@@ -86,6 +86,8 @@ extern "C" {
 #define RCL_SCAN_DIRECT (1u << 0)
 /** Scan flag: the 3.11-3.15 kernel's behaviour, for comparison. */
 #define RCL_SCAN_NONPROPORTIONAL (1u << 1)
+/** Scan flag: dirty objects go to the evict callback (RCL_LRU_SHRINK_WRITE_DIRTY). */
+#define RCL_SCAN_WRITE_DIRTY (1u << 2)
 
 /**
  * struct rcl_scan_control - one reclaim pass over one lruvec (or more)
@@ -103,6 +105,15 @@ extern "C" {
  * @nr_deactivated: out (added to): pgdeactivate
  * @nr_rounds: out (added to): rounds of chunks
  * @last_round_lists: out: lists scanned in the last round of the last lruvec
+ * @nr_taken: out (added to): inactive objects isolated
+ * @nr_dirty: out (added to): dirty or writeback objects met (flusher.h)
+ * @nr_unqueued_dirty: out (added to): dirty objects not under writeback met
+ * @nr_writeback: out (added to): objects under writeback met
+ * @nr_immediate: out (added to): writeback objects met a second time
+ * @nr_dirty_batches: out (added to): batches whose every object was dirty
+ *	and unqueued (the flusher trigger)
+ * @nr_writeback_batches: out (added to): batches whose every object was
+ *	under writeback (the throttle)
  */
 struct rcl_scan_control {
 	uint64_t nr_to_reclaim;
@@ -120,6 +131,13 @@ struct rcl_scan_control {
 	uint64_t nr_deactivated;
 	uint64_t nr_rounds;
 	unsigned last_round_lists;
+	uint64_t nr_taken;
+	uint64_t nr_dirty;
+	uint64_t nr_unqueued_dirty;
+	uint64_t nr_writeback;
+	uint64_t nr_immediate;
+	uint64_t nr_dirty_batches;
+	uint64_t nr_writeback_batches;
 };
 
 /**

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * DOC: flusher - dirty objects, reclaim that never writes, and write-back
+ *
+ * Write-back caches hold dirty objects that cannot be dropped until they are
+ * written.  The library follows the kernel's 2017 series: reclaim never
+ * writes anything itself; when the tail it took was all dirty and not yet
+ * queued for writing, it wakes the application's flusher, and it keeps dirty
+ * and writeback objects out of its way until they are clean.
+ *
+ * Object states live on the lru node (RCL_LRU_F_DIRTY, RCL_LRU_F_WRITEBACK,
+ * RCL_LRU_F_RECLAIM).  The application marks an object dirty when it
+ * modifies it (rcl_lruvec_set_dirty()), and brackets each write:
+ * rcl_lruvec_writeback_start() (dirty -> writeback) before, and
+ * rcl_lruvec_writeback_end() after.  An object under writeback is pinned: it
+ * cannot be deleted (rcl_lruvec_del() returns -EBUSY, rcl_lruvec_del_wait()
+ * waits for the end of the writeback) and reclaim does not evict it, so a
+ * flusher may hold a pointer to it while it writes without a lock.
+ *
+ * What reclaim does with them (rcl_lruvec_shrink_inactive()), the kernel's
+ * shrink_folio_list() rules:
+ *
+ * - a dirty object at the inactive tail is counted (nr_dirty, and
+ *   nr_unqueued_dirty when not under writeback), flagged for immediate
+ *   reclaim (RCL_LRU_F_RECLAIM) and activated - moved out of the way of
+ *   reclaim until it is written ("waiting for writes is worse than
+ *   potentially causing reads");
+ * - an object under writeback is counted (nr_writeback, and nr_immediate if
+ *   it was already flagged: reclaim met it twice while it was being
+ *   written), flagged and activated the same way;
+ * - when writeback ends on a flagged object that is still clean, it is moved
+ *   to the tail of its inactive list, so that the next scan frees it;
+ * - neither reaches the evict callback, which therefore never has to write.
+ *
+ * The trigger.  When one batch of a domain's reclaim took only dirty,
+ * unqueued objects (nr_unqueued_dirty == nr_taken), the domain asks the
+ * flusher to write: "all dirty" (the kernel's rule since 4.11) or
+ * "proportional" (scaled to the dirty objects met and the reclaim goal, like
+ * PostgreSQL's bgwriter), per domain.  Requests go to the application's
+ * flusher through &rcl_flusher_ops.wakeup, or to the library's own flusher
+ * thread (rcl_domain_flusher_start()).  They are coalesced as the kernel's
+ * WB_start_all: at most one request in flight (delivered, not yet
+ * acknowledged with rcl_domain_flush_done()) and one pending; further
+ * requests merge into the pending one.
+ *
+ * Dirty limits.  When the dirty (and writeback) weight of a domain reaches
+ * its background threshold (default 10 % of the budget), marking an object
+ * dirty wakes the flusher.  A thread that dirties objects calls
+ * rcl_domain_balance_dirty() (the kernel's balance_dirty_pages()), which
+ * waits while the domain is above its hard threshold (default 20 %) until
+ * writeback brings it below, or a timeout passes.
+ *
+ * Throttling.  A reclaim batch that took only objects under writeback waits
+ * (on the domain's clock) until 32 x (number of throttled reclaimers) objects
+ * have finished writeback since it started waiting - the kernel's
+ * reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK) rule - or 100 ms.
+ *
+ * The flusher thread.  rcl_domain_flusher_start() runs a thread that serves
+ * the requests itself: it finds dirty objects on the domain's lruvecs
+ * (oldest first), marks a batch of them as under writeback, calls the
+ * application's write callback for each, and its sync callback once per
+ * batch, then ends their writeback.  With it, an application gets a complete
+ * write-back cache in a few lines: mark dirty on write, charge and uncharge,
+ * and a write callback.  The write callback only ever runs on that thread,
+ * never in reclaim.
+ *
+ * Usage:
+ *
+ * .. code-block:: c
+ *
+ *	static int my_write(void *priv, struct rcl_lru_node *n)
+ *	{
+ *		struct obj *o = rcl_container_of(n, struct obj, lru);
+ *		return pwrite(fd, o->data, o->size, o->offset) == o->size ? 0 : -EIO;
+ *	}
+ *	static int my_sync(void *priv) { return fdatasync(fd) ? -errno : 0; }
+ *	static const struct rcl_writeback_ops wb_ops = { my_write, my_sync };
+ *
+ *	rcl_domain_flusher_start(d, &wb_ops, NULL, 64);
+ *	...
+ *	modify(o); rcl_lruvec_set_dirty(&lv, &o->lru);
+ *	rcl_domain_balance_dirty(d, RCL_CTX_CAPABLE);	// may wait for writeback
+ *
+ * Synchronization: all functions are thread-safe.  State changes take the
+ * lruvec lock; the trigger and the counters are lock-free; no lock is held
+ * while a callback runs.
+ */
+#ifndef RECLAIM_FLUSHER_H
+#define RECLAIM_FLUSHER_H
+
+#include <stdint.h>
+
+#include <reclaim/common.h>
+#include <reclaim/lruvec.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rcl_domain;
+
+/* ------------------------------------------------------------------------- */
+/* Object states                                                              */
+/* ------------------------------------------------------------------------- */
+
+/**
+ * rcl_lruvec_set_dirty() - mark an object dirty
+ * @lv: its lruvec
+ * @node: the node (pending, listed or isolated on @lv)
+ *
+ * Idempotent.  An object under writeback may be dirtied again (it will need
+ * another write).  Counts its weight as dirty in the lruvec and, if the
+ * lruvec is attached to a domain, in the domain, and wakes the domain's
+ * flusher when the background dirty threshold is reached.
+ *
+ * Context: any thread; lock-free unless it wakes the flusher.
+ * Return: 0; -EINVAL for NULL or an uninitialised lruvec; -ENOENT if the
+ * node is not on @lv.
+ */
+RCL_API int rcl_lruvec_set_dirty(struct rcl_lruvec *lv, struct rcl_lru_node *node);
+
+/**
+ * rcl_lruvec_writeback_start() - the object is about to be written
+ * @lv: its lruvec
+ * @node: a dirty node on @lv
+ *
+ * Dirty -> under writeback (and clean).  Pins the object until
+ * rcl_lruvec_writeback_end().
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL, an uninitialised lruvec or a node that is not
+ * dirty; -EBUSY if it is under writeback already; -ENOENT if not on @lv.
+ */
+RCL_API int rcl_lruvec_writeback_start(struct rcl_lruvec *lv,
+				       struct rcl_lru_node *node);
+
+/**
+ * rcl_lruvec_writeback_end() - the write of an object completed
+ * @lv: its lruvec
+ * @node: a node under writeback on @lv
+ * @error: 0 if the write succeeded; otherwise the object becomes dirty again
+ *
+ * Ends the pin.  If reclaim flagged the object for immediate reclaim and it
+ * is clean, it moves to the tail of its inactive list.  Wakes reclaimers and
+ * dirtiers throttled on writeback, and rcl_lruvec_del_wait() callers.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL, an uninitialised lruvec or a node that is not
+ * under writeback; -ENOENT if not on @lv.
+ */
+RCL_API int rcl_lruvec_writeback_end(struct rcl_lruvec *lv,
+				     struct rcl_lru_node *node, int error);
+
+/**
+ * struct rcl_dirty_stats - dirty state of an lruvec or a domain
+ * @nr_dirty: dirty objects (not under writeback)
+ * @weight_dirty: their weight
+ * @nr_writeback: objects under writeback
+ * @weight_writeback: their weight
+ */
+struct rcl_dirty_stats {
+	uint64_t nr_dirty;
+	uint64_t weight_dirty;
+	uint64_t nr_writeback;
+	uint64_t weight_writeback;
+};
+
+/**
+ * rcl_lruvec_dirty_stats() - an lruvec's dirty and writeback counts
+ * @lv: the lruvec
+ * @out: receives them
+ *
+ * Context: lock-free; may be stale.
+ * Return: 0; -EINVAL for NULL or an uninitialised lruvec.
+ */
+RCL_API int rcl_lruvec_dirty_stats(const struct rcl_lruvec *lv,
+				   struct rcl_dirty_stats *out);
+
+/* ------------------------------------------------------------------------- */
+/* Flush requests                                                             */
+/* ------------------------------------------------------------------------- */
+
+/** Why a flush was requested. */
+enum rcl_flush_reason {
+	RCL_FLUSH_VMSCAN = 0,	  /**< reclaim met a batch of unqueued dirty objects */
+	RCL_FLUSH_BACKGROUND = 1, /**< the background dirty threshold was reached */
+	RCL_FLUSH_SYNC = 2,	  /**< rcl_domain_flush() */
+};
+
+/** How a reclaim-triggered request is sized (per domain). */
+enum rcl_flush_policy {
+	RCL_FLUSH_ALL = 0,	    /**< write every dirty object (kernel 4.11+) */
+	RCL_FLUSH_PROPORTIONAL = 1, /**< scaled to what reclaim met and needs */
+};
+
+/**
+ * struct rcl_flush_request - what the flusher is asked to do
+ * @nr_to_write: objects to write; 0 means every dirty object
+ * @reason: why (of the latest request merged into this one)
+ * @seq: a sequence number, for rcl_domain_flush_done()
+ */
+struct rcl_flush_request {
+	uint64_t nr_to_write;
+	enum rcl_flush_reason reason;
+	uint64_t seq;
+};
+
+/**
+ * struct rcl_flusher_ops - the application's flusher
+ * @wakeup: a request is ready.  Called from reclaim and from the dirtying
+ *	paths, with no library lock held: it must not write or block, only
+ *	hand the request to the application's flusher (signal a thread, post
+ *	to an event loop).  The flusher calls rcl_domain_flush_done() when it
+ *	has served it.  Not used while the library's flusher thread runs.
+ */
+struct rcl_flusher_ops {
+	void (*wakeup)(void *priv, const struct rcl_flush_request *req);
+};
+
+/**
+ * rcl_domain_flush_done() - the request in flight has been served
+ * @d: the domain
+ * @req: the request (its @seq identifies it)
+ *
+ * If a request is pending, it becomes the one in flight and is delivered
+ * (the wakeup callback runs in this thread).
+ *
+ * Context: any thread, typically the application's flusher.
+ * Return: 0; -EINVAL for NULL; -ENOENT if @req is not the one in flight.
+ */
+RCL_API int rcl_domain_flush_done(struct rcl_domain *d,
+				  const struct rcl_flush_request *req);
+
+/**
+ * rcl_domain_flush() - ask the flusher to write, explicitly
+ * @d: the domain
+ * @nr_to_write: objects to write; 0 = every dirty object
+ *
+ * Coalesced like any other request.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL; -ENODEV if the domain has no flusher.
+ */
+RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write);
+
+/**
+ * rcl_domain_balance_dirty() - throttle a thread that dirties objects
+ * @d: the domain
+ * @context: the capability mask; without RCL_CTX_MAY_BLOCK it never waits
+ *
+ * Above the background threshold, wakes the flusher.  Above the hard
+ * threshold, waits until writeback brings the dirty and writeback weight
+ * below it, or the domain's dirty timeout passes (on the domain's clock).
+ *
+ * Context: any thread but the flusher's (it would wait for itself: it
+ * returns at once there); not from callbacks.
+ * Return: 0 (below the threshold, or after waiting); -ETIMEDOUT if the
+ * timeout passed first; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context);
+
+/**
+ * rcl_domain_dirty_stats() - a domain's dirty and writeback counts
+ * @d: the domain
+ * @out: receives the sums over its attached lruvecs
+ *
+ * Context: lock-free; may be stale.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
+				   struct rcl_dirty_stats *out);
+
+/* ------------------------------------------------------------------------- */
+/* The library's flusher thread                                               */
+/* ------------------------------------------------------------------------- */
+
+/**
+ * struct rcl_writeback_ops - how the library's flusher thread writes
+ * @write: write one object (it is under writeback: pinned, clean); return
+ *	0, or a negative errno (the object becomes dirty again).  Runs only on
+ *	the flusher thread, never in reclaim, with no library lock held.
+ * @sync: optional; called once after each batch of writes (fdatasync());
+ *	a failure makes every object of the batch dirty again.
+ */
+struct rcl_writeback_ops {
+	int (*write)(void *priv, struct rcl_lru_node *node);
+	int (*sync)(void *priv);
+};
+
+/**
+ * rcl_domain_flusher_start() - run the library's flusher thread
+ * @d: the domain
+ * @ops: the write callbacks (@ops->write is required)
+ * @priv: passed to them
+ * @batch: objects per batch (per sync); 0 = 64
+ *
+ * From now on flush requests go to this thread instead of the application's
+ * wakeup callback.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL arguments; -EBUSY if it runs already; -EAGAIN
+ * if the thread cannot be created.
+ */
+RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
+				     const struct rcl_writeback_ops *ops,
+				     void *priv, unsigned batch);
+
+/**
+ * rcl_domain_flusher_stop() - stop the flusher thread, after its current batch
+ * @d: the domain
+ *
+ * Dirty objects stay dirty: flush them first (rcl_domain_flush() and wait,
+ * or rcl_domain_writeback_all()) if they must reach storage.
+ *
+ * Context: any thread but the flusher's callbacks (-EDEADLK).
+ * Return: 0 (also if it was not running); -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
+
+/**
+ * rcl_domain_writeback_all() - write every dirty object now, in this thread
+ * @d: the domain
+ * @ops: the write callbacks
+ * @priv: passed to them
+ * @written: if not NULL, receives the number of objects written
+ *
+ * For shutdown and tests: the same batches as the flusher thread, run by the
+ * caller until no dirty object is left (objects dirtied meanwhile included,
+ * bounded by the number dirty at the start plus those re-dirtied, at most
+ * twice over).
+ *
+ * Context: any thread, not from callbacks.
+ * Return: 0; -EINVAL for NULL arguments; the first error a write or sync
+ * returned (the objects concerned stay dirty).
+ */
+RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
+				     const struct rcl_writeback_ops *ops,
+				     void *priv, uint64_t *written);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RECLAIM_FLUSHER_H */
