@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include <reclaim/domain.h>
+#include <reclaim/flusher.h>
 #include <reclaim/scan.h>
 
 __extension__ typedef unsigned __int128 u128;
@@ -57,6 +58,20 @@ enum vm_item {
 	VM_KSWAPD_HOPELESS,
 	VM_CHARGE_FAILURES,
 	VM_CHARGE_OVERSHOOTS,
+	VM_NR_DIRTY_SCANNED,
+	VM_NR_UNQUEUED_DIRTY,
+	VM_NR_WRITEBACK_SCANNED,
+	VM_NR_IMMEDIATE,
+	VM_FLUSH_REQUESTS,
+	VM_FLUSH_REQUESTS_VMSCAN,
+	VM_FLUSH_COALESCED,
+	VM_FLUSHER_WAKEUPS,
+	VM_WRITEBACK_THROTTLED,
+	VM_WRITEBACK_THROTTLE_TIMEOUTS,
+	VM_DIRTY_THROTTLED,
+	VM_DIRTY_THROTTLE_TIMEOUTS,
+	VM_WRITES_FROM_RECLAIM,
+	VM_WRITES_FLUSHER,
 	NR_VM_ITEMS
 };
 
@@ -66,7 +81,12 @@ static const char *const vm_names[NR_VM_ITEMS] = {
 	"pgdeactivate",	  "pgrotated",	     "slabs_scanned",
 	"slabs_freed",	  "allocstall",	     "pageoutrun",
 	"kswapd_wakeups", "kswapd_failures", "kswapd_hopeless",
-	"charge_failures", "charge_overshoots",
+	"charge_failures", "charge_overshoots", "nr_dirty_scanned",
+	"nr_unqueued_dirty", "nr_writeback_scanned", "nr_immediate",
+	"flush_requests", "flush_requests_vmscan", "flush_coalesced",
+	"flusher_wakeups", "writeback_throttled",
+	"writeback_throttle_timeouts", "dirty_throttled",
+	"dirty_throttle_timeouts", "writes_from_reclaim", "writes_flusher",
 };
 
 struct rcl_domain {
@@ -96,6 +116,33 @@ struct rcl_domain {
 	atomic_uint high;		/* slots [0, high) may be used */
 
 	atomic_ullong vm[NR_VM_ITEMS];
+
+	/* Dirty accounting (flusher.h): sums over the attached lruvecs. */
+	atomic_ullong dirty[4];		/* nr, weight; writeback nr, weight */
+	unsigned bg_ratio, hard_ratio;
+	uint64_t dirty_timeout;
+	enum rcl_flush_policy flush_policy;
+	const struct rcl_flusher_ops *fops;
+	void *fpriv;
+	/* Writeback progress, for the throttles (under lock / wbcond). */
+	pthread_cond_t wbcond;
+	atomic_ullong written;
+	atomic_uint nr_throttled;
+	atomic_uint nr_dirty_waiters;
+	/* Flush requests: one in flight, one pending (under flock). */
+	pthread_mutex_t flock;
+	pthread_cond_t fcond;		/* the library's flusher thread */
+	bool inflight, pending;
+	struct rcl_flush_request cur, pend;
+	uint64_t seq;
+	atomic_bool flush_busy;		/* inflight || pending */
+	/* The library's flusher thread (under flock). */
+	bool fl_running, fl_stop, fl_work;
+	pthread_t fl_thread;
+	struct rcl_writeback_ops wops;
+	void *wpriv;
+	unsigned wbatch;
+
 	struct att_slot slots[];
 };
 
@@ -103,6 +150,11 @@ struct rcl_domain {
 static RCL__TLS const struct rcl_domain *tls_pass_domain;
 static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
 static RCL__TLS const struct rcl_domain *tls_reclaimer_of;
+static RCL__TLS const struct rcl_domain *tls_flusher_of;
+
+static void flush_request(struct rcl_domain *d, uint64_t nr,
+			  enum rcl_flush_reason reason);
+static void throttle_writeback(struct rcl_domain *d);
 
 static void vm_add(struct rcl_domain *d, enum vm_item i, uint64_t v)
 {
@@ -203,7 +255,12 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	    !rcl_shrink_policy_name(cfg->shrink_policy) ||
 	    cfg->swappiness > RCL_SWAPPINESS_MAX ||
 	    cfg->watermark_scale_factor > 10000 ||
-	    (cfg->flags & ~RCL_DOMAIN_NONPROPORTIONAL))
+	    cfg->dirty_background_ratio > 100 || cfg->dirty_ratio > 100 ||
+	    (cfg->flush_policy != RCL_FLUSH_ALL &&
+	     cfg->flush_policy != RCL_FLUSH_PROPORTIONAL) ||
+	    (cfg->flusher && !cfg->flusher->wakeup) ||
+	    (cfg->flags & ~(RCL_DOMAIN_NONPROPORTIONAL |
+			    RCL_DOMAIN_RECLAIM_WRITES)))
 		return -EINVAL;
 	if (cfg->allocator) {
 		if (!cfg->allocator->alloc || !cfg->allocator->free)
@@ -229,6 +286,14 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	atomic_init(&d->budget, cfg->budget);
 	derive_watermarks(cfg->budget, d->scale, &wm);
 	store_watermarks(d, &wm);
+	d->bg_ratio = cfg->dirty_background_ratio ? cfg->dirty_background_ratio
+						  : 10;
+	d->hard_ratio = cfg->dirty_ratio ? cfg->dirty_ratio : 20;
+	d->dirty_timeout = cfg->dirty_timeout_ns ? cfg->dirty_timeout_ns
+						 : 100 * RCL_NSEC_PER_MSEC;
+	d->flush_policy = cfg->flush_policy;
+	d->fops = cfg->flusher;
+	d->fpriv = cfg->flusher_priv;
 
 	rc.nr_partitions = d->nr_partitions;
 	rc.policy = cfg->shrink_policy;
@@ -243,9 +308,28 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	err = -pthread_cond_init(&d->cond, &ca);
+	if (!err) {
+		err = -pthread_cond_init(&d->wbcond, &ca);
+		if (err)
+			pthread_cond_destroy(&d->cond);
+	}
+	if (!err) {
+		err = -pthread_cond_init(&d->fcond, &ca);
+		if (err) {
+			pthread_cond_destroy(&d->wbcond);
+			pthread_cond_destroy(&d->cond);
+		}
+	}
 	pthread_condattr_destroy(&ca);
 	if (err)
 		goto fail_lock;
+	err = -pthread_mutex_init(&d->flock, NULL);
+	if (err) {
+		pthread_cond_destroy(&d->fcond);
+		pthread_cond_destroy(&d->wbcond);
+		pthread_cond_destroy(&d->cond);
+		goto fail_lock;
+	}
 	*out = d;
 	return 0;
 
@@ -274,12 +358,17 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	if (rcl__shrinker_registry_count(d->reg))
 		return -EBUSY;
 	err = rcl_domain_reclaimer_stop(d);
+	if (!err)
+		err = rcl_domain_flusher_stop(d);
 	if (err)
 		return err;
 	err = rcl_shrinker_registry_free(d->reg);
 	if (err)
 		return err;
 	a = d->alloc;
+	pthread_mutex_destroy(&d->flock);
+	pthread_cond_destroy(&d->fcond);
+	pthread_cond_destroy(&d->wbcond);
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
 	a.free(a.ctx, d);
@@ -301,6 +390,29 @@ static void revive_locked(struct rcl_domain *d)
 /* ------------------------------------------------------------------------- */
 /* Attach and detach                                                          */
 /* ------------------------------------------------------------------------- */
+
+/*
+ * Move an lruvec's dirty counts into (or out of) the domain's sums, and
+ * point it at the domain (or not), under its lock: the lruvec's own state
+ * changes account under that lock too, so the sums stay exact.
+ */
+static void transfer_dirty(struct rcl_domain *d, struct rcl_lruvec *lv,
+			   bool in)
+{
+	unsigned i;
+
+	rcl__lruvec_lock(lv);
+	for (i = 0; i < 4; i++) {
+		uint64_t v = atomic_load(&lv->__dirty[i]);
+
+		if (in)
+			atomic_fetch_add(&d->dirty[i], v);
+		else
+			atomic_fetch_sub(&d->dirty[i], v);
+	}
+	atomic_store(&lv->__domain, in ? (void *)d : NULL);
+	rcl__lruvec_unlock(lv);
+}
 
 RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
 			      unsigned partition)
@@ -333,6 +445,7 @@ RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
 	}
 	d->slots[free_slot].used = true;
 	d->slots[free_slot].partition = partition;
+	transfer_dirty(d, lv, true);
 	atomic_store(&d->slots[free_slot].lv, lv);
 	revive_locked(d);
 out:
@@ -368,6 +481,7 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
 				       RCL_CLOCK_FOREVER);
 		atomic_fetch_sub(&d->nr_detaching, 1);
+		transfer_dirty(d, lv, false);
 		s->used = false;
 		err = 0;
 		break;
@@ -499,6 +613,34 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			tls_pass_lv = lv;
 			rcl_scan_lruvec(lv, &sc);
 			tls_pass_lv = NULL;
+			ps->sc.nr_taken += sc.nr_taken;
+			ps->sc.nr_dirty += sc.nr_dirty;
+			ps->sc.nr_unqueued_dirty += sc.nr_unqueued_dirty;
+			ps->sc.nr_writeback += sc.nr_writeback;
+			ps->sc.nr_immediate += sc.nr_immediate;
+			if (flags & RCL_SCAN_WRITE_DIRTY) {
+				/* The baseline: the callback wrote them. */
+				vm_add(d, VM_WRITES_FROM_RECLAIM,
+				       sc.nr_unqueued_dirty);
+			} else if (sc.nr_dirty_batches) {
+				/*
+				 * A batch was all dirty and unqueued: LRU aging
+				 * outstrips writeback.  Wake the flusher.
+				 */
+				uint64_t nr = 0;
+
+				if (d->flush_policy == RCL_FLUSH_PROPORTIONAL)
+					nr = RCL_MAX(sc.nr_unqueued_dirty,
+						     (sc.nr_to_reclaim *
+							      sc.nr_unqueued_dirty +
+						      sc.nr_taken - 1) /
+							     RCL_MAX(sc.nr_taken, 1));
+				flush_request(d, nr, RCL_FLUSH_VMSCAN);
+			}
+			if (sc.nr_writeback_batches &&
+			    (context & RCL_CTX_MAY_BLOCK) &&
+			    tls_flusher_of != d)
+				throttle_writeback(d);
 			ps->sc.nr_scanned += sc.nr_scanned;
 			ps->sc.nr_reclaimed += sc.nr_reclaimed;
 			ps->sc.weight_reclaimed += sc.weight_reclaimed;
@@ -530,6 +672,10 @@ static void account_pass(struct rcl_domain *d, const struct pass *ps,
 	vm_add(d, VM_PGROTATED, ps->sc.nr_rotated);
 	vm_add(d, VM_SLABS_SCANNED, ps->slab_scanned);
 	vm_add(d, VM_SLABS_FREED, ps->slab_freed);
+	vm_add(d, VM_NR_DIRTY_SCANNED, ps->sc.nr_dirty);
+	vm_add(d, VM_NR_UNQUEUED_DIRTY, ps->sc.nr_unqueued_dirty);
+	vm_add(d, VM_NR_WRITEBACK_SCANNED, ps->sc.nr_writeback);
+	vm_add(d, VM_NR_IMMEDIATE, ps->sc.nr_immediate);
 }
 
 /*
@@ -546,6 +692,8 @@ static void direct_reclaim(struct rcl_domain *d, uint64_t goal,
 
 	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
 		flags |= RCL_SCAN_NONPROPORTIONAL;
+	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
+		flags |= RCL_SCAN_WRITE_DIRTY;
 	vm_add(d, VM_ALLOCSTALL, 1);
 	memset(res, 0, sizeof(*res));
 	res->nr_to_reclaim = goal;
@@ -623,6 +771,8 @@ static void balance(struct rcl_domain *d)
 
 	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
 		flags |= RCL_SCAN_NONPROPORTIONAL;
+	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
+		flags |= RCL_SCAN_WRITE_DIRTY;
 	vm_add(d, VM_PAGEOUTRUN, 1);
 	for (passes = 0; passes < 64 && prio >= 0; passes++) {
 		uint64_t deficit = need(d, atomic_load(&d->whigh));
@@ -1009,6 +1159,20 @@ RCL_API int rcl_domain_vmstat(const struct rcl_domain *d, struct rcl_vmstat *out
 	out->kswapd_hopeless = v[VM_KSWAPD_HOPELESS];
 	out->charge_failures = v[VM_CHARGE_FAILURES];
 	out->charge_overshoots = v[VM_CHARGE_OVERSHOOTS];
+	out->nr_dirty_scanned = v[VM_NR_DIRTY_SCANNED];
+	out->nr_unqueued_dirty = v[VM_NR_UNQUEUED_DIRTY];
+	out->nr_writeback_scanned = v[VM_NR_WRITEBACK_SCANNED];
+	out->nr_immediate = v[VM_NR_IMMEDIATE];
+	out->flush_requests = v[VM_FLUSH_REQUESTS];
+	out->flush_requests_vmscan = v[VM_FLUSH_REQUESTS_VMSCAN];
+	out->flush_coalesced = v[VM_FLUSH_COALESCED];
+	out->flusher_wakeups = v[VM_FLUSHER_WAKEUPS];
+	out->writeback_throttled = v[VM_WRITEBACK_THROTTLED];
+	out->writeback_throttle_timeouts = v[VM_WRITEBACK_THROTTLE_TIMEOUTS];
+	out->dirty_throttled = v[VM_DIRTY_THROTTLED];
+	out->dirty_throttle_timeouts = v[VM_DIRTY_THROTTLE_TIMEOUTS];
+	out->writes_from_reclaim = v[VM_WRITES_FROM_RECLAIM];
+	out->writes_flusher = v[VM_WRITES_FLUSHER];
 	return 0;
 }
 
@@ -1060,4 +1224,453 @@ RCL_API int rcl_domain_vmstat_format(const struct rcl_domain *d, char *buf,
 	emit(buf, size, &len, "watermark_high %llu\n",
 	     (unsigned long long)wm.high);
 	return len > INT32_MAX ? INT32_MAX : (int)len;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Dirty accounting and limits (flusher.h)                                    */
+/* ------------------------------------------------------------------------- */
+
+void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,
+			     int64_t wn, int64_t ww)
+{
+	/* Unsigned wrap-around adds the negative deltas. */
+	atomic_fetch_add(&d->dirty[0], (uint64_t)dn);
+	atomic_fetch_add(&d->dirty[1], (uint64_t)dw);
+	atomic_fetch_add(&d->dirty[2], (uint64_t)wn);
+	atomic_fetch_add(&d->dirty[3], (uint64_t)ww);
+}
+
+/* Dirty plus writeback weight: what the kernel's limits compare. */
+static uint64_t dirty_weight(const struct rcl_domain *d)
+{
+	struct rcl_domain *w = (struct rcl_domain *)d;
+
+	return atomic_load(&w->dirty[1]) + atomic_load(&w->dirty[3]);
+}
+
+static uint64_t ratio_of_budget(const struct rcl_domain *d, unsigned ratio)
+{
+	uint64_t b = atomic_load(&((struct rcl_domain *)d)->budget);
+
+	return b / 100 * ratio + b % 100 * ratio / 100;
+}
+
+void rcl__domain_dirtied(struct rcl_domain *d)
+{
+	/* Lock-free filter: a request is pending or in flight already. */
+	if (atomic_load(&d->flush_busy))
+		return;
+	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio))
+		flush_request(d, 0, RCL_FLUSH_BACKGROUND);
+}
+
+void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n)
+{
+	atomic_fetch_add(&d->written, n);
+	if (atomic_load(&d->nr_throttled) || atomic_load(&d->nr_dirty_waiters)) {
+		pthread_mutex_lock(&d->lock);
+		pthread_cond_broadcast(&d->wbcond);
+		pthread_mutex_unlock(&d->lock);
+	}
+}
+
+/*
+ * reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): a batch took only objects
+ * under writeback, so reclaim is outrunning it.  Wait until 32 objects per
+ * throttled reclaimer have been written since this one started waiting, or
+ * 100 ms.
+ */
+static void throttle_writeback(struct rcl_domain *d)
+{
+	uint64_t start, deadline;
+	unsigned n;
+
+	vm_add(d, VM_WRITEBACK_THROTTLED, 1);
+	pthread_mutex_lock(&d->lock);
+	start = atomic_load(&d->written);
+	n = atomic_fetch_add(&d->nr_throttled, 1) + 1;
+	deadline = d->clock->now(d->clock->ctx) + 100 * RCL_NSEC_PER_MSEC;
+	while (atomic_load(&d->written) - start <
+	       (uint64_t)RCL_SCAN_CHUNK * RCL_MAX(n, atomic_load(&d->nr_throttled))) {
+		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->lock,
+				   deadline) == ETIMEDOUT) {
+			vm_add(d, VM_WRITEBACK_THROTTLE_TIMEOUTS, 1);
+			break;
+		}
+	}
+	atomic_fetch_sub(&d->nr_throttled, 1);
+	pthread_mutex_unlock(&d->lock);
+}
+
+RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
+{
+	uint64_t hard, deadline;
+	int err = 0;
+
+	if (!d)
+		return -EINVAL;
+	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio) &&
+	    !atomic_load(&d->flush_busy))
+		flush_request(d, 0, RCL_FLUSH_BACKGROUND);
+	hard = ratio_of_budget(d, d->hard_ratio);
+	if (dirty_weight(d) < hard || !(context & RCL_CTX_MAY_BLOCK) ||
+	    tls_flusher_of == d || tls_pass_domain == d)
+		return 0;
+
+	vm_add(d, VM_DIRTY_THROTTLED, 1);
+	pthread_mutex_lock(&d->lock);
+	atomic_fetch_add(&d->nr_dirty_waiters, 1);
+	deadline = d->clock->now(d->clock->ctx) + d->dirty_timeout;
+	while (dirty_weight(d) >= hard) {
+		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->lock,
+				   deadline) == ETIMEDOUT) {
+			vm_add(d, VM_DIRTY_THROTTLE_TIMEOUTS, 1);
+			err = -ETIMEDOUT;
+			break;
+		}
+	}
+	atomic_fetch_sub(&d->nr_dirty_waiters, 1);
+	pthread_mutex_unlock(&d->lock);
+	return err;
+}
+
+RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
+				   struct rcl_dirty_stats *out)
+{
+	struct rcl_domain *w = (struct rcl_domain *)d;
+
+	if (!d || !out)
+		return -EINVAL;
+	out->nr_dirty = atomic_load(&w->dirty[0]);
+	out->weight_dirty = atomic_load(&w->dirty[1]);
+	out->nr_writeback = atomic_load(&w->dirty[2]);
+	out->weight_writeback = atomic_load(&w->dirty[3]);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Flush requests                                                             */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * The kernel's WB_start_all, for every request: one in flight (delivered and
+ * not yet done) and one pending; more requests merge into the pending one
+ * (the larger, 0 meaning "all", wins).  Delivery happens outside the lock.
+ */
+static void deliver(struct rcl_domain *d, const struct rcl_flush_request *req,
+		    bool to_thread)
+{
+	vm_add(d, VM_FLUSHER_WAKEUPS, 1);
+	if (!to_thread)
+		d->fops->wakeup(d->fpriv, req);
+}
+
+static void flush_request(struct rcl_domain *d, uint64_t nr,
+			  enum rcl_flush_reason reason)
+{
+	struct rcl_flush_request req;
+	bool now = false, to_thread;
+
+	pthread_mutex_lock(&d->flock);
+	to_thread = d->fl_running;
+	if (!to_thread && !d->fops) {
+		pthread_mutex_unlock(&d->flock);
+		return;		/* nobody to ask */
+	}
+	vm_add(d, VM_FLUSH_REQUESTS, 1);
+	if (reason == RCL_FLUSH_VMSCAN)
+		vm_add(d, VM_FLUSH_REQUESTS_VMSCAN, 1);
+	d->seq++;
+	if (!d->inflight) {
+		d->inflight = true;
+		d->cur.nr_to_write = nr;
+		d->cur.reason = reason;
+		d->cur.seq = d->seq;
+		req = d->cur;
+		now = true;
+		if (to_thread) {
+			d->fl_work = true;
+			pthread_cond_broadcast(&d->fcond);
+		}
+	} else if (!d->pending) {
+		d->pending = true;
+		d->pend.nr_to_write = nr;
+		d->pend.reason = reason;
+		d->pend.seq = d->seq;
+	} else {
+		d->pend.nr_to_write = (!nr || !d->pend.nr_to_write)
+					      ? 0
+					      : RCL_MAX(nr, d->pend.nr_to_write);
+		d->pend.reason = reason;
+		vm_add(d, VM_FLUSH_COALESCED, 1);
+	}
+	atomic_store(&d->flush_busy, true);
+	pthread_mutex_unlock(&d->flock);
+	if (now)
+		deliver(d, &req, to_thread);
+}
+
+RCL_API int rcl_domain_flush_done(struct rcl_domain *d,
+				  const struct rcl_flush_request *req)
+{
+	struct rcl_flush_request next;
+	bool now = false, to_thread;
+
+	if (!d || !req)
+		return -EINVAL;
+	pthread_mutex_lock(&d->flock);
+	if (!d->inflight || req->seq != d->cur.seq) {
+		pthread_mutex_unlock(&d->flock);
+		return -ENOENT;
+	}
+	to_thread = d->fl_running;
+	if (d->pending) {
+		d->pending = false;
+		d->cur = d->pend;
+		next = d->cur;
+		now = true;
+		if (to_thread) {
+			d->fl_work = true;
+			pthread_cond_broadcast(&d->fcond);
+		}
+	} else {
+		d->inflight = false;
+		atomic_store(&d->flush_busy, false);
+	}
+	pthread_mutex_unlock(&d->flock);
+	if (now && (to_thread || d->fops))
+		deliver(d, &next, to_thread);
+	return 0;
+}
+
+RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write)
+{
+	bool any;
+
+	if (!d)
+		return -EINVAL;
+	pthread_mutex_lock(&d->flock);
+	any = d->fl_running || d->fops;
+	pthread_mutex_unlock(&d->flock);
+	if (!any)
+		return -ENODEV;
+	flush_request(d, nr_to_write, RCL_FLUSH_SYNC);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Writing: the library's flusher thread and rcl_domain_writeback_all()       */
+/* ------------------------------------------------------------------------- */
+
+struct wb_item {
+	struct rcl_lruvec *lv;
+	struct rcl_lru_node *node;
+	int err;
+};
+
+/*
+ * Take up to @max dirty objects, oldest first (inactive tails, then active,
+ * then unevictable), and start their writeback: from then on they are
+ * pinned, so they stay valid after the locks are dropped.  Isolated and
+ * pending objects are skipped (they will be found later).
+ */
+static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
+			      unsigned max)
+{
+	unsigned i, high = atomic_load(&d->high), n = 0;
+
+	for (i = 0; i < high && n < max; i++) {
+		struct att_slot *s = &d->slots[i];
+		struct rcl_lruvec *lv = slot_get(s);
+		unsigned pass, l;
+
+		if (lv) {
+			for (pass = 0; pass < 3 && n < max; pass++) {
+				for (l = 0; l < RCL_LRU_NR_LISTS && n < max; l++) {
+					struct rcl_lru_node *head, *node, *prev;
+
+					if ((pass == 0 && ((l & 1) || l == RCL_LRU_UNEVICTABLE)) ||
+					    (pass == 1 && !(l & 1)) ||
+					    (pass == 2 && l != RCL_LRU_UNEVICTABLE))
+						continue;
+					/*
+					 * One walk under the lock: starting the
+					 * writeback does not move the node.
+					 */
+					rcl__lruvec_lock(lv);
+					head = &lv->__lists[l].head;
+					for (node = head->__prev; node != head && n < max;
+					     node = prev) {
+						uint32_t f = node_flags(node);
+
+						prev = node->__prev;
+						if ((f & F_DIRTY) && !(f & F_WRITEBACK) &&
+						    rcl__lruvec_writeback_start_locked(
+							    lv, node) == 0) {
+							it[n].lv = lv;
+							it[n].node = node;
+							n++;
+						}
+					}
+					rcl__lruvec_unlock(lv);
+				}
+			}
+		}
+		slot_put(d, s);
+	}
+	return n;
+}
+
+/*
+ * Write dirty objects in batches of @batch until @limit are written (0: until
+ * none is left), or a write fails, or @bound batches have run.
+ */
+static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *ops,
+			 void *priv, unsigned batch, uint64_t limit,
+			 uint64_t bound, uint64_t *written)
+{
+	struct wb_item *it = d->alloc.alloc(d->alloc.ctx, batch * sizeof(*it));
+	uint64_t total = 0, b;
+	int err = 0;
+
+	if (!it)
+		return -ENOMEM;
+	for (b = 0; b < bound && !err && (!limit || total < limit); b++) {
+		unsigned max = (unsigned)RCL_MIN((uint64_t)batch,
+						 limit ? limit - total : batch);
+		unsigned n = collect_dirty(d, it, max), i, ok = 0;
+		int serr = 0;
+
+		if (!n)
+			break;
+		for (i = 0; i < n; i++)
+			it[i].err = ops->write(priv, it[i].node);
+		if (ops->sync)
+			serr = ops->sync(priv);
+		for (i = 0; i < n; i++) {
+			int e = it[i].err ? it[i].err : serr;
+
+			rcl_lruvec_writeback_end(it[i].lv, it[i].node, e);
+			if (e && !err)
+				err = e;
+			else if (!e)
+				ok++;
+		}
+		total += ok;
+		vm_add(d, VM_WRITES_FLUSHER, ok);
+	}
+	d->alloc.free(d->alloc.ctx, it);
+	if (written)
+		*written = total;
+	return err;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct rcl_domain *d = arg;
+
+	tls_flusher_of = d;
+	pthread_mutex_lock(&d->flock);
+	while (!d->fl_stop) {
+		struct rcl_flush_request req;
+		uint64_t dirty;
+
+		if (!d->fl_work) {
+			d->clock->wait(d->clock->ctx, &d->fcond, &d->flock,
+				       RCL_CLOCK_FOREVER);
+			continue;
+		}
+		d->fl_work = false;
+		req = d->cur;
+		pthread_mutex_unlock(&d->flock);
+
+		/* At most twice the dirty objects of now: bounded. */
+		dirty = atomic_load(&d->dirty[0]);
+		write_batches(d, &d->wops, d->wpriv, d->wbatch, req.nr_to_write,
+			      2 * dirty / d->wbatch + 2, NULL);
+		rcl_domain_flush_done(d, &req);
+		pthread_mutex_lock(&d->flock);
+	}
+	pthread_mutex_unlock(&d->flock);
+	return NULL;
+}
+
+RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
+				     const struct rcl_writeback_ops *ops,
+				     void *priv, unsigned batch)
+{
+	int err = 0;
+
+	if (!d || !ops || !ops->write)
+		return -EINVAL;
+	pthread_mutex_lock(&d->flock);
+	if (d->fl_running) {
+		err = -EBUSY;
+	} else {
+		d->wops = *ops;
+		d->wpriv = priv;
+		d->wbatch = batch ? batch : 64;
+		d->fl_stop = false;
+		/* Requests owed to the application's flusher are dropped. */
+		d->inflight = d->pending = false;
+		d->fl_work = false;
+		atomic_store(&d->flush_busy, false);
+		if (pthread_create(&d->fl_thread, NULL, flusher_main, d) != 0)
+			err = -EAGAIN;
+		else
+			d->fl_running = true;
+	}
+	pthread_mutex_unlock(&d->flock);
+	return err;
+}
+
+RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
+{
+	pthread_t t;
+
+	if (!d)
+		return -EINVAL;
+	if (tls_flusher_of == d)
+		return -EDEADLK;
+	pthread_mutex_lock(&d->flock);
+	if (!d->fl_running) {
+		pthread_mutex_unlock(&d->flock);
+		return 0;
+	}
+	d->fl_stop = true;
+	t = d->fl_thread;
+	pthread_cond_broadcast(&d->fcond);
+	pthread_mutex_unlock(&d->flock);
+	pthread_join(t, NULL);
+	pthread_mutex_lock(&d->flock);
+	d->fl_running = false;
+	d->inflight = d->pending = false;
+	atomic_store(&d->flush_busy, false);
+	pthread_mutex_unlock(&d->flock);
+	return 0;
+}
+
+RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
+				     const struct rcl_writeback_ops *ops,
+				     void *priv, uint64_t *written)
+{
+	unsigned i, high;
+	uint64_t dirty;
+
+	if (written)
+		*written = 0;
+	if (!d || !ops || !ops->write)
+		return -EINVAL;
+	/* Pending adds reach the lists first, so that none is missed. */
+	high = atomic_load(&d->high);
+	for (i = 0; i < high; i++) {
+		struct att_slot *s = &d->slots[i];
+		struct rcl_lruvec *lv = slot_get(s);
+
+		if (lv)
+			rcl_lruvec_drain(lv);
+		slot_put(d, s);
+	}
+	dirty = atomic_load(&d->dirty[0]);
+	return write_batches(d, ops, priv, 64, 0, 2 * dirty / 64 + 2, written);
 }

@@ -94,8 +94,8 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
 #define F_PUBLIC                                                              \
 	(F_ACTIVE | F_UNEVICTABLE | F_PENDING | F_LISTED | F_ISOLATED |       \
 	 F_REFERENCED | F_WORKINGSET | F_DIRTY | F_WRITEBACK | F_RECLAIM)
-/* Object state that survives deletion and re-adding. */
-#define F_KEEP_IDLE (F_DIRTY | F_WRITEBACK)
+/* Object state that survives deletion and re-adding: none (idle is clean). */
+#define F_KEEP_IDLE 0u
 
 static inline unsigned f_id(uint32_t f)
 {
@@ -197,6 +197,10 @@ enum rcl__batch_op {
 /* Add @cost to a type's reclaim cost, with the kernel's decay (scan.h). */
 void rcl__lruvec_add_cost(struct rcl_lruvec *lv, unsigned type, uint64_t cost);
 
+/* rcl_lruvec_writeback_start() with the lruvec lock held. */
+int rcl__lruvec_writeback_start_locked(struct rcl_lruvec *lv,
+				       struct rcl_lru_node *node);
+
 void rcl__lruvec_apply_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 			      enum rcl__batch_op op);
 
@@ -222,6 +226,13 @@ void rcl__tbatch_append(struct rcl__tbatch *b, struct rcl_lru_node *node,
 void rcl__tbatch_purge(struct rcl_lru_node *node);
 /* Drain every batch's entries for @lv (NULL: everything). */
 void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
+
+/* Dirty accounting and the flusher trigger (lib/domain.c). */
+struct rcl_domain;
+void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,
+			     int64_t wn, int64_t ww);
+void rcl__domain_dirtied(struct rcl_domain *d);
+void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n);
 
 /* Shrinkers allocated in a registry and not yet freed (lib/shrinker.c). */
 struct rcl_shrinker_registry;

@@ -33,6 +33,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include <reclaim/flusher.h>
+
 /* ------------------------------------------------------------------------- */
 /* Assertions                                                                 */
 /* ------------------------------------------------------------------------- */
@@ -98,6 +100,31 @@ static inline void stat_add(struct rcl_lruvec *lv, unsigned type,
 {
 	atomic_fetch_add_explicit(&lv->__types[type].stat[s], d,
 				  memory_order_relaxed);
+}
+
+/*
+ * Account a change of a node's DIRTY and WRITEBACK bits (lock held): in the
+ * lruvec and, if attached, in its domain.  Attach and detach move an
+ * lruvec's counts under the same lock, so the domain's sums stay exact.
+ */
+static void dirty_account(struct rcl_lruvec *lv, uint32_t oldf, uint32_t newf,
+			  uint32_t weight)
+{
+	int64_t dn = (int64_t)!!(newf & F_DIRTY) - (int64_t)!!(oldf & F_DIRTY);
+	int64_t wn = (int64_t)!!(newf & F_WRITEBACK) -
+		     (int64_t)!!(oldf & F_WRITEBACK);
+	struct rcl_domain *d;
+
+	if (!dn && !wn)
+		return;
+	ctr_add(&lv->__dirty[0], dn);
+	ctr_add(&lv->__dirty[1], dn * (int64_t)weight);
+	ctr_add(&lv->__dirty[2], wn);
+	ctr_add(&lv->__dirty[3], wn * (int64_t)weight);
+	d = atomic_load_explicit(&lv->__domain, memory_order_relaxed);
+	if (d)
+		rcl__domain_dirty_delta(d, dn, dn * (int64_t)weight, wn,
+					wn * (int64_t)weight);
 }
 
 static inline void link_between(struct rcl_lru_node *n,
@@ -507,11 +534,19 @@ static bool del_listed_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n)
 	list_del(lv, f_list(f), n);
 	while (!node_cas(n, &f, f & (F_KEEP_IDLE | F_QUEUED)))
 		;
+	dirty_account(lv, f, 0, n->__weight);
 	return f & F_QUEUED;
 }
 
 /* Tries are bounded: each retry means another thread changed the state. */
 #define STATE_RETRIES 64
+
+/* Is the node held by someone else: isolated, or pinned by writeback? */
+static inline bool node_held(const struct rcl_lruvec *lv, uint32_t f)
+{
+	return node_on(lv, f, F_ISOLATED) ||
+	       (node_on(lv, f, F_STATE) && (f & F_WRITEBACK));
+}
 
 static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 {
@@ -526,7 +561,9 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 
 		if (!node_on(lv, f, F_STATE))
 			return -ENOENT;
-		if (f & F_PENDING) {
+		if (!wait && node_held(lv, f))
+			return -EBUSY;
+		if ((f & F_PENDING) && !(f & (F_DIRTY | F_WRITEBACK))) {
 			/* Not on a list: only the batch entry refers to it. */
 			if (!node_cas(node, &f, f & (F_KEEP_IDLE | F_QUEUED)))
 				continue;
@@ -536,26 +573,24 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 
 		rcl__lruvec_lock(lv);
 		f = node_flags(node);
-		if (wait && node_on(lv, f, F_ISOLATED)) {
+		if (wait && node_held(lv, f)) {
+			int cs;
+
 			if (rcl__tls_evicting) {
 				rcl__lruvec_unlock(lv);
 				return -EDEADLK;
 			}
 			/*
-			 * Wait for the putback, then delete under the same
-			 * lock hold, so that no other reclaimer can isolate
-			 * the node again in between.
-			 */
-			int cs;
-
-			/*
-			 * Not a cancellation point: a thread cancelled in the
-			 * wait would die holding the lruvec lock.
+			 * Wait for the putback (or the end of the writeback),
+			 * then delete under the same lock hold, so that no
+			 * other reclaimer can isolate the node again in
+			 * between.  Not a cancellation point: a thread
+			 * cancelled in the wait would die holding the lock.
 			 */
 			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 			atomic_fetch_add_explicit(&lv->__nr_waiters, 1,
 						  memory_order_relaxed);
-			while (node_on(lv, f, F_ISOLATED)) {
+			while (node_held(lv, f)) {
 				pthread_cond_wait(&lv->__putback, &lv->__lock);
 				f = node_flags(node);
 			}
@@ -563,11 +598,24 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 						  memory_order_relaxed);
 			pthread_setcancelstate(cs, NULL);
 		}
+		if (node_held(lv, f)) {
+			rcl__lruvec_unlock(lv);
+			return -EBUSY;
+		}
+		if (node_on(lv, f, F_PENDING)) {
+			/* Pending and dirty: account under the lock. */
+			if (!node_cas(node, &f, f & (F_KEEP_IDLE | F_QUEUED))) {
+				rcl__lruvec_unlock(lv);
+				continue;
+			}
+			dirty_account(lv, f, 0, node->__weight);
+			rcl__lruvec_unlock(lv);
+			rcl__tbatch_purge(node);
+			return 0;
+		}
 		if (!node_on(lv, f, F_LISTED)) {
 			rcl__lruvec_unlock(lv);
-			if (node_on(lv, f, F_ISOLATED))
-				return -EBUSY;
-			continue;	/* pending, or gone: look again */
+			continue;	/* gone meanwhile: look again */
 		}
 		queued = del_listed_locked(lv, node);
 		rcl__lruvec_unlock(lv);
@@ -881,6 +929,124 @@ RCL_API bool rcl_lruvec_inactive_is_low(const struct rcl_lruvec *lv,
 }
 
 /* ------------------------------------------------------------------------- */
+/* Dirty, writeback, reclaim-when-clean (flusher.h)                           */
+/* ------------------------------------------------------------------------- */
+
+static void wake_waiters_locked(struct rcl_lruvec *lv);
+
+RCL_API int rcl_lruvec_set_dirty(struct rcl_lruvec *lv, struct rcl_lru_node *node)
+{
+	struct rcl_domain *d = NULL;
+	uint32_t f, nf;
+
+	if (!lruvec_live(lv) || !node)
+		return -EINVAL;
+	rcl__lruvec_lock(lv);
+	f = node_flags(node);
+	if (!node_on(lv, f, F_STATE)) {
+		rcl__lruvec_unlock(lv);
+		return -ENOENT;
+	}
+	if (!(f & F_DIRTY)) {
+		nf = flags_update(node, 0, F_DIRTY);
+		dirty_account(lv, f, nf, node->__weight);
+		d = atomic_load_explicit(&lv->__domain, memory_order_relaxed);
+	}
+	rcl__lruvec_unlock(lv);
+	if (d)
+		rcl__domain_dirtied(d);	/* the background threshold */
+	return 0;
+}
+
+int rcl__lruvec_writeback_start_locked(struct rcl_lruvec *lv,
+				       struct rcl_lru_node *node)
+{
+	uint32_t f = node_flags(node), nf;
+
+	if (!node_on(lv, f, F_STATE))
+		return -ENOENT;
+	if (f & F_WRITEBACK)
+		return -EBUSY;
+	if (!(f & F_DIRTY))
+		return -EINVAL;
+	nf = flags_update(node, F_DIRTY, F_WRITEBACK);
+	dirty_account(lv, f, nf, node->__weight);
+	return 0;
+}
+
+RCL_API int rcl_lruvec_writeback_start(struct rcl_lruvec *lv,
+				       struct rcl_lru_node *node)
+{
+	int err;
+
+	if (!lruvec_live(lv) || !node)
+		return -EINVAL;
+	rcl__lruvec_lock(lv);
+	err = rcl__lruvec_writeback_start_locked(lv, node);
+	rcl__lruvec_unlock(lv);
+	return err;
+}
+
+RCL_API int rcl_lruvec_writeback_end(struct rcl_lruvec *lv,
+				     struct rcl_lru_node *node, int error)
+{
+	struct rcl_domain *d;
+	uint32_t f, nf;
+
+	if (!lruvec_live(lv) || !node)
+		return -EINVAL;
+	rcl__lruvec_lock(lv);
+	f = node_flags(node);
+	if (!node_on(lv, f, F_STATE)) {
+		rcl__lruvec_unlock(lv);
+		return -ENOENT;
+	}
+	if (!(f & F_WRITEBACK)) {
+		rcl__lruvec_unlock(lv);
+		return -EINVAL;
+	}
+	/* A failed write leaves the object dirty. */
+	nf = flags_update(node, F_WRITEBACK, error ? F_DIRTY : 0);
+	dirty_account(lv, f, nf, node->__weight);
+	if ((nf & F_RECLAIM) && !(nf & F_DIRTY)) {
+		/*
+		 * Reclaim wanted it when clean: to the inactive tail, so
+		 * that the next scan frees it (folio_rotate_reclaimable()).
+		 */
+		if (node_on(lv, nf, F_LISTED) && !(nf & F_UNEVICTABLE)) {
+			relink_locked(lv, node, nf, F_RECLAIM | F_ACTIVE |
+					    F_REFERENCED, 0, true);
+			stat_add(lv, f_type(nf), RCL__STAT_ROTATED, 1);
+		} else {
+			flags_update(node, F_RECLAIM, 0);
+		}
+	}
+	d = atomic_load_explicit(&lv->__domain, memory_order_relaxed);
+	wake_waiters_locked(lv);	/* rcl_lruvec_del_wait() */
+	rcl__lruvec_unlock(lv);
+	if (d)
+		rcl__domain_writeback_done(d, 1);
+	return 0;
+}
+
+RCL_API int rcl_lruvec_dirty_stats(const struct rcl_lruvec *lv,
+				   struct rcl_dirty_stats *out)
+{
+	struct rcl_lruvec *w = (struct rcl_lruvec *)lv;
+
+	if (!lruvec_live(lv) || !out)
+		return -EINVAL;
+	out->nr_dirty = atomic_load_explicit(&w->__dirty[0], memory_order_relaxed);
+	out->weight_dirty = atomic_load_explicit(&w->__dirty[1],
+						 memory_order_relaxed);
+	out->nr_writeback = atomic_load_explicit(&w->__dirty[2],
+						 memory_order_relaxed);
+	out->weight_writeback = atomic_load_explicit(&w->__dirty[3],
+						     memory_order_relaxed);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
 /* Isolation and putback                                                      */
 /* ------------------------------------------------------------------------- */
 
@@ -1020,6 +1186,7 @@ RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
 	f = node_flags(node);
 	while (!node_cas(node, &f, f & F_KEEP_IDLE))
 		;
+	dirty_account(lv, f, 0, node->__weight);
 	atomic_fetch_sub_explicit(&lv->__nr_isolated, 1, memory_order_relaxed);
 	wake_waiters_locked(lv);
 	rcl__lruvec_unlock(lv);
@@ -1140,6 +1307,30 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 
 			/* Off the set first: after FREED, n is not touched. */
 			unlink_node(n);
+			if (f & (F_DIRTY | F_WRITEBACK)) {
+				/* shrink_folio_list()'s counts (flusher.h) */
+				sc->nr_dirty++;
+				if (!(f & F_WRITEBACK))
+					sc->nr_unqueued_dirty++;
+				if (f & F_WRITEBACK) {
+					sc->nr_writeback++;
+					if (f & F_RECLAIM)
+						sc->nr_immediate++;
+				}
+				if ((f & F_WRITEBACK) ||
+				    !(sc->flags & RCL_LRU_SHRINK_WRITE_DIRTY)) {
+					/*
+					 * Flag it for reclaim when clean and
+					 * move it out of the way until then.
+					 */
+					flags_update(n, F_REFERENCED,
+						     F_RECLAIM | F_ACTIVE);
+					activated++;
+					link_between(n, keep.__prev, &keep);
+					continue;
+				}
+				ctl.flags |= RCL_EVICT_DIRTY;	/* baseline */
+			}
 			/*
 			 * A stale activation entry (see isolation) must go
 			 * before the callback may free the object.
@@ -1151,6 +1342,12 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			case RCL_EVICT_FREED:
 				freed++;
 				wfreed += ctl.weight;
+				if (f & F_DIRTY) {
+					/* The baseline's callback wrote it. */
+					rcl__lruvec_lock(lv);
+					dirty_account(lv, f, 0, ctl.weight);
+					rcl__lruvec_unlock(lv);
+				}
 				continue;
 			case RCL_EVICT_ACTIVATE:
 				flags_update(n, F_REFERENCED, F_ACTIVE);

@@ -223,7 +223,20 @@ RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc)
 			lsc.priority = sc->priority;
 			lsc.context = sc->context;
 			if (!(l & 1)) {
+				if (sc->flags & RCL_SCAN_WRITE_DIRTY)
+					lsc.flags = RCL_LRU_SHRINK_WRITE_DIRTY;
 				rcl_lruvec_shrink_inactive(lv, &lsc);
+				sc->nr_taken += lsc.nr_taken;
+				sc->nr_dirty += lsc.nr_dirty;
+				sc->nr_unqueued_dirty += lsc.nr_unqueued_dirty;
+				sc->nr_writeback += lsc.nr_writeback;
+				sc->nr_immediate += lsc.nr_immediate;
+				/* One batch (a chunk is at most one isolation). */
+				if (lsc.nr_taken &&
+				    lsc.nr_unqueued_dirty == lsc.nr_taken)
+					sc->nr_dirty_batches++;
+				if (lsc.nr_taken && lsc.nr_writeback == lsc.nr_taken)
+					sc->nr_writeback_batches++;
 				sc->nr_scanned += lsc.nr_scanned;
 				sc->nr_reclaimed += lsc.nr_freed;
 				sc->weight_reclaimed += lsc.weight_freed;

@@ -1876,6 +1876,11 @@ static const char *const counter_names[] = {
 	"slabs_freed",	  "allocstall",	    "pageoutrun",
 	"kswapd_wakeups", "kswapd_failures", "kswapd_hopeless",
 	"charge_failures", "charge_overshoots",
+	"nr_dirty_scanned", "nr_unqueued_dirty", "nr_writeback_scanned",
+	"nr_immediate", "flush_requests", "flush_requests_vmscan",
+	"flush_coalesced", "flusher_wakeups", "writeback_throttled",
+	"writeback_throttle_timeouts", "dirty_throttled",
+	"dirty_throttle_timeouts", "writes_from_reclaim", "writes_flusher",
 };
 
 #define NR_COUNTERS (sizeof(counter_names) / sizeof(counter_names[0]))
@@ -1889,6 +1894,12 @@ static void counter_values(const struct rcl_vmstat *v, uint64_t *out)
 		v->slabs_freed,	   v->allocstall,      v->pageoutrun,
 		v->kswapd_wakeups, v->kswapd_failures, v->kswapd_hopeless,
 		v->charge_failures, v->charge_overshoots,
+		v->nr_dirty_scanned, v->nr_unqueued_dirty,
+		v->nr_writeback_scanned, v->nr_immediate, v->flush_requests,
+		v->flush_requests_vmscan, v->flush_coalesced, v->flusher_wakeups,
+		v->writeback_throttled, v->writeback_throttle_timeouts,
+		v->dirty_throttled, v->dirty_throttle_timeouts,
+		v->writes_from_reclaim, v->writes_flusher,
 	};
 
 	memcpy(out, vals, sizeof(vals));
