@@ -34,9 +34,11 @@
  *
  * The trigger.  When one batch of a domain's reclaim took only dirty,
  * unqueued objects (nr_unqueued_dirty == nr_taken), the domain asks the
- * flusher to write: "all dirty" (the kernel's rule since 4.11) or
- * "proportional" (scaled to the dirty objects met and the reclaim goal, like
- * PostgreSQL's bgwriter), per domain.  Requests go to the application's
+ * flusher to write: "all dirty" (the kernel's rule since 4.11;
+ * nr_to_write = 0) or "proportional" (like PostgreSQL's bgwriter, scaled to
+ * what reclaim met and needs: nr_to_write = max(d, ceil(goal * d / taken)),
+ * with d the unqueued dirty objects met, taken the objects isolated and
+ * goal the lruvec's share of the reclaim goal), per domain.  Requests go to the application's
  * flusher through &rcl_flusher_ops.wakeup, or to the library's own flusher
  * thread (rcl_domain_flusher_start()).  They are coalesced as the kernel's
  * WB_start_all: at most one request in flight (delivered, not yet
