@@ -1,0 +1,899 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rcl-sim - replay a cache-access trace through caches built on libreclaim
+ * (and exact baselines) and print miss ratios.
+ *
+ * usage: rcl-sim [options] TRACE|-
+ *
+ * The trace is decoded once (trace.c), into memory, and renumbered by first
+ * appearance; then every (policy, capacity) pair replays it, on --jobs
+ * threads.  Results are printed in the order of the capacities given, then
+ * of the policies given, whatever the order in which the runs finish.
+ *
+ * Exit status: 0 success, 1 failure (unreadable trace, a policy failed, an
+ * output file could not be written), 2 bad usage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <reclaim/version.h>
+
+#include "policies.h"
+#include "trace.h"
+
+extern char **environ;
+
+#define DEFAULT_CAPACITIES "1%,5%,10%,25%"
+#define DEFAULT_POLICIES "default"
+#define MRC_DEFAULT_POINTS 24
+
+/* ------------------------------------------------------------------------- */
+/* Options                                                                    */
+/* ------------------------------------------------------------------------- */
+
+struct capacity_spec {
+	uint64_t objects;	/* resolved capacity */
+	double pct;		/* < 0: given as an absolute count */
+};
+
+struct options {
+	const char *path;
+	struct trace_options topt;
+	const struct sim_policy **policies;
+	size_t nr_policies;
+	const char *capacities;	/* NULL: the default (or the MRC range) */
+	bool json;
+	bool quiet;
+	unsigned jobs;
+	const char *mrc;	/* CSV path, or NULL */
+	unsigned mrc_points;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: rcl-sim [options] TRACE|-\n"
+"\n"
+"Replay a trace through caches and print their miss ratios.\n"
+"\n"
+"  -p, --policy P[,P...]    policies to compare (default: " DEFAULT_POLICIES ");\n"
+"                           --list-policies lists them\n"
+"  -f, --format F           trace format (default: keys); --list-formats\n"
+"  -c, --capacity C[,C...]  capacities: objects (5000) or percentages of the\n"
+"                           trace's unique keys (1%%,5%%); a percentage is\n"
+"                           round(pct x unique / 100), at least 2\n"
+"                           (default: %s)\n"
+"      --json               one JSON object per (policy, capacity) line on\n"
+"                           standard output, nothing else\n"
+"      --csv-key-col N      csv: the key is column N (1-based)\n"
+"      --csv-header         csv: skip the first line\n"
+"      --csv-sep C          csv: field separator (default ',')\n"
+"      --mrc FILE.csv       miss-ratio curves: write capacity,capacity_pct\n"
+"                           and one miss-ratio column per policy; with\n"
+"                           gnuplot in PATH, also plot FILE.svg.  Without\n"
+"                           --capacity, %u sizes from 0.1%% to 100%% of the\n"
+"                           unique keys, evenly spaced on a log scale\n"
+"      --mrc-points N       number of sizes for --mrc (default %u)\n"
+"  -j, --jobs N             runs in parallel (default: online CPUs)\n"
+"  -q, --quiet              no progress messages on standard error\n"
+"      --list-policies      list the policies\n"
+"      --list-formats       list the trace formats\n"
+"  -V, --version            print the version\n"
+"  -h, --help               this help\n"
+"\n"
+"Compressed traces (gzip, bzip2, xz, zstd, lz4; .lzma and .Z by name) are\n"
+"read directly; TRACE '-' reads standard input.\n",
+		DEFAULT_CAPACITIES, MRC_DEFAULT_POINTS, MRC_DEFAULT_POINTS);
+}
+
+static const struct sim_policy *find_policy(const char *name, size_t n)
+{
+	size_t i;
+
+	for (i = 0; sim_policies[i]; i++) {
+		if (strlen(sim_policies[i]->name) == n &&
+		    strncmp(sim_policies[i]->name, name, n) == 0)
+			return sim_policies[i];
+	}
+	return NULL;
+}
+
+static int parse_policies(const char *arg, struct options *o)
+{
+	const char *s = arg;
+
+	free(o->policies);
+	o->policies = NULL;
+	o->nr_policies = 0;
+	for (;;) {
+		const char *comma = strchr(s, ',');
+		size_t n = comma ? (size_t)(comma - s) : strlen(s);
+		const struct sim_policy *p = find_policy(s, n);
+		const struct sim_policy **np;
+
+		if (!p) {
+			fprintf(stderr, "rcl-sim: unknown policy \"%.*s\" "
+				"(see --list-policies)\n", (int)n, s);
+			return -1;
+		}
+		np = realloc(o->policies,
+			     (o->nr_policies + 1) * sizeof(*np));
+		if (!np) {
+			fprintf(stderr, "rcl-sim: out of memory\n");
+			return -1;
+		}
+		o->policies = np;
+		o->policies[o->nr_policies++] = p;
+		if (!comma)
+			return 0;
+		s = comma + 1;
+	}
+}
+
+static bool parse_uint(const char *s, unsigned long long max,
+		       unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The capacity for a percentage: round(pct x unique / 100), at least 2. */
+static uint64_t pct_capacity(double pct, uint32_t unique)
+{
+	double c = floor(pct * (double)unique / 100.0 + 0.5);
+
+	return c < 2 ? 2 : (uint64_t)c;
+}
+
+/*
+ * Parse "5000,1%,2.5%" into specs (percentages are resolved later, by
+ * resolve_capacities()).  Returns the number of specs (> 0), or 0 after a
+ * message.
+ */
+static size_t parse_capacities(const char *arg, struct capacity_spec **out)
+{
+	struct capacity_spec *v = NULL;
+	size_t n = 0;
+	const char *s = arg;
+
+	for (;;) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+		char buf[64];
+		struct capacity_spec cs;
+		struct capacity_spec *nv;
+
+		if (len == 0 || len >= sizeof(buf))
+			goto bad;
+		memcpy(buf, s, len);
+		buf[len] = '\0';
+		if (buf[len - 1] == '%') {
+			char *end;
+
+			buf[len - 1] = '\0';
+			errno = 0;
+			cs.pct = strtod(buf, &end);
+			if (errno || end == buf || *end || !(cs.pct > 0) ||
+			    !isfinite(cs.pct) || buf[0] < '0' || buf[0] > '9')
+				goto bad;
+			cs.objects = 0;
+		} else {
+			unsigned long long c;
+
+			if (!parse_uint(buf, UINT64_MAX, &c) || c == 0)
+				goto bad;
+			cs.objects = c;
+			cs.pct = -1;
+		}
+		nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv) {
+			free(v);
+			fprintf(stderr, "rcl-sim: out of memory\n");
+			return 0;
+		}
+		v = nv;
+		v[n++] = cs;
+		if (!comma)
+			break;
+		s = comma + 1;
+	}
+	*out = v;
+	return n;
+bad:
+	fprintf(stderr, "rcl-sim: bad capacity in \"%s\": a positive object "
+		"count or a positive percentage such as 5%%\n", arg);
+	free(v);
+	return 0;
+}
+
+static void resolve_capacities(struct capacity_spec *v, size_t n,
+			       uint32_t unique)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (v[i].pct >= 0)
+			v[i].objects = pct_capacity(v[i].pct, unique);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Runs                                                                       */
+/* ------------------------------------------------------------------------- */
+
+struct run {
+	const struct sim_policy *policy;
+	struct capacity_spec cap;
+	uint64_t misses;
+	struct sim_counter counters[SIM_MAX_COUNTERS];
+	size_t nr_counters;
+	double seconds;
+	bool failed;
+	char err[320];
+};
+
+struct pool {
+	const struct trace *t;
+	struct run *runs;
+	size_t nr_runs;
+	atomic_size_t next;
+	pthread_mutex_t lock;	/* progress messages */
+	bool quiet;
+	size_t done;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void run_one(const struct trace *t, struct run *r)
+{
+	struct sim_cache *c;
+	uint64_t misses = 0;
+	double t0 = now();
+	size_t i;
+
+	c = r->policy->create(r->policy, r->cap.objects, t->nr_unique, r->err,
+			      sizeof(r->err));
+	if (!c) {
+		r->failed = true;
+		return;
+	}
+	for (i = 0; i < t->nr_requests; i++) {
+		int h = r->policy->access(c, t->ids[i]);
+
+		if (h < 0) {
+			snprintf(r->err, sizeof(r->err), "request %zu: %s",
+				 i + 1, c->err);
+			r->failed = true;
+			break;
+		}
+		misses += (h == 0);
+	}
+	r->misses = misses;
+	if (!r->failed)
+		r->nr_counters = r->policy->counters(c, r->counters,
+						     SIM_MAX_COUNTERS);
+	r->policy->destroy(c);
+	r->seconds = now() - t0;
+}
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+
+	for (;;) {
+		size_t i = atomic_fetch_add(&p->next, 1);
+		struct run *r;
+
+		if (i >= p->nr_runs)
+			return NULL;
+		r = &p->runs[i];
+		run_one(p->t, r);
+		pthread_mutex_lock(&p->lock);
+		p->done++;
+		if (!p->quiet && !r->failed)
+			fprintf(stderr, "rcl-sim: [%zu/%zu] %s, %" PRIu64
+				" objects: miss ratio %.4f (%.2f s)\n",
+				p->done, p->nr_runs, r->policy->name,
+				r->cap.objects,
+				(double)r->misses /
+					(double)p->t->nr_requests,
+				r->seconds);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+static int run_all(const struct trace *t, struct run *runs, size_t nr_runs,
+		   unsigned jobs, bool quiet)
+{
+	struct pool p = {
+		.t = t,
+		.runs = runs,
+		.nr_runs = nr_runs,
+		.quiet = quiet,
+	};
+	pthread_t *th;
+	unsigned i, started = 0;
+
+	atomic_init(&p.next, 0);
+	pthread_mutex_init(&p.lock, NULL);
+	if (jobs > nr_runs)
+		jobs = (unsigned)nr_runs;
+	th = calloc(jobs, sizeof(*th));
+	if (!th) {
+		fprintf(stderr, "rcl-sim: out of memory\n");
+		return -1;
+	}
+	for (i = 0; i < jobs; i++) {
+		if (pthread_create(&th[i], NULL, worker, &p) != 0)
+			break;
+		started++;
+	}
+	if (started == 0)
+		worker(&p);	/* no thread: run them here */
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	pthread_mutex_destroy(&p.lock);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Output                                                                     */
+/* ------------------------------------------------------------------------- */
+
+static void json_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	for (; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		default:
+			if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+static void print_json(const struct options *o, const struct trace *t,
+		       const struct run *r)
+{
+	size_t i;
+
+	fputs("{\"trace\":", stdout);
+	json_string(stdout, o->path);
+	fputs(",\"format\":", stdout);
+	json_string(stdout, o->topt.format);
+	fputs(",\"policy\":", stdout);
+	json_string(stdout, r->policy->name);
+	printf(",\"capacity\":%" PRIu64, r->cap.objects);
+	if (r->cap.pct >= 0)
+		printf(",\"capacity_pct\":%.15g", r->cap.pct);
+	printf(",\"requests\":%zu,\"unique\":%" PRIu32 ",\"misses\":%" PRIu64
+	       ",\"hits\":%" PRIu64 ",\"miss_ratio\":%.17g,\"counters\":{",
+	       t->nr_requests, t->nr_unique, r->misses,
+	       (uint64_t)t->nr_requests - r->misses,
+	       (double)r->misses / (double)t->nr_requests);
+	for (i = 0; i < r->nr_counters; i++)
+		printf("%s\"%s\":%" PRIu64, i ? "," : "", r->counters[i].name,
+		       r->counters[i].value);
+	printf("},\"seconds\":%.3f}\n", r->seconds);
+}
+
+static void print_table(const struct options *o, const struct trace *t,
+			const struct run *runs, size_t nr_runs)
+{
+	size_t i;
+
+	printf("trace %s (format %s): %zu requests, %" PRIu32
+	       " unique keys\n\n", o->path, o->topt.format, t->nr_requests,
+	       t->nr_unique);
+	printf("%-10s %12s %8s %12s %10s %12s %12s\n", "policy", "capacity",
+	       "pct", "misses", "miss_ratio", "activated", "deactivated");
+	for (i = 0; i < nr_runs; i++) {
+		const struct run *r = &runs[i];
+		char pct[32], act[32] = "-", deact[32] = "-";
+		size_t k;
+
+		if (r->cap.pct >= 0)
+			snprintf(pct, sizeof(pct), "%g%%", r->cap.pct);
+		else
+			snprintf(pct, sizeof(pct), "%.2f%%",
+				 100.0 * (double)r->cap.objects /
+					 (double)t->nr_unique);
+		for (k = 0; k < r->nr_counters; k++) {
+			if (strcmp(r->counters[k].name, "activated") == 0)
+				snprintf(act, sizeof(act), "%" PRIu64,
+					 r->counters[k].value);
+			if (strcmp(r->counters[k].name, "deactivated") == 0)
+				snprintf(deact, sizeof(deact), "%" PRIu64,
+					 r->counters[k].value);
+		}
+		printf("%-10s %12" PRIu64 " %8s %12" PRIu64 " %10.4f %12s %12s\n",
+		       r->policy->name, r->cap.objects, pct, r->misses,
+		       (double)r->misses / (double)t->nr_requests, act, deact);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Miss-ratio curves                                                          */
+/* ------------------------------------------------------------------------- */
+
+static int cmp_cap(const void *a, const void *b)
+{
+	const struct capacity_spec *x = a, *y = b;
+
+	return (x->objects > y->objects) - (x->objects < y->objects);
+}
+
+/* @n sizes from 0.1 % to 100 % of the unique keys, log-spaced, deduplicated. */
+static size_t mrc_capacities(uint32_t unique, unsigned n,
+			     struct capacity_spec **out)
+{
+	struct capacity_spec *v = calloc(n, sizeof(*v));
+	size_t k = 0;
+	unsigned i;
+
+	if (!v)
+		return 0;
+	for (i = 0; i < n; i++) {
+		double pct = n > 1 ? 0.1 * pow(1000.0, (double)i / (n - 1)) :
+				     100.0;
+		uint64_t c = pct_capacity(pct, unique);
+
+		if (k && v[k - 1].objects == c)
+			continue;
+		v[k].objects = c;
+		v[k].pct = -1;	/* computed, not given */
+		k++;
+	}
+	*out = v;
+	return k;
+}
+
+/* A string for a gnuplot single-quoted literal ('' stands for '). */
+static void gp_quote(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputc('\'', f);
+		fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+/* Plot @csv into @svg with gnuplot, if it is installed: 0, 1 = no gnuplot. */
+static int mrc_plot(const char *csv, const char *svg, const char *title,
+		    size_t nr_policies)
+{
+	char *argv[] = { "gnuplot", NULL };
+	posix_spawn_file_actions_t fa;
+	int pfd[2], r, status;
+	pid_t pid;
+	FILE *f;
+
+	if (pipe(pfd))
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[0], 0);
+	posix_spawn_file_actions_addclose(&fa, pfd[1]);
+	posix_spawn_file_actions_addclose(&fa, pfd[0]);
+	r = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[0]);
+	if (r) {
+		close(pfd[1]);
+		return r == ENOENT ? 1 : -1;
+	}
+	f = fdopen(pfd[1], "w");
+	if (!f) {
+		close(pfd[1]);
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	fputs("set terminal svg size 900,560 dynamic noenhanced "
+	      "font 'sans,12'\nset output ", f);
+	gp_quote(f, svg);
+	fputs("\nset datafile separator ','\nset logscale x\n"
+	      "set xlabel 'cache size (objects)'\nset ylabel 'miss ratio'\n"
+	      "set yrange [0:*]\nset grid\nset key top right\nset title ", f);
+	gp_quote(f, title);
+	fprintf(f, "\nplot for [i=3:%zu] ", nr_policies + 2);
+	gp_quote(f, csv);
+	fputs(" using 1:i with linespoints title columnheader(i)\n", f);
+	if (fclose(f))
+		r = -1;
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		r = -1;
+	return r;
+}
+
+static int mrc_write(const struct options *o, const struct trace *t,
+		     const struct run *runs, size_t nr_caps)
+{
+	const char *base = strrchr(o->path, '/');
+	FILE *f = fopen(o->mrc, "w");
+	size_t i, j, len;
+	char *svg;
+	int r;
+
+	if (!f) {
+		fprintf(stderr, "rcl-sim: %s: %s\n", o->mrc, strerror(errno));
+		return -1;
+	}
+	fputs("capacity,capacity_pct", f);
+	for (j = 0; j < o->nr_policies; j++)
+		fprintf(f, ",%s", o->policies[j]->name);
+	fputc('\n', f);
+	/* runs are capacity-major: runs[i * nr_policies + j] */
+	for (i = 0; i < nr_caps; i++) {
+		const struct run *r0 = &runs[i * o->nr_policies];
+
+		fprintf(f, "%" PRIu64 ",%.6g", r0->cap.objects,
+			100.0 * (double)r0->cap.objects /
+				(double)t->nr_unique);
+		for (j = 0; j < o->nr_policies; j++)
+			fprintf(f, ",%.6f",
+				(double)r0[j].misses /
+					(double)t->nr_requests);
+		fputc('\n', f);
+	}
+	if (fclose(f)) {
+		fprintf(stderr, "rcl-sim: %s: %s\n", o->mrc, strerror(errno));
+		return -1;
+	}
+
+	len = strlen(o->mrc);
+	svg = malloc(len + 5);
+	if (!svg)
+		return -1;
+	memcpy(svg, o->mrc, len + 1);
+	if (len > 4 && strcmp(svg + len - 4, ".csv") == 0)
+		svg[len - 4] = '\0';
+	strcat(svg, ".svg");
+	r = mrc_plot(o->mrc, svg, base ? base + 1 : o->path, o->nr_policies);
+	if (r == 1) {
+		if (!o->quiet)
+			fprintf(stderr, "rcl-sim: wrote %s (gnuplot is not "
+				"installed: no plot)\n", o->mrc);
+		r = 0;
+	} else if (r) {
+		fprintf(stderr, "rcl-sim: gnuplot failed to plot %s\n", svg);
+	} else if (!o->quiet) {
+		fprintf(stderr, "rcl-sim: wrote %s and %s\n", o->mrc, svg);
+	}
+	free(svg);
+	return r;
+}
+
+/* ------------------------------------------------------------------------- */
+/* main                                                                       */
+/* ------------------------------------------------------------------------- */
+
+enum {
+	OPT_JSON = 256,
+	OPT_CSV_KEY_COL,
+	OPT_CSV_HEADER,
+	OPT_CSV_SEP,
+	OPT_MRC,
+	OPT_MRC_POINTS,
+	OPT_LIST_POLICIES,
+	OPT_LIST_FORMATS,
+};
+
+/* Option argument: "--opt=value", or the next argument. */
+static const char *opt_value(int argc, char **argv, int *i, const char *arg,
+			     const char *name)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(arg, name, n) == 0 && arg[n] == '=')
+		return arg + n + 1;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "rcl-sim: %s needs a value\n", name);
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static bool opt_is(const char *arg, const char *lng, const char *shrt)
+{
+	size_t n = strlen(lng);
+
+	if (shrt && strcmp(arg, shrt) == 0)
+		return true;
+	return strncmp(arg, lng, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		unsigned long long n;
+
+		if (a[0] != '-' || strcmp(a, "-") == 0) {
+			if (o->path) {
+				fprintf(stderr, "rcl-sim: one trace at a "
+					"time\n");
+				return 2;
+			}
+			o->path = a;
+		} else if (strcmp(a, "--") == 0) {
+			if (i + 1 != argc - 1 || o->path) {
+				fprintf(stderr, "rcl-sim: one trace at a "
+					"time\n");
+				return 2;
+			}
+			o->path = argv[++i];
+		} else if (opt_is(a, "--help", "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (opt_is(a, "--version", "-V")) {
+			printf("rcl-sim (libreclaim) %s\n", RCL_VERSION_STRING);
+			return 0;
+		} else if (opt_is(a, "--list-policies", NULL)) {
+			size_t k;
+
+			for (k = 0; sim_policies[k]; k++)
+				printf("%-10s %s\n", sim_policies[k]->name,
+				       sim_policies[k]->help);
+			return 0;
+		} else if (opt_is(a, "--list-formats", NULL)) {
+			size_t k;
+
+			for (k = 0; trace_formats[k].name; k++)
+				printf("%-14s %s\n", trace_formats[k].name,
+				       trace_formats[k].help);
+			return 0;
+		} else if (opt_is(a, "--policy", "-p")) {
+			if (!(v = opt_value(argc, argv, &i, a, "--policy")) ||
+			    parse_policies(v, o))
+				return 2;
+		} else if (opt_is(a, "--format", "-f")) {
+			if (!(v = opt_value(argc, argv, &i, a, "--format")))
+				return 2;
+			o->topt.format = v;
+		} else if (opt_is(a, "--capacity", "-c")) {
+			if (!(v = opt_value(argc, argv, &i, a, "--capacity")))
+				return 2;
+			o->capacities = v;
+		} else if (opt_is(a, "--json", NULL)) {
+			o->json = true;
+		} else if (opt_is(a, "--quiet", "-q")) {
+			o->quiet = true;
+		} else if (opt_is(a, "--csv-key-col", NULL)) {
+			if (!(v = opt_value(argc, argv, &i, a,
+					    "--csv-key-col")))
+				return 2;
+			if (!parse_uint(v, 100000, &n) || n == 0) {
+				fprintf(stderr, "rcl-sim: bad --csv-key-col "
+					"\"%s\" (1-based)\n", v);
+				return 2;
+			}
+			o->topt.csv_key_col = (unsigned)n;
+		} else if (opt_is(a, "--csv-header", NULL)) {
+			o->topt.csv_header = true;
+		} else if (opt_is(a, "--csv-sep", NULL)) {
+			if (!(v = opt_value(argc, argv, &i, a, "--csv-sep")))
+				return 2;
+			if (strcmp(v, "\\t") == 0 || strcmp(v, "tab") == 0)
+				v = "\t";
+			if (strlen(v) != 1 || v[0] == '\n') {
+				fprintf(stderr, "rcl-sim: --csv-sep takes one "
+					"character\n");
+				return 2;
+			}
+			o->topt.csv_sep = v[0];
+		} else if (opt_is(a, "--mrc", NULL)) {
+			if (!(v = opt_value(argc, argv, &i, a, "--mrc")))
+				return 2;
+			o->mrc = v;
+		} else if (opt_is(a, "--mrc-points", NULL)) {
+			if (!(v = opt_value(argc, argv, &i, a,
+					    "--mrc-points")))
+				return 2;
+			if (!parse_uint(v, 10000, &n) || n < 2) {
+				fprintf(stderr, "rcl-sim: bad --mrc-points "
+					"\"%s\" (2 .. 10000)\n", v);
+				return 2;
+			}
+			o->mrc_points = (unsigned)n;
+		} else if (opt_is(a, "--jobs", "-j")) {
+			if (!(v = opt_value(argc, argv, &i, a, "--jobs")))
+				return 2;
+			if (!parse_uint(v, 1024, &n) || n == 0) {
+				fprintf(stderr, "rcl-sim: bad --jobs \"%s\"\n",
+					v);
+				return 2;
+			}
+			o->jobs = (unsigned)n;
+		} else {
+			fprintf(stderr, "rcl-sim: unknown option \"%s\" (see "
+				"--help)\n", a);
+			return 2;
+		}
+	}
+	if (!o->path) {
+		usage(stderr);
+		return 2;
+	}
+	return -1;	/* go on */
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct trace t;
+	struct capacity_spec *caps = NULL;
+	struct run *runs = NULL;
+	size_t nr_caps = 0, nr_runs, i, j;
+	const char *caps_arg;
+	char err[512];
+	double t0;
+	int rc, failed = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.topt.format = "keys";
+	o.topt.csv_sep = ',';
+	o.mrc_points = MRC_DEFAULT_POINTS;
+	rc = parse_args(argc, argv, &o);
+	if (rc >= 0) {
+		free(o.policies);
+		return rc;
+	}
+	if (!o.policies && parse_policies(DEFAULT_POLICIES, &o))
+		return 2;
+	if (strcmp(o.topt.format, "csv") == 0 && !o.topt.csv_key_col) {
+		fprintf(stderr, "rcl-sim: --format csv needs --csv-key-col "
+			"N\n");
+		free(o.policies);
+		return 2;
+	}
+	if (!o.jobs) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		o.jobs = n > 0 ? (unsigned)n : 1;
+	}
+
+	/* Check the capacities before the (possibly long) decoding. */
+	caps_arg = o.capacities ? o.capacities :
+				  (o.mrc ? NULL : DEFAULT_CAPACITIES);
+	if (caps_arg) {
+		nr_caps = parse_capacities(caps_arg, &caps);
+		if (nr_caps == 0) {
+			free(o.policies);
+			return 2;
+		}
+	}
+
+	t0 = now();
+	if (trace_load(o.path, &o.topt, &t, err, sizeof(err))) {
+		fprintf(stderr, "rcl-sim: %s\n", err);
+		free(caps);
+		free(o.policies);
+		return 1;
+	}
+	if (!o.quiet)
+		fprintf(stderr, "rcl-sim: %s: %" PRIu64 " records, %zu "
+			"requests, %" PRIu32 " unique keys (decoded in "
+			"%.2f s)\n", o.path, t.nr_records, t.nr_requests,
+			t.nr_unique, now() - t0);
+	if (t.nr_requests == 0) {
+		fprintf(stderr, "rcl-sim: %s: no requests\n", o.path);
+		rc = 1;
+		goto out;
+	}
+
+	if (caps_arg) {
+		resolve_capacities(caps, nr_caps, t.nr_unique);
+	} else {
+		nr_caps = mrc_capacities(t.nr_unique, o.mrc_points, &caps);
+		if (nr_caps == 0) {
+			fprintf(stderr, "rcl-sim: out of memory\n");
+			rc = 1;
+			goto out;
+		}
+	}
+	if (o.mrc)	/* a curve wants increasing sizes */
+		qsort(caps, nr_caps, sizeof(*caps), cmp_cap);
+
+	nr_runs = nr_caps * o.nr_policies;
+	runs = calloc(nr_runs, sizeof(*runs));
+	if (!runs) {
+		fprintf(stderr, "rcl-sim: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	for (i = 0; i < nr_caps; i++) {
+		for (j = 0; j < o.nr_policies; j++) {
+			runs[i * o.nr_policies + j].policy = o.policies[j];
+			runs[i * o.nr_policies + j].cap = caps[i];
+		}
+	}
+	if (run_all(&t, runs, nr_runs, o.jobs, o.quiet)) {
+		rc = 1;
+		goto out;
+	}
+	for (i = 0; i < nr_runs; i++) {
+		if (runs[i].failed) {
+			fprintf(stderr, "rcl-sim: %s, %" PRIu64 " objects: %s\n",
+				runs[i].policy->name, runs[i].cap.objects,
+				runs[i].err);
+			failed = 1;
+		}
+	}
+	if (failed) {
+		rc = 1;
+		goto out;
+	}
+
+	if (o.json) {
+		for (i = 0; i < nr_runs; i++)
+			print_json(&o, &t, &runs[i]);
+	} else {
+		print_table(&o, &t, runs, nr_runs);
+	}
+	rc = 0;
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "rcl-sim: error writing standard output\n");
+		rc = 1;
+	}
+	if (o.mrc && mrc_write(&o, &t, runs, nr_caps))
+		rc = 1;
+out:
+	free(runs);
+	free(caps);
+	trace_free(&t);
+	free(o.policies);
+	return rc;
+}

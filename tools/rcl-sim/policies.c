@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * policies.c - the policies of rcl-sim (see policies.h).
+ *
+ * lru, fifo: exact baselines implemented here, with libCacheSim's semantics
+ * (capacity in objects, every object of size 1; a miss inserts the object,
+ * first evicting the oldest - least recently used, or first inserted - when
+ * the cache is full).  The lru rows of the shared traces' reference table
+ * are the correctness oracle of the whole simulator (decoding, capacities,
+ * counting).
+ *
+ * default, kernel: a cache built on the library, as an application would
+ * build one: one lruvec with the default types, every object of weight 1 and
+ * type RCL_LRU_FILE, an index from key to object; rcl_lruvec_mark_accessed()
+ * on a hit; on a miss, rcl_lruvec_add() and, when the cache holds more than
+ * its capacity, reclaim: rcl_lruvec_shrink_active() when
+ * rcl_lruvec_inactive_is_low(), then rcl_lruvec_shrink_inactive(), until the
+ * cache is within its capacity.  The evict callback takes the object out of
+ * the index and answers FREED.
+ */
+#include "policies.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <reclaim/reclaim.h>
+
+#define NIL UINT32_MAX
+
+/* ------------------------------------------------------------------------- */
+/* lru and fifo: a doubly linked list over the keys                           */
+/* ------------------------------------------------------------------------- */
+
+struct list_config {
+	bool move_on_hit;	/* lru: true; fifo: false */
+};
+
+struct list_cache {
+	struct sim_cache base;
+	const struct list_config *cfg;
+	uint64_t capacity;
+	uint64_t count;
+	uint64_t evicted;
+	uint32_t head, tail;	/* most recent (or newest) .. oldest */
+	uint32_t *prev, *next;
+	uint8_t *in;		/* 1 if the key is cached */
+};
+
+static void list_destroy(struct sim_cache *c)
+{
+	struct list_cache *l = (struct list_cache *)c;
+
+	if (!l)
+		return;
+	free(l->prev);
+	free(l->next);
+	free(l->in);
+	free(l);
+}
+
+static struct sim_cache *list_create(const struct sim_policy *p,
+				     uint64_t capacity, uint32_t nr_keys,
+				     char *err, size_t errlen)
+{
+	struct list_cache *l = calloc(1, sizeof(*l));
+	size_t n = nr_keys ? nr_keys : 1;
+
+	if (l) {
+		l->prev = malloc(n * sizeof(*l->prev));
+		l->next = malloc(n * sizeof(*l->next));
+		l->in = calloc(n, 1);
+	}
+	if (!l || !l->prev || !l->next || !l->in) {
+		list_destroy(l ? &l->base : NULL);
+		snprintf(err, errlen, "%s: out of memory", p->name);
+		return NULL;
+	}
+	l->base.policy = p;
+	l->cfg = p->config;
+	l->capacity = capacity;
+	l->head = l->tail = NIL;
+	return &l->base;
+}
+
+static void list_unlink(struct list_cache *l, uint32_t k)
+{
+	uint32_t p = l->prev[k], n = l->next[k];
+
+	if (p != NIL)
+		l->next[p] = n;
+	else
+		l->head = n;
+	if (n != NIL)
+		l->prev[n] = p;
+	else
+		l->tail = p;
+}
+
+static void list_push_head(struct list_cache *l, uint32_t k)
+{
+	l->prev[k] = NIL;
+	l->next[k] = l->head;
+	if (l->head != NIL)
+		l->prev[l->head] = k;
+	else
+		l->tail = k;
+	l->head = k;
+}
+
+static int list_access(struct sim_cache *c, uint32_t key)
+{
+	struct list_cache *l = (struct list_cache *)c;
+
+	if (l->in[key]) {
+		if (l->cfg->move_on_hit && l->head != key) {
+			list_unlink(l, key);
+			list_push_head(l, key);
+		}
+		return 1;
+	}
+	if (l->count >= l->capacity) {
+		uint32_t victim = l->tail;
+
+		list_unlink(l, victim);
+		l->in[victim] = 0;
+		l->count--;
+		l->evicted++;
+	}
+	list_push_head(l, key);
+	l->in[key] = 1;
+	l->count++;
+	return 0;
+}
+
+static size_t list_counters(struct sim_cache *c, struct sim_counter *out,
+			    size_t max)
+{
+	struct list_cache *l = (struct list_cache *)c;
+
+	if (max < 1)
+		return 0;
+	out[0].name = "evicted";
+	out[0].value = l->evicted;
+	return 1;
+}
+
+static const struct list_config lru_config = { .move_on_hit = true };
+static const struct list_config fifo_config = { .move_on_hit = false };
+
+static const struct sim_policy policy_lru = {
+	.name = "lru",
+	.help = "exact LRU, implemented in the tool (the oracle baseline)",
+	.create = list_create,
+	.access = list_access,
+	.counters = list_counters,
+	.destroy = list_destroy,
+	.config = &lru_config,
+};
+
+static const struct sim_policy policy_fifo = {
+	.name = "fifo",
+	.help = "exact FIFO, implemented in the tool",
+	.create = list_create,
+	.access = list_access,
+	.counters = list_counters,
+	.destroy = list_destroy,
+	.config = &fifo_config,
+};
+
+/* ------------------------------------------------------------------------- */
+/* default, kernel: a cache on an rcl_lruvec                                  */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * Variant parameters of the lruvec-based policies.
+ * @active_scan: objects scanned on the active list per reclaim round when
+ *	its inactive list is low; 0 = as many as the round must free
+ * @inactive_scan: objects scanned on the inactive list per reclaim round;
+ *	0 = as many as the round must free (so the cache never drops below
+ *	its capacity)
+ */
+struct lv_config {
+	size_t active_scan;
+	size_t inactive_scan;
+};
+
+struct lv_obj {
+	struct rcl_lru_node lru;
+	bool cached;
+};
+
+struct lv_cache {
+	struct sim_cache base;
+	const struct lv_config *cfg;
+	struct rcl_lruvec lv;
+	bool lv_live;
+	uint64_t capacity;
+	uint64_t count;
+	uint32_t nr_keys;
+	struct lv_obj *objs;	/* one per key: the index is objs[key] */
+};
+
+/* The evict callback: take the object out of the index. */
+static enum rcl_evict_status lv_evict(struct rcl_lru_node *n,
+				      struct rcl_evict_control *ctl)
+{
+	struct lv_obj *o = rcl_container_of(n, struct lv_obj, lru);
+	struct lv_cache *c = ctl->priv;
+
+	o->cached = false;
+	c->count--;
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops lv_ops = { .evict = lv_evict };
+
+static void lv_destroy(struct sim_cache *sc)
+{
+	struct lv_cache *c = (struct lv_cache *)sc;
+
+	if (!c)
+		return;
+	if (c->lv_live) {
+		uint32_t k;
+
+		for (k = 0; k < c->nr_keys; k++) {
+			if (c->objs[k].cached)
+				rcl_lruvec_del(&c->lv, &c->objs[k].lru);
+		}
+		if (rcl_lruvec_destroy(&c->lv))
+			fprintf(stderr, "rcl-sim: %s: rcl_lruvec_destroy "
+				"failed\n", sc->policy->name);
+	}
+	free(c->objs);
+	free(c);
+}
+
+static struct sim_cache *lv_create(const struct sim_policy *p,
+				   uint64_t capacity, uint32_t nr_keys,
+				   char *err, size_t errlen)
+{
+	struct lv_cache *c = calloc(1, sizeof(*c));
+	struct rcl_lruvec_config cfg;
+	int r;
+
+	if (!c || !(c->objs = calloc(nr_keys ? nr_keys : 1,
+				     sizeof(*c->objs)))) {
+		free(c);
+		snprintf(err, errlen, "%s: out of memory", p->name);
+		return NULL;
+	}
+	c->base.policy = p;
+	c->cfg = p->config;
+	c->capacity = capacity;
+	c->nr_keys = nr_keys;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ops = &lv_ops;
+	cfg.priv = c;
+	/*
+	 * Weight 1 per object, so the weight is in objects: any
+	 * weight_per_gib far above the capacities keeps the inactive ratio at
+	 * 1 (inactive kept at least as large as active), the kernel's rule
+	 * below 1 GiB.
+	 */
+	r = rcl_lruvec_init(&c->lv, &cfg);
+	if (r) {
+		snprintf(err, errlen, "%s: rcl_lruvec_init: %s", p->name,
+			 strerror(-r));
+		lv_destroy(&c->base);
+		return NULL;
+	}
+	c->lv_live = true;
+	return &c->base;
+}
+
+/* Bring the cache back within its capacity. */
+static int lv_reclaim(struct lv_cache *c)
+{
+	/*
+	 * Each round frees an object or moves at least one (an inactive
+	 * object with a queued activation is activated; an active one is
+	 * deactivated or loses its referenced bit), so a bound of a few
+	 * rounds per cached object is never reached unless the library
+	 * misbehaves.
+	 */
+	uint64_t limit = 4 * c->count + 64, rounds = 0;
+
+	while (c->count > c->capacity) {
+		size_t excess = (size_t)(c->count - c->capacity);
+		struct rcl_lru_shrink_control sc;
+		int r;
+
+		if (++rounds > limit) {
+			snprintf(c->base.err, sizeof(c->base.err),
+				 "%s: reclaim made no progress in %llu "
+				 "rounds (%llu cached, capacity %llu)",
+				 c->base.policy->name,
+				 (unsigned long long)limit,
+				 (unsigned long long)c->count,
+				 (unsigned long long)c->capacity);
+			return -1;
+		}
+		memset(&sc, 0, sizeof(sc));
+		sc.type = RCL_LRU_FILE;
+		r = 0;
+		if (rcl_lruvec_inactive_is_low(&c->lv, RCL_LRU_FILE)) {
+			sc.nr_to_scan = c->cfg->active_scan ?
+						c->cfg->active_scan : excess;
+			r = rcl_lruvec_shrink_active(&c->lv, &sc);
+		}
+		if (!r) {
+			sc.nr_to_scan = c->cfg->inactive_scan ?
+						c->cfg->inactive_scan : excess;
+			r = rcl_lruvec_shrink_inactive(&c->lv, &sc);
+		}
+		if (r) {
+			snprintf(c->base.err, sizeof(c->base.err),
+				 "%s: lruvec shrink failed: %s",
+				 c->base.policy->name, strerror(-r));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int lv_access(struct sim_cache *sc, uint32_t key)
+{
+	struct lv_cache *c = (struct lv_cache *)sc;
+	struct lv_obj *o = &c->objs[key];
+	int r;
+
+	if (o->cached) {
+		r = rcl_lruvec_mark_accessed(&c->lv, &o->lru);
+		if (r) {
+			snprintf(sc->err, sizeof(sc->err),
+				 "%s: rcl_lruvec_mark_accessed: %s",
+				 sc->policy->name, strerror(-r));
+			return -1;
+		}
+		return 1;
+	}
+	rcl_lru_node_init(&o->lru);
+	r = rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE, 1,
+			   RCL_LRU_ADD_NOBATCH);
+	if (r) {
+		snprintf(sc->err, sizeof(sc->err), "%s: rcl_lruvec_add: %s",
+			 sc->policy->name, strerror(-r));
+		return -1;
+	}
+	o->cached = true;
+	c->count++;
+	if (c->count > c->capacity && lv_reclaim(c))
+		return -1;
+	return 0;
+}
+
+static size_t lv_counters(struct sim_cache *sc, struct sim_counter *out,
+			  size_t max)
+{
+	struct lv_cache *c = (struct lv_cache *)sc;
+	struct rcl_lruvec_type_stats st;
+	const struct sim_counter all[] = {
+		{ "scanned", 0 },	  { "freed", 0 },
+		{ "weight_freed", 0 },	  { "rotated", 0 },
+		{ "activated", 0 },	  { "deactivated", 0 },
+		{ "refill_scanned", 0 },  { "active_rotated", 0 },
+		{ "nr_inactive", 0 },	  { "nr_active", 0 },
+	};
+	size_t n = sizeof(all) / sizeof(all[0]), i;
+
+	if (max < n)
+		return 0;
+	/* Apply the activations still queued in this thread's batch. */
+	rcl_lruvec_drain(&c->lv);
+	memset(&st, 0, sizeof(st));
+	rcl_lruvec_stats(&c->lv, RCL_LRU_FILE, &st);
+	for (i = 0; i < n; i++)
+		out[i] = all[i];
+	out[0].value = st.scanned;
+	out[1].value = st.freed;
+	out[2].value = st.weight_freed;
+	out[3].value = st.rotated;
+	out[4].value = st.activated;
+	out[5].value = st.deactivated;
+	out[6].value = st.refill_scanned;
+	out[7].value = st.active_rotated;
+	out[8].value = rcl_lruvec_count(&c->lv, RCL_LRU_LIST(RCL_LRU_FILE, 0),
+					NULL);
+	out[9].value = rcl_lruvec_count(&c->lv, RCL_LRU_LIST(RCL_LRU_FILE, 1),
+					NULL);
+	return n;
+}
+
+/*
+ * default: the library's shipped configuration.  kernel: kernel parity (the
+ * two lists, and later workingset refault detection as the kernel does it).
+ * Identical today: the workingset module (planned) will differentiate them,
+ * the library's default taking its fixes of the kernel's rules.
+ */
+static const struct lv_config default_config = { 0, 0 };
+static const struct lv_config kernel_config = { 0, 0 };
+
+static const struct sim_policy policy_default = {
+	.name = "default",
+	.help = "the library's shipped configuration: an lruvec (two-touch "
+		"active/inactive lists)",
+	.create = lv_create,
+	.access = lv_access,
+	.counters = lv_counters,
+	.destroy = lv_destroy,
+	.config = &default_config,
+};
+
+static const struct sim_policy policy_kernel = {
+	.name = "kernel",
+	.help = "kernel parity: an lruvec with the kernel's rules (two-list; "
+		"workingset when the module exists)",
+	.create = lv_create,
+	.access = lv_access,
+	.counters = lv_counters,
+	.destroy = lv_destroy,
+	.config = &kernel_config,
+};
+
+/* ------------------------------------------------------------------------- */
+/* The table                                                                  */
+/* ------------------------------------------------------------------------- */
+
+const struct sim_policy *const sim_policies[] = {
+	&policy_lru,
+	&policy_fifo,
+	&policy_default,
+	&policy_kernel,
+	NULL,
+};
