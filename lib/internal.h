@@ -227,6 +227,11 @@ void rcl__tbatch_purge(struct rcl_lru_node *node);
 /* Drain every batch's entries for @lv (NULL: everything). */
 void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
 
+/* Workingset (lib/workingset.c): the shadow of an eviction now, the clock. */
+uint64_t rcl__workingset_shadow(struct rcl_lruvec *lv, unsigned type,
+				bool workingset);
+void rcl__workingset_age(struct rcl_lruvec *lv, uint64_t n);
+
 /* Dirty accounting and the flusher trigger (lib/domain.c). */
 struct rcl_domain;
 void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,

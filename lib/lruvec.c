@@ -229,6 +229,7 @@ static void activate_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
 {
 	f = relink_locked(lv, n, f, clear, F_ACTIVE, false);
 	stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
+	rcl__workingset_age(lv, 1);	/* activations age the clock */
 }
 
 /*
@@ -1112,6 +1113,7 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 						 F_ACTIVE);
 				list_add_head(lv, f_list(f), n);
 				stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
+				rcl__workingset_age(lv, 1);
 				continue;
 			}
 			link_between(n, iso->__head.__prev, &iso->__head);
@@ -1302,6 +1304,8 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 					 ((f & F_WORKINGSET) ? RCL_EVICT_WORKINGSET : 0),
 				.priority = sc->priority,
 				.context = sc->context,
+				.shadow = rcl__workingset_shadow(
+					lv, f_type(f), f & F_WORKINGSET),
 			};
 			enum rcl_evict_status st;
 
@@ -1342,6 +1346,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			case RCL_EVICT_FREED:
 				freed++;
 				wfreed += ctl.weight;
+				rcl__workingset_age(lv, 1);	/* an eviction */
 				if (f & F_DIRTY) {
 					/* The baseline's callback wrote it. */
 					rcl__lruvec_lock(lv);
@@ -1352,6 +1357,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			case RCL_EVICT_ACTIVATE:
 				flags_update(n, F_REFERENCED, F_ACTIVE);
 				activated++;
+				rcl__workingset_age(lv, 1);
 				break;
 			case RCL_EVICT_BUSY:
 			default:	/* an unknown answer keeps the object */

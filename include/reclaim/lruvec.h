@@ -249,7 +249,9 @@ enum rcl_evict_status {
  * @priority: the reclaim priority of the caller (12 = gentle .. 0 = all)
  * @context: the caller's reclaim-context mask (see later modules), passed
  *	through unchanged
- * @shadow: output reserved for the workingset module; ignored for now
+ * @shadow: the shadow of this eviction (workingset.h): if the callback
+ *	answers FREED, it may store this value in place of the object and pass
+ *	it back to rcl_lruvec_add_refault() when the key is missed later
  *
  * The library allocates this struct for each call; new members are only
  * added at the end, so the callback's signature never changes.
@@ -385,7 +387,8 @@ struct rcl_lruvec {
 	RCL__ATOMIC(uint64_t) __cost[RCL_LRU_MAX_TYPES];	/* scan.h */
 	RCL__ATOMIC(uint64_t) __dirty[4];	/* flusher.h: nr, weight x2 */
 	RCL__ATOMIC(void *) __domain;		/* the domain attached to */
-	uint64_t __reserved[7];
+	RCL__ATOMIC(uint64_t) __ws[4];		/* workingset.h: age, counters */
+	uint64_t __reserved[3];
 };
 
 /** Flag of rcl_lruvec_add(): put the node on the active list. */

@@ -16,5 +16,6 @@
 #include <reclaim/scan.h>
 #include <reclaim/domain.h>
 #include <reclaim/flusher.h>
+#include <reclaim/workingset.h>
 
 #endif /* RECLAIM_RECLAIM_H */
