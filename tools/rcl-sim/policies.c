@@ -185,11 +185,13 @@ static const struct sim_policy policy_fifo = {
 struct lv_config {
 	size_t active_scan;
 	size_t inactive_scan;
+	bool workingset;	/* keep shadows, add refaults with them */
 };
 
 struct lv_obj {
 	struct rcl_lru_node lru;
 	bool cached;
+	uint64_t shadow;	/* the shadow of its last eviction, or 0 */
 };
 
 struct lv_cache {
@@ -211,6 +213,7 @@ static enum rcl_evict_status lv_evict(struct rcl_lru_node *n,
 	struct lv_cache *c = ctl->priv;
 
 	o->cached = false;
+	o->shadow = ctl->shadow;	/* the index slot keeps the shadow */
 	c->count--;
 	return RCL_EVICT_FREED;
 }
@@ -344,8 +347,13 @@ static int lv_access(struct sim_cache *sc, uint32_t key)
 		return 1;
 	}
 	rcl_lru_node_init(&o->lru);
-	r = rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE, 1,
-			   RCL_LRU_ADD_NOBATCH);
+	if (c->cfg->workingset)
+		r = rcl_lruvec_add_refault(&c->lv, &o->lru, RCL_LRU_FILE, 1,
+					   RCL_LRU_ADD_NOBATCH, o->shadow,
+					   NULL);
+	else
+		r = rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE, 1,
+				   RCL_LRU_ADD_NOBATCH);
 	if (r) {
 		snprintf(sc->err, sizeof(sc->err), "%s: rcl_lruvec_add: %s",
 			 sc->policy->name, strerror(-r));
@@ -369,7 +377,10 @@ static size_t lv_counters(struct sim_cache *sc, struct sim_counter *out,
 		{ "activated", 0 },	  { "deactivated", 0 },
 		{ "refill_scanned", 0 },  { "active_rotated", 0 },
 		{ "nr_inactive", 0 },	  { "nr_active", 0 },
+		{ "workingset_refault", 0 }, { "workingset_activate", 0 },
+		{ "workingset_restore", 0 },
 	};
+	struct rcl_workingset_stats ws;
 	size_t n = sizeof(all) / sizeof(all[0]), i;
 
 	if (max < n)
@@ -392,6 +403,11 @@ static size_t lv_counters(struct sim_cache *sc, struct sim_counter *out,
 					NULL);
 	out[9].value = rcl_lruvec_count(&c->lv, RCL_LRU_LIST(RCL_LRU_FILE, 1),
 					NULL);
+	memset(&ws, 0, sizeof(ws));
+	rcl_lruvec_workingset_stats(&c->lv, &ws);
+	out[10].value = ws.refault;
+	out[11].value = ws.activate;
+	out[12].value = ws.restore;
 	return n;
 }
 
@@ -401,8 +417,9 @@ static size_t lv_counters(struct sim_cache *sc, struct sim_counter *out,
  * Identical today: the workingset module (planned) will differentiate them,
  * the library's default taking its fixes of the kernel's rules.
  */
-static const struct lv_config default_config = { 0, 0 };
-static const struct lv_config kernel_config = { 0, 0 };
+static const struct lv_config default_config = { 0, 0, true };
+static const struct lv_config kernel_config = { 0, 0, true };
+static const struct lv_config twolist_config = { 0, 0, false };
 
 static const struct sim_policy policy_default = {
 	.name = "default",
@@ -417,13 +434,23 @@ static const struct sim_policy policy_default = {
 
 static const struct sim_policy policy_kernel = {
 	.name = "kernel",
-	.help = "kernel parity: an lruvec with the kernel's rules (two-list; "
-		"workingset when the module exists)",
+	.help = "kernel parity: an lruvec with the kernel's rules (two lists "
+		"and workingset refault activation)",
 	.create = lv_create,
 	.access = lv_access,
 	.counters = lv_counters,
 	.destroy = lv_destroy,
 	.config = &kernel_config,
+};
+
+static const struct sim_policy policy_twolist = {
+	.name = "twolist",
+	.help = "the lruvec's two lists without workingset (no shadows)",
+	.create = lv_create,
+	.access = lv_access,
+	.counters = lv_counters,
+	.destroy = lv_destroy,
+	.config = &twolist_config,
 };
 
 /* ------------------------------------------------------------------------- */
@@ -435,5 +462,6 @@ const struct sim_policy *const sim_policies[] = {
 	&policy_fifo,
 	&policy_default,
 	&policy_kernel,
+	&policy_twolist,
 	NULL,
 };
