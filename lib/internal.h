@@ -231,6 +231,14 @@ void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
 uint64_t rcl__workingset_shadow(struct rcl_lruvec *lv, unsigned type,
 				bool workingset);
 void rcl__workingset_age(struct rcl_lruvec *lv, uint64_t n);
+void rcl__workingset_evicted(struct rcl_lruvec *lv, unsigned type, bool ws);
+unsigned rcl__workingset_target(const struct rcl_lruvec *lv, unsigned type);
+
+/* @share / 65536 of @total, without overflow. */
+static inline uint64_t rcl__share_of(uint64_t total, unsigned share)
+{
+	return (total >> 16) * share + (((total & 0xffff) * share) >> 16);
+}
 
 /* Dirty accounting and the flusher trigger (lib/domain.c). */
 struct rcl_domain;

@@ -379,7 +379,8 @@ RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
 
 	if (!lv)
 		return -EINVAL;
-	if (cfg && cfg->nr_types > RCL_LRU_MAX_TYPES)
+	if (cfg && (cfg->nr_types > RCL_LRU_MAX_TYPES ||
+		    (cfg->flags & ~RCL_LRUVEC_KERNEL)))
 		return -EINVAL;
 	if (cfg && cfg->nr_types) {
 		types = cfg->types;
@@ -421,6 +422,7 @@ RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
 	lv->__priv = cfg ? cfg->priv : NULL;
 	lv->__weight_per_gib =
 		cfg && cfg->weight_per_gib ? cfg->weight_per_gib : 1ull << 30;
+	lv->__flags = cfg ? cfg->flags : 0;
 	lv->__id = (uint16_t)id;
 	atomic_store_explicit(&lv->__magic, RCL__LRUVEC_MAGIC,
 			      memory_order_release);
@@ -921,11 +923,15 @@ RCL_API bool rcl_lruvec_inactive_is_low(const struct rcl_lruvec *lv,
 {
 	uint64_t in, act;
 	unsigned ratio = rcl_lruvec_inactive_ratio(lv, type);
+	unsigned share;
 
 	if (!ratio)
 		return false;
 	rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), &in);
 	rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), &act);
+	share = rcl__workingset_target(lv, type);
+	if (share)	/* never empty while there is something to age */
+		return in < rcl__share_of(in + act, share) || (!in && act);
 	return in * ratio < act;
 }
 
@@ -1347,6 +1353,8 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				freed++;
 				wfreed += ctl.weight;
 				rcl__workingset_age(lv, 1);	/* an eviction */
+				rcl__workingset_evicted(lv, ctl.type,
+							(f & F_WORKINGSET) != 0);
 				if (f & F_DIRTY) {
 					/* The baseline's callback wrote it. */
 					rcl__lruvec_lock(lv);

@@ -52,6 +52,126 @@ void rcl__workingset_age(struct rcl_lruvec *lv, uint64_t n)
 	atomic_fetch_add_explicit(&lv->__ws[WS_AGE], n, memory_order_relaxed);
 }
 
+/*
+ * The adaptive inactive target (docs/adaptive-target.md).
+ *
+ * Each type's target is a share of its weight, in 1/65536ths, packed 16 bits
+ * a type into lv->__target; 0 means "not adapted yet": the kernel's ratio
+ * rule applies.  The first refault of the type's own shadows sets it to
+ * TARGET_INIT; ghost hits then move it, as ARC moves its target for T1:
+ *
+ *   - a refault within half the type's size of an object that was never
+ *     active (ARC's B1 hit: a larger inactive list would have kept it)
+ *     grows the share by 2 x weight x max(1, b2 / b1) / size;
+ *   - one of an object that had been active (B2: a larger active list
+ *     would have kept it) shrinks it by 2 x weight x max(1, b1 / b2) / size;
+ *
+ * where b1 and b2 estimate the ghost lists: the evictions of objects without
+ * and with the workingset bit over about the last size evictions (both
+ * halved whenever their sum passes the type's object count), packed 32 bits
+ * each into lv->__ghost[type].  The share stays within [TARGET_MIN,
+ * TARGET_MAX].  The constants were chosen by measurement on the shared
+ * traces; docs/adaptive-target.md has the table and its neighbours.
+ */
+#define TARGET_INIT 1311	/* 2 % */
+#define TARGET_MIN 655		/* 1 % */
+#define TARGET_MAX (65536 - 655)
+#define TARGET_GAIN 2
+#define GHOST_WINDOW_DIV 2	/* ghost hit: distance <= objects / 2 */
+
+static bool adaptive(const struct rcl_lruvec *lv)
+{
+	return !(lv->__flags & RCL_LRUVEC_KERNEL);
+}
+
+unsigned rcl__workingset_target(const struct rcl_lruvec *lv, unsigned type)
+{
+	uint64_t t = atomic_load_explicit(&((struct rcl_lruvec *)lv)->__target,
+					  memory_order_relaxed);
+
+	return (unsigned)(t >> (16 * type)) & 0xffff;
+}
+
+void rcl__workingset_evicted(struct rcl_lruvec *lv, unsigned type, bool ws)
+{
+	uint64_t old, nw, b1, b2, objs;
+
+	if (!adaptive(lv) || !rcl__workingset_target(lv, type))
+		return;		/* no refaults seen: nothing to estimate for */
+	objs = rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), NULL) +
+	       rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), NULL);
+	old = atomic_load_explicit(&lv->__ghost[type], memory_order_relaxed);
+	do {
+		b1 = old & 0xffffffffu;
+		b2 = old >> 32;
+		if (ws)
+			b2++;
+		else
+			b1++;
+		if (b1 + b2 > objs || b1 + b2 >= 0xffffffffu) {
+			b1 = (b1 + 1) / 2;
+			b2 = (b2 + 1) / 2;
+		}
+		nw = b1 | (b2 << 32);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&lv->__ghost[type], &old, nw, memory_order_relaxed,
+		memory_order_relaxed));
+}
+
+/* Move the share of @type after a ghost hit (see above). */
+static void workingset_adapt(struct rcl_lruvec *lv, unsigned type,
+			     uint32_t weight, uint64_t total, bool grow)
+{
+	uint64_t g = atomic_load_explicit(&lv->__ghost[type],
+					  memory_order_relaxed);
+	uint64_t b1 = (g & 0xffffffffu) ? (g & 0xffffffffu) : 1;
+	uint64_t b2 = (g >> 32) ? (g >> 32) : 1;
+	uint64_t ratio = grow ? b2 / b1 : b1 / b2, step, old, nw;
+	unsigned share;
+
+	if (!total)
+		return;
+	if (!ratio)
+		ratio = 1;
+	/* weight <= 2^32, ratio < 2^32: scale before multiplying by 2^16. */
+	step = (uint64_t)weight * TARGET_GAIN * ratio;
+	step = step > total ? 65536 : (step << 16) / total;
+	if (!step)
+		step = 1;
+	old = atomic_load_explicit(&lv->__target, memory_order_relaxed);
+	do {
+		share = (unsigned)(old >> (16 * type)) & 0xffff;
+		if (!share)
+			share = TARGET_INIT;
+		if (grow)
+			share = share + step > TARGET_MAX ? TARGET_MAX
+							  : share + (unsigned)step;
+		else
+			share = share < TARGET_MIN + step ? TARGET_MIN
+							  : share - (unsigned)step;
+		nw = (old & ~(0xffffull << (16 * type))) |
+		     ((uint64_t)share << (16 * type));
+	} while (!atomic_compare_exchange_weak_explicit(
+		&lv->__target, &old, nw, memory_order_relaxed,
+		memory_order_relaxed));
+}
+
+/* The first refault of a type's own shadows: start adapting. */
+static void workingset_target_init(struct rcl_lruvec *lv, unsigned type)
+{
+	uint64_t old = atomic_load_explicit(&lv->__target,
+					    memory_order_relaxed);
+
+	while (!((old >> (16 * type)) & 0xffff)) {
+		uint64_t nw = old | ((uint64_t)TARGET_INIT << (16 * type));
+
+		if (atomic_compare_exchange_weak_explicit(
+			    &lv->__target, &old, nw, memory_order_relaxed,
+			    memory_order_relaxed))
+			break;
+	}
+}
+
 /* The objects a refaulting object of @type competes with. */
 static uint64_t workingset_size(const struct rcl_lruvec *lv, unsigned type)
 {
@@ -89,11 +209,29 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 			uint64_t now = atomic_load_explicit(&lv->__ws[WS_AGE],
 							    memory_order_relaxed);
 			uint64_t distance = (now - shadow) & CLOCK_MASK;
+			uint64_t in, act, objs;
 
-			if (distance <= workingset_size(lv, type)) {
+			objs = rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), &in) +
+			       rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), &act);
+			if (distance <= workingset_size(lv, type))
 				out |= RCL_REFAULT_ACTIVATE;
-				flags |= RCL_LRU_ADD_ACTIVE;
+			if (adaptive(lv)) {
+				uint64_t total = in + act;
+
+				workingset_target_init(lv, type);
+				/*
+				 * An active list below its target has room:
+				 * any object with a reuse history may have it.
+				 */
+				if (act < total - rcl__share_of(total,
+					rcl__workingset_target(lv, type)))
+					out |= RCL_REFAULT_ACTIVATE;
+				if (distance <= objs / GHOST_WINDOW_DIV)
+					workingset_adapt(lv, type, weight, total,
+							 !restore);
 			}
+			if (out & RCL_REFAULT_ACTIVATE)
+				flags |= RCL_LRU_ADD_ACTIVE;
 		}
 		if (restore)
 			out |= RCL_REFAULT_RESTORE;
@@ -134,6 +272,14 @@ RCL_API int rcl_lruvec_workingset_stats(const struct rcl_lruvec *lv,
 	out->activate = atomic_load(&w->__ws[WS_ACTIVATE]);
 	out->restore = atomic_load(&w->__ws[WS_RESTORE]);
 	return 0;
+}
+
+RCL_API unsigned rcl_lruvec_inactive_target(const struct rcl_lruvec *lv,
+					    unsigned type)
+{
+	if (!lruvec_live(lv) || type >= lv->__nr_types)
+		return 0;
+	return rcl__workingset_target(lv, type);
 }
 
 /* ------------------------------------------------------------------------- */

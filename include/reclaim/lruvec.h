@@ -314,6 +314,7 @@ struct rcl_lru_type_config {
  * @weight_per_gib: how many units of weight make a GiB, for the
  *	inactive-ratio rule of rcl_lruvec_inactive_is_low(); 0 = 2^30 (weight
  *	is in bytes).  An application that counts pages of 4 KiB sets 262144.
+ * @flags: RCL_LRUVEC_KERNEL, or 0; other bits are rejected with -EINVAL
  */
 struct rcl_lruvec_config {
 	const struct rcl_lruvec_ops *ops;
@@ -321,7 +322,16 @@ struct rcl_lruvec_config {
 	unsigned nr_types;
 	struct rcl_lru_type_config types[RCL_LRU_MAX_TYPES];
 	uint64_t weight_per_gib;
+	unsigned flags;
 };
+
+/**
+ * Flag of &rcl_lruvec_config.flags: kernel parity.  The inactive target stays
+ * the kernel's ratio rule and a refault is activated only by its distance,
+ * whatever refaults show (workingset.h).  Without it, an lruvec that is
+ * given shadows back adapts its inactive target (docs/adaptive-target.md).
+ */
+#define RCL_LRUVEC_KERNEL (1u << 0)
 
 /* private: one list and its sizes */
 struct rcl__lru_list {
@@ -365,9 +375,8 @@ struct rcl__lru_type {
  * struct rcl_lruvec - one partition of one cache
  *
  * Embeddable; initialise with rcl_lruvec_init(), tear down with
- * rcl_lruvec_destroy().  All members are private and their layout is frozen
- * for SONAME 0 (the reserved words leave room for the scan controller's cost
- * model and the workingset clock).
+ * rcl_lruvec_destroy().  All members are private; the reserved words leave
+ * room for later modules without a change of size.
  */
 struct rcl_lruvec {
 	/* These are for internal use */
@@ -388,7 +397,11 @@ struct rcl_lruvec {
 	RCL__ATOMIC(uint64_t) __dirty[4];	/* flusher.h: nr, weight x2 */
 	RCL__ATOMIC(void *) __domain;		/* the domain attached to */
 	RCL__ATOMIC(uint64_t) __ws[4];		/* workingset.h: age, counters */
-	uint64_t __reserved[3];
+	RCL__ATOMIC(uint64_t) __target;		/* workingset.h: inactive shares */
+	RCL__ATOMIC(uint64_t) __ghost[RCL_LRU_MAX_TYPES]; /* workingset.h */
+	uint32_t __flags;			/* RCL_LRUVEC_* */
+	uint32_t __pad32;
+	uint64_t __reserved[2];
 };
 
 /** Flag of rcl_lruvec_add(): put the node on the active list. */
@@ -437,7 +450,8 @@ RCL_API unsigned rcl_lru_node_type(const struct rcl_lru_node *node);
  *
  * Context: any thread; not concurrently with any other call on @lv.
  * Return: 0; -EINVAL if @lv is NULL, @cfg->nr_types exceeds
- * RCL_LRU_MAX_TYPES; -ENOSPC if RCL_LRUVEC_MAX_IDS lruvecs exist;
+ * RCL_LRU_MAX_TYPES or @cfg->flags has an unknown bit; -ENOSPC if
+ * RCL_LRUVEC_MAX_IDS lruvecs exist;
  * -ENOMEM (or another pthread error, negated) if the mutex or condition
  * variable cannot be created.
  */
@@ -699,6 +713,9 @@ RCL_API unsigned rcl_lruvec_inactive_ratio(const struct rcl_lruvec *lv,
  *
  * True when inactive_weight * rcl_lruvec_inactive_ratio() < active_weight:
  * below 1 GiB the inactive list is kept at least as large as the active one.
+ * Once the type has an adaptive target (rcl_lruvec_inactive_target(),
+ * workingset.h), true when the inactive weight is below that share of the
+ * type's weight, or the inactive list is empty while the active one is not.
  *
  * Context: lock-free; may be stale.
  * Return: the answer; false for bad arguments.

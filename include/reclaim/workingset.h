@@ -23,6 +23,19 @@
  * (rcl_lruvec_note_cost()), so that a type whose working set is being
  * thrashed loses pressure to the others.
  *
+ * Beyond the kernel (unless the lruvec was created with RCL_LRUVEC_KERNEL),
+ * refaults also steer the balance of the two lists: the first refault of a
+ * type's own shadow replaces the kernel's inactive ratio by an adaptive
+ * target, a share of the type's weight (start 2 %, bounds 1 % and 99 %).
+ * Ghost hits move it as ARC moves its target: a close refault of an object
+ * that was never active grows the inactive share; one of an object that had
+ * been active shrinks it.  And while the active list is below its share, any
+ * refault is activated: an object with a reuse history takes the room, so a
+ * loop larger than the cache keeps a stable part of itself on the active
+ * list instead of thrashing it all (rcl_lruvec_inactive_target(),
+ * docs/adaptive-target.md).  An application that never passes shadows back
+ * gets the kernel's behaviour exactly.
+ *
  * Shadows take memory of their own.  rcl_shadow_limit_new() registers a
  * shrinker, as the kernel's shadow-node shrinker does (seeks = 0: cheap to
  * drop), whose count is only the excess of the application's shadows over a
@@ -118,6 +131,22 @@ struct rcl_workingset_stats {
  */
 RCL_API int rcl_lruvec_workingset_stats(const struct rcl_lruvec *lv,
 					struct rcl_workingset_stats *out);
+
+/**
+ * rcl_lruvec_inactive_target() - a type's adaptive inactive target
+ * @lv: the lruvec
+ * @type: the type
+ *
+ * The share of the type's weight that rcl_lruvec_inactive_is_low() keeps on
+ * the inactive list, in 1/65536ths (655..64881), once refaults have started
+ * adapting it.
+ *
+ * Context: lock-free; may be stale.
+ * Return: the share; 0 while the kernel's ratio rule applies (no refault of
+ * the type yet, or RCL_LRUVEC_KERNEL), and for bad arguments.
+ */
+RCL_API unsigned rcl_lruvec_inactive_target(const struct rcl_lruvec *lv,
+					    unsigned type);
 
 /* ------------------------------------------------------------------------- */
 /* Bounding the shadows                                                       */

@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: MIT
 """Compare rcl-sim policies with the peers of the reference table.
 
-usage: compare.py RCL_SIM TRACES_DIR POLICY[,POLICY...] [--table]
+usage: compare.py RCL_SIM TRACES_DIR POLICY[,POLICY...] [--table|--markdown]
 
 Runs every policy over the 19 shared traces other than the SNIA samples at
 1/5/10/25 % and prints, per policy and per peer algorithm of
 reference-miss-ratios.tsv, the mean miss ratio over the cells where the
 LIRS authors' program (lirs-ref) is defined (75 cells), and the worst cell
-minus LRU.  With --table, also one line per trace and policy.
+minus LRU.  With --table, also one line per trace and policy; with
+--markdown, a Markdown table per trace and capacity of the first policy
+against LRU, ARC, LIRS (the authors' program) and S3-FIFO, then the summary.
 """
 import json
 import os
@@ -24,6 +26,7 @@ PCTS = (1, 5, 10, 25)
 def main():
     rcl_sim, tdir, pols = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     table = "--table" in sys.argv
+    markdown = "--markdown" in sys.argv
     ref = {}
     with open(os.path.join(tdir, "reference-miss-ratios.tsv")) as f:
         next(f)
@@ -34,6 +37,8 @@ def main():
             except ValueError:
                 pass  # "n/a(<10)": lirs-ref needs at least 10 objects
     cells = [(t, p) for t in TRACES for p in PCTS if (t, "lirs-ref", p) in ref]
+    # The worst cell is taken over every cell that has an LRU row (76).
+    all_cells = [(t, p) for t in TRACES for p in PCTS if (t, "lru", p) in ref]
     got = {}
     for t, (path, fmt, _req, _uniq) in TRACES.items():
         out = subprocess.run(
@@ -48,20 +53,37 @@ def main():
             for pol in pols:
                 print("%-20s %-10s %s" % (t, pol, " ".join(
                     "%.4f" % got[(t, pol, p)] for p in PCTS)))
+    if markdown:
+        peers = ("lru", "arc", "lirs-ref", "s3fifo")
+        print("| trace | cap | %s | %s |" % (pols[0], " | ".join(peers)))
+        print("|---|---|---|%s" % ("---|" * len(peers)))
+        for t in TRACES:
+            for p in PCTS:
+                if (t, "lru", p) not in ref:
+                    continue
+                print("| %s | %d%% | %.4f | %s |" % (t, p, got[(t, pols[0], p)],
+                      " | ".join("%.4f" % ref[(t, a, p)] if (t, a, p) in ref
+                                 else "n/a" for a in peers)))
+        print()
     algos = sorted({a for (_t, a, _p) in ref})
     rows = []
     for pol in pols:
         vals = [got[(t, pol, p)] for t, p in cells]
-        worst = max(got[(t, pol, p)] - ref[(t, "lru", p)] for t, p in cells)
-        rows.append((pol, sum(vals) / len(vals), worst))
+        worst, wt, wp = max((got[(t, pol, p)] - ref[(t, "lru", p)], t, p)
+                            for t, p in all_cells)
+        rows.append((pol, sum(vals) / len(vals), worst,
+                     "%s@%d%%" % (wt, wp)))
     for a in algos:
         if all((t, a, p) in ref for t, p in cells):
             vals = [ref[(t, a, p)] for t, p in cells]
-            worst = max(ref[(t, a, p)] - ref[(t, "lru", p)] for t, p in cells)
-            rows.append(("peer " + a, sum(vals) / len(vals), worst))
-    print("%d cells" % len(cells))
-    for name, mean, worst in sorted(rows, key=lambda r: r[1]):
-        print("%-22s mean %.4f  worst-minus-lru %+.3f" % (name, mean, worst))
+            worst, wt, wp = max((ref[(t, a, p)] - ref[(t, "lru", p)], t, p)
+                                for t, p in all_cells if (t, a, p) in ref)
+            rows.append(("peer " + a, sum(vals) / len(vals), worst,
+                         "%s@%d%%" % (wt, wp)))
+    print("mean over %d cells, worst over %d" % (len(cells), len(all_cells)))
+    for name, mean, worst, where in sorted(rows, key=lambda r: r[1]):
+        print("%-22s mean %.4f  worst-minus-lru %+.3f (%s)"
+              % (name, mean, worst, where))
 
 
 if __name__ == "__main__":

@@ -186,6 +186,7 @@ struct lv_config {
 	size_t active_scan;
 	size_t inactive_scan;
 	bool workingset;	/* keep shadows, add refaults with them */
+	unsigned lruvec_flags;	/* &rcl_lruvec_config.flags */
 };
 
 struct lv_obj {
@@ -263,6 +264,7 @@ static struct sim_cache *lv_create(const struct sim_policy *p,
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.ops = &lv_ops;
 	cfg.priv = c;
+	cfg.flags = c->cfg->lruvec_flags;
 	/*
 	 * Weight 1 per object, so the weight is in objects: any
 	 * weight_per_gib far above the capacities keeps the inactive ratio at
@@ -412,19 +414,19 @@ static size_t lv_counters(struct sim_cache *sc, struct sim_counter *out,
 }
 
 /*
- * default: the library's shipped configuration.  kernel: kernel parity (the
- * two lists, and later workingset refault detection as the kernel does it).
- * Identical today: the workingset module (planned) will differentiate them,
- * the library's default taking its fixes of the kernel's rules.
+ * default: the library's shipped configuration, with shadows: the two lists
+ * and the adaptive inactive target (docs/adaptive-target.md).  kernel: kernel
+ * parity (RCL_LRUVEC_KERNEL: the kernel's inactive ratio, activation by
+ * refault distance only).  twolist: the two lists without shadows.
  */
-static const struct lv_config default_config = { 0, 0, true };
-static const struct lv_config kernel_config = { 0, 0, true };
-static const struct lv_config twolist_config = { 0, 0, false };
+static const struct lv_config default_config = { 0, 0, true, 0 };
+static const struct lv_config kernel_config = { 0, 0, true, RCL_LRUVEC_KERNEL };
+static const struct lv_config twolist_config = { 0, 0, false, RCL_LRUVEC_KERNEL };
 
 static const struct sim_policy policy_default = {
 	.name = "default",
-	.help = "the library's shipped configuration: an lruvec (two-touch "
-		"active/inactive lists)",
+	.help = "the library's shipped configuration: an lruvec with "
+		"workingset and the adaptive inactive target",
 	.create = lv_create,
 	.access = lv_access,
 	.counters = lv_counters,
