@@ -124,11 +124,18 @@ struct rcl_domain {
 	enum rcl_flush_policy flush_policy;
 	const struct rcl_flusher_ops *fops;
 	void *fpriv;
-	/* Writeback progress, for the throttles (under lock / wbcond). */
+	/*
+	 * Writeback progress and the dirty weight, for the throttles: their
+	 * waits sleep on wbcond under wblock.  A leaf lock, so that the paths
+	 * that lower the dirty weight wake them under the lruvec lock.
+	 */
+	pthread_mutex_t wblock;
 	pthread_cond_t wbcond;
 	atomic_ullong written;
 	atomic_uint nr_throttled;
 	atomic_uint nr_dirty_waiters;
+	/* Calls still using the domain after an lruvec lock (rcl__domain_get). */
+	atomic_uint users;
 	/* Flush requests: one in flight, one pending (under flock). */
 	pthread_mutex_t flock;
 	pthread_cond_t fcond;		/* the library's flusher thread */
@@ -137,7 +144,8 @@ struct rcl_domain {
 	uint64_t seq;
 	atomic_bool flush_busy;		/* inflight || pending */
 	/* The library's flusher thread (under flock). */
-	bool fl_running, fl_stop, fl_work;
+	bool fl_running, fl_work;
+	atomic_bool fl_stop;		/* also read between batches */
 	pthread_t fl_thread;
 	struct rcl_writeback_ops wops;
 	void *wpriv;
@@ -155,6 +163,7 @@ static RCL__TLS const struct rcl_domain *tls_flusher_of;
 static void flush_request(struct rcl_domain *d, uint64_t nr,
 			  enum rcl_flush_reason reason);
 static void throttle_writeback(struct rcl_domain *d);
+static void dirty_wake(struct rcl_domain *d);
 
 static void vm_add(struct rcl_domain *d, enum vm_item i, uint64_t v)
 {
@@ -324,6 +333,11 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	if (err)
 		goto fail_lock;
 	err = -pthread_mutex_init(&d->flock, NULL);
+	if (!err) {
+		err = -pthread_mutex_init(&d->wblock, NULL);
+		if (err)
+			pthread_mutex_destroy(&d->flock);
+	}
 	if (err) {
 		pthread_cond_destroy(&d->fcond);
 		pthread_cond_destroy(&d->wbcond);
@@ -365,7 +379,17 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	err = rcl_shrinker_registry_free(d->reg);
 	if (err)
 		return err;
+	/*
+	 * A call that found the domain through an lruvec before it was
+	 * detached may still be using it (set_dirty()'s flush request).  No
+	 * new one can start: nothing is attached.  Those are short (a flush
+	 * request and its non-blocking wakeup), so yielding until they are
+	 * done is enough.
+	 */
+	while (atomic_load(&d->users))
+		sched_yield();
 	a = d->alloc;
+	pthread_mutex_destroy(&d->wblock);
 	pthread_mutex_destroy(&d->flock);
 	pthread_cond_destroy(&d->fcond);
 	pthread_cond_destroy(&d->wbcond);
@@ -483,6 +507,7 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 		atomic_fetch_sub(&d->nr_detaching, 1);
 		transfer_dirty(d, lv, false);
 		s->used = false;
+		dirty_wake(d);	/* its dirty weight is no longer ours */
 		err = 0;
 		break;
 	}
@@ -1078,6 +1103,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	revive_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
+	dirty_wake(d);	/* the dirty thresholds follow the budget */
 
 	if (headroom(d) < wm.low) {
 		if (bg) {
@@ -1230,6 +1256,22 @@ RCL_API int rcl_domain_vmstat_format(const struct rcl_domain *d, char *buf,
 /* Dirty accounting and limits (flusher.h)                                    */
 /* ------------------------------------------------------------------------- */
 
+/*
+ * Wake rcl_domain_balance_dirty() waiters: the dirty weight dropped, or the
+ * threshold rose.  They sleep under wblock after counting themselves, and
+ * the counters are seq_cst: either a waiter sees the change before it
+ * sleeps, or this sees the waiter and wakes it.
+ */
+static void dirty_wake(struct rcl_domain *d)
+{
+	if (atomic_load(&d->nr_dirty_waiters)) {
+		pthread_mutex_lock(&d->wblock);
+		pthread_cond_broadcast(&d->wbcond);
+		pthread_mutex_unlock(&d->wblock);
+	}
+}
+
+/* Called under the lruvec lock (wblock is a leaf). */
 void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,
 			     int64_t wn, int64_t ww)
 {
@@ -1238,6 +1280,20 @@ void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,
 	atomic_fetch_add(&d->dirty[1], (uint64_t)dw);
 	atomic_fetch_add(&d->dirty[2], (uint64_t)wn);
 	atomic_fetch_add(&d->dirty[3], (uint64_t)ww);
+	/* Deleted dirty objects, ended writes: what the hard limit compares. */
+	if (dw + ww < 0)
+		dirty_wake(d);
+}
+
+void rcl__domain_get(struct rcl_domain *d)
+{
+	atomic_fetch_add(&d->users, 1);
+}
+
+void rcl__domain_put(struct rcl_domain *d)
+{
+	/* The last access: rcl_domain_free() may free @d right after it. */
+	atomic_fetch_sub(&d->users, 1);
 }
 
 /* Dirty plus writeback weight: what the kernel's limits compare. */
@@ -1255,6 +1311,12 @@ static uint64_t ratio_of_budget(const struct rcl_domain *d, unsigned ratio)
 	return b / 100 * ratio + b % 100 * ratio / 100;
 }
 
+/* Above the hard threshold of the budget as it is now. */
+static bool dirty_exceeded(const struct rcl_domain *d)
+{
+	return dirty_weight(d) >= ratio_of_budget(d, d->hard_ratio);
+}
+
 void rcl__domain_dirtied(struct rcl_domain *d)
 {
 	/* Lock-free filter: a request is pending or in flight already. */
@@ -1264,13 +1326,14 @@ void rcl__domain_dirtied(struct rcl_domain *d)
 		flush_request(d, 0, RCL_FLUSH_BACKGROUND);
 }
 
+/* Called under the lruvec lock (wblock is a leaf). */
 void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n)
 {
 	atomic_fetch_add(&d->written, n);
 	if (atomic_load(&d->nr_throttled) || atomic_load(&d->nr_dirty_waiters)) {
-		pthread_mutex_lock(&d->lock);
+		pthread_mutex_lock(&d->wblock);
 		pthread_cond_broadcast(&d->wbcond);
-		pthread_mutex_unlock(&d->lock);
+		pthread_mutex_unlock(&d->wblock);
 	}
 }
 
@@ -1286,25 +1349,25 @@ static void throttle_writeback(struct rcl_domain *d)
 	unsigned n;
 
 	vm_add(d, VM_WRITEBACK_THROTTLED, 1);
-	pthread_mutex_lock(&d->lock);
+	pthread_mutex_lock(&d->wblock);
 	start = atomic_load(&d->written);
 	n = atomic_fetch_add(&d->nr_throttled, 1) + 1;
 	deadline = d->clock->now(d->clock->ctx) + 100 * RCL_NSEC_PER_MSEC;
 	while (atomic_load(&d->written) - start <
 	       (uint64_t)RCL_SCAN_CHUNK * RCL_MAX(n, atomic_load(&d->nr_throttled))) {
-		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->lock,
+		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
 				   deadline) == ETIMEDOUT) {
 			vm_add(d, VM_WRITEBACK_THROTTLE_TIMEOUTS, 1);
 			break;
 		}
 	}
 	atomic_fetch_sub(&d->nr_throttled, 1);
-	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_unlock(&d->wblock);
 }
 
 RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 {
-	uint64_t hard, deadline;
+	uint64_t deadline;
 	int err = 0;
 
 	if (!d)
@@ -1312,25 +1375,32 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio) &&
 	    !atomic_load(&d->flush_busy))
 		flush_request(d, 0, RCL_FLUSH_BACKGROUND);
-	hard = ratio_of_budget(d, d->hard_ratio);
-	if (dirty_weight(d) < hard || !(context & RCL_CTX_MAY_BLOCK) ||
+	if (!dirty_exceeded(d) || !(context & RCL_CTX_MAY_BLOCK) ||
 	    tls_flusher_of == d || tls_pass_domain == d)
 		return 0;
 
 	vm_add(d, VM_DIRTY_THROTTLED, 1);
-	pthread_mutex_lock(&d->lock);
+	pthread_mutex_lock(&d->wblock);
 	atomic_fetch_add(&d->nr_dirty_waiters, 1);
 	deadline = d->clock->now(d->clock->ctx) + d->dirty_timeout;
-	while (dirty_weight(d) >= hard) {
-		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->lock,
+	/*
+	 * Woken when the dirty weight drops (writes end, dirty objects are
+	 * deleted, an lruvec is detached) or the budget changes; the
+	 * threshold is computed again each time.
+	 */
+	while (dirty_exceeded(d)) {
+		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
 				   deadline) == ETIMEDOUT) {
-			vm_add(d, VM_DIRTY_THROTTLE_TIMEOUTS, 1);
-			err = -ETIMEDOUT;
+			/* The timeout may have raced with the last wake-up. */
+			if (dirty_exceeded(d)) {
+				vm_add(d, VM_DIRTY_THROTTLE_TIMEOUTS, 1);
+				err = -ETIMEDOUT;
+			}
 			break;
 		}
 	}
 	atomic_fetch_sub(&d->nr_dirty_waiters, 1);
-	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_unlock(&d->wblock);
 	return err;
 }
 
@@ -1469,13 +1539,85 @@ struct wb_item {
 };
 
 /*
+ * The objects whose write failed during one call.  Each batch is collected
+ * from the oldest object on, and a failed object stays dirty where it is, so
+ * a call that goes on after a failure would collect it again and again: it
+ * skips these instead.  An open-addressing hash set of addresses, at most
+ * half full; addresses are only compared, never dereferenced (an object
+ * deleted meanwhile whose memory is reused is at worst skipped).
+ */
+struct wb_skip {
+	uintptr_t *slot;
+	size_t nr, cap;		/* cap: 0 or a power of two */
+};
+
+static size_t wb_skip_hash(uintptr_t key, size_t cap)
+{
+	uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
+static bool wb_skipped(const struct wb_skip *sk, const struct rcl_lru_node *n)
+{
+	uintptr_t key = (uintptr_t)n;
+	size_t i;
+
+	if (!sk || !sk->nr)
+		return false;
+	/* At most half full: the probe meets an empty slot. */
+	for (i = wb_skip_hash(key, sk->cap); sk->slot[i];
+	     i = (i + 1) & (sk->cap - 1))
+		if (sk->slot[i] == key)
+			return true;
+	return false;
+}
+
+static void wb_skip_insert(uintptr_t *slot, size_t cap, uintptr_t key)
+{
+	size_t i;
+
+	for (i = wb_skip_hash(key, cap); slot[i] && slot[i] != key;
+	     i = (i + 1) & (cap - 1))
+		;
+	slot[i] = key;
+}
+
+static int wb_skip_add(struct rcl_domain *d, struct wb_skip *sk,
+		       const struct rcl_lru_node *n)
+{
+	if (wb_skipped(sk, n))
+		return 0;
+	if (2 * (sk->nr + 1) > sk->cap) {
+		size_t cap = sk->cap ? 2 * sk->cap : 64, i;
+		uintptr_t *slot = d->alloc.alloc(d->alloc.ctx,
+						 cap * sizeof(*slot));
+
+		if (!slot)
+			return -ENOMEM;
+		memset(slot, 0, cap * sizeof(*slot));
+		for (i = 0; i < sk->cap; i++)
+			if (sk->slot[i])
+				wb_skip_insert(slot, cap, sk->slot[i]);
+		if (sk->slot)
+			d->alloc.free(d->alloc.ctx, sk->slot);
+		sk->slot = slot;
+		sk->cap = cap;
+	}
+	wb_skip_insert(sk->slot, sk->cap, (uintptr_t)n);
+	sk->nr++;
+	return 0;
+}
+
+/*
  * Take up to @max dirty objects, oldest first (inactive tails, then active,
  * then unevictable), and start their writeback: from then on they are
  * pinned, so they stay valid after the locks are dropped.  Isolated and
- * pending objects are skipped (they will be found later).
+ * pending objects are skipped (they will be found later), and so are those
+ * in @skip.
  */
 static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
-			      unsigned max)
+			      unsigned max, const struct wb_skip *skip)
 {
 	unsigned i, high = atomic_load(&d->high), n = 0;
 
@@ -1505,6 +1647,7 @@ static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
 
 						prev = node->__prev;
 						if ((f & F_DIRTY) && !(f & F_WRITEBACK) &&
+						    !wb_skipped(skip, node) &&
 						    rcl__lruvec_writeback_start_locked(
 							    lv, node) == 0) {
 							it[n].lv = lv;
@@ -1523,24 +1666,32 @@ static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
 
 /*
  * Write dirty objects in batches of @batch until @limit are written (0: until
- * none is left), or a write fails, or @bound batches have run.
+ * none is left), or @bound batches have run, or *@stop is set (checked
+ * between batches).  A failed write does not end the call: the objects that
+ * failed stay dirty and are not tried again in it.  Returns the first error.
  */
 static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *ops,
 			 void *priv, unsigned batch, uint64_t limit,
-			 uint64_t bound, uint64_t *written)
+			 uint64_t bound, const atomic_bool *stop,
+			 uint64_t *written)
 {
 	struct wb_item *it = d->alloc.alloc(d->alloc.ctx, batch * sizeof(*it));
+	struct wb_skip skip = { 0 };
 	uint64_t total = 0, b;
+	bool skip_full = false;
 	int err = 0;
 
 	if (!it)
 		return -ENOMEM;
-	for (b = 0; b < bound && !err && (!limit || total < limit); b++) {
+	for (b = 0; b < bound && !skip_full && (!limit || total < limit); b++) {
 		unsigned max = (unsigned)RCL_MIN((uint64_t)batch,
 						 limit ? limit - total : batch);
-		unsigned n = collect_dirty(d, it, max), i, ok = 0;
+		unsigned n, i, ok = 0;
 		int serr = 0;
 
+		if (stop && atomic_load(stop))
+			break;
+		n = collect_dirty(d, it, max, &skip);
 		if (!n)
 			break;
 		for (i = 0; i < n; i++)
@@ -1550,6 +1701,13 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 		for (i = 0; i < n; i++) {
 			int e = it[i].err ? it[i].err : serr;
 
+			/*
+			 * Only the address is kept.  Without room for it,
+			 * this batch is the last: the object would be
+			 * collected again and again.
+			 */
+			if (e && wb_skip_add(d, &skip, it[i].node))
+				skip_full = true;
 			rcl_lruvec_writeback_end(it[i].lv, it[i].node, e);
 			if (e && !err)
 				err = e;
@@ -1559,6 +1717,8 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 		total += ok;
 		vm_add(d, VM_WRITES_FLUSHER, ok);
 	}
+	if (skip.slot)
+		d->alloc.free(d->alloc.ctx, skip.slot);
 	d->alloc.free(d->alloc.ctx, it);
 	if (written)
 		*written = total;
@@ -1571,7 +1731,7 @@ static void *flusher_main(void *arg)
 
 	tls_flusher_of = d;
 	pthread_mutex_lock(&d->flock);
-	while (!d->fl_stop) {
+	while (!atomic_load(&d->fl_stop)) {
 		struct rcl_flush_request req;
 		uint64_t dirty;
 
@@ -1587,7 +1747,7 @@ static void *flusher_main(void *arg)
 		/* At most twice the dirty objects of now: bounded. */
 		dirty = atomic_load(&d->dirty[0]);
 		write_batches(d, &d->wops, d->wpriv, d->wbatch, req.nr_to_write,
-			      2 * dirty / d->wbatch + 2, NULL);
+			      2 * dirty / d->wbatch + 2, &d->fl_stop, NULL);
 		rcl_domain_flush_done(d, &req);
 		pthread_mutex_lock(&d->flock);
 	}
@@ -1610,7 +1770,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 		d->wops = *ops;
 		d->wpriv = priv;
 		d->wbatch = batch ? batch : 64;
-		d->fl_stop = false;
+		atomic_store(&d->fl_stop, false);
 		/* Requests owed to the application's flusher are dropped. */
 		d->inflight = d->pending = false;
 		d->fl_work = false;
@@ -1637,7 +1797,7 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 		pthread_mutex_unlock(&d->flock);
 		return 0;
 	}
-	d->fl_stop = true;
+	atomic_store(&d->fl_stop, true);
 	t = d->fl_thread;
 	pthread_cond_broadcast(&d->fcond);
 	pthread_mutex_unlock(&d->flock);
@@ -1672,5 +1832,6 @@ RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 		slot_put(d, s);
 	}
 	dirty = atomic_load(&d->dirty[0]);
-	return write_batches(d, ops, priv, 64, 0, 2 * dirty / 64 + 2, written);
+	return write_batches(d, ops, priv, 64, 0, 2 * dirty / 64 + 2, NULL,
+			     written);
 }

@@ -63,7 +63,8 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
  * bit  11    WRITEBACK     (public, reserved)
  * bit  12    RECLAIM       (public, reserved)
  * bit  13    WANT_ACT      the queued entry still asks for activation
- * bits 14-15 reserved
+ * bit  14    EVICTING      claimed for the evict callback (see below)
+ * bit  15    reserved
  * bits 16-31 id of the lruvec (0 = none)
  *
  * PENDING, LISTED and ISOLATED are mutually exclusive; none set = idle.
@@ -89,6 +90,15 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
 #define F_DIRTY RCL_LRU_F_DIRTY
 #define F_WRITEBACK RCL_LRU_F_WRITEBACK
 #define F_RECLAIM RCL_LRU_F_RECLAIM
+/*
+ * Reclaim hands the node to the evict callback: set by CAS on an isolated
+ * node just before the callback, and cleared at putback (never after FREED:
+ * the node is the application's then).  Its dirty and writeback bits are
+ * frozen meanwhile - set_dirty() waits and writeback_start() refuses, and
+ * both change the node only by CAS from a state without this bit - so the
+ * callback judges a stable object and the accounting after FREED is exact.
+ */
+#define F_EVICTING (1u << 14)
 #define F_STATE (F_PENDING | F_LISTED | F_ISOLATED)
 #define F_ID_SHIFT 16
 #define F_PUBLIC                                                              \
@@ -246,6 +256,13 @@ void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,
 			     int64_t wn, int64_t ww);
 void rcl__domain_dirtied(struct rcl_domain *d);
 void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n);
+/*
+ * Keep @d alive for a call made after dropping the lock of an lruvec that
+ * found it attached (get under that lock): rcl_domain_free() waits for it,
+ * as the lruvec may be detached meanwhile.
+ */
+void rcl__domain_get(struct rcl_domain *d);
+void rcl__domain_put(struct rcl_domain *d);
 
 /* Shrinkers allocated in a registry and not yet freed (lib/shrinker.c). */
 struct rcl_shrinker_registry;

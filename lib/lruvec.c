@@ -941,27 +941,90 @@ RCL_API bool rcl_lruvec_inactive_is_low(const struct rcl_lruvec *lv,
 
 static void wake_waiters_locked(struct rcl_lruvec *lv);
 
+/*
+ * Wait, lock held, until reclaim puts back a node it handed to the evict
+ * callback (F_EVICTING).  Returns the node's flags then, or -EDEADLK from
+ * any evict callback: the callback may be the one holding the node, or wait
+ * for one that does (conservatively, as rcl_lruvec_del_wait()).
+ */
+static int wait_evicting_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node,
+				uint32_t *fp)
+{
+	uint32_t f = *fp;
+	int cs;
+
+	if (rcl__tls_evicting)
+		return -EDEADLK;
+	/* Not a cancellation point: see do_del(). */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+	atomic_fetch_add_explicit(&lv->__nr_waiters, 1, memory_order_relaxed);
+	while (node_on(lv, f, F_ISOLATED) && (f & F_EVICTING)) {
+		pthread_cond_wait(&lv->__putback, &lv->__lock);
+		f = node_flags(node);
+	}
+	atomic_fetch_sub_explicit(&lv->__nr_waiters, 1, memory_order_relaxed);
+	pthread_setcancelstate(cs, NULL);
+	*fp = f;
+	return 0;
+}
+
+/*
+ * The domain an lruvec is attached to, kept alive for a call after the
+ * lruvec lock is dropped (rcl__domain_put() after it).  Lock held.
+ */
+static struct rcl_domain *domain_get_locked(struct rcl_lruvec *lv)
+{
+	struct rcl_domain *d = atomic_load_explicit(&lv->__domain,
+						    memory_order_relaxed);
+
+	if (d)
+		rcl__domain_get(d);
+	return d;
+}
+
 RCL_API int rcl_lruvec_set_dirty(struct rcl_lruvec *lv, struct rcl_lru_node *node)
 {
 	struct rcl_domain *d = NULL;
-	uint32_t f, nf;
+	uint32_t f;
 
 	if (!lruvec_live(lv) || !node)
 		return -EINVAL;
 	rcl__lruvec_lock(lv);
 	f = node_flags(node);
-	if (!node_on(lv, f, F_STATE)) {
-		rcl__lruvec_unlock(lv);
-		return -ENOENT;
-	}
-	if (!(f & F_DIRTY)) {
-		nf = flags_update(node, 0, F_DIRTY);
-		dirty_account(lv, f, nf, node->__weight);
-		d = atomic_load_explicit(&lv->__domain, memory_order_relaxed);
+	for (;;) {
+		if (!node_on(lv, f, F_STATE)) {
+			rcl__lruvec_unlock(lv);
+			return -ENOENT;
+		}
+		if (f & F_EVICTING) {
+			/*
+			 * The evict callback is judging the object as it
+			 * found it, clean: it must not become dirty under the
+			 * callback's feet (and be freed dirty).  Wait for its
+			 * answer; the caller's pin makes it keep the object.
+			 */
+			int err = wait_evicting_locked(lv, node, &f);
+
+			if (err) {
+				rcl__lruvec_unlock(lv);
+				return err;
+			}
+			continue;
+		}
+		if (f & F_DIRTY)
+			break;
+		/* Reclaim claims nodes without the lock: CAS from unclaimed. */
+		if (node_cas(node, &f, f | F_DIRTY)) {
+			dirty_account(lv, f, f | F_DIRTY, node->__weight);
+			d = domain_get_locked(lv);
+			break;
+		}
 	}
 	rcl__lruvec_unlock(lv);
-	if (d)
+	if (d) {
 		rcl__domain_dirtied(d);	/* the background threshold */
+		rcl__domain_put(d);
+	}
 	return 0;
 }
 
@@ -970,13 +1033,16 @@ int rcl__lruvec_writeback_start_locked(struct rcl_lruvec *lv,
 {
 	uint32_t f = node_flags(node), nf;
 
-	if (!node_on(lv, f, F_STATE))
-		return -ENOENT;
-	if (f & F_WRITEBACK)
-		return -EBUSY;
-	if (!(f & F_DIRTY))
-		return -EINVAL;
-	nf = flags_update(node, F_DIRTY, F_WRITEBACK);
+	do {
+		if (!node_on(lv, f, F_STATE))
+			return -ENOENT;
+		/* Claimed: the baseline's evict callback is writing it. */
+		if (f & (F_WRITEBACK | F_EVICTING))
+			return -EBUSY;
+		if (!(f & F_DIRTY))
+			return -EINVAL;
+		nf = (f & ~F_DIRTY) | F_WRITEBACK;
+	} while (!node_cas(node, &f, nf));
 	dirty_account(lv, f, nf, node->__weight);
 	return 0;
 }
@@ -998,7 +1064,8 @@ RCL_API int rcl_lruvec_writeback_end(struct rcl_lruvec *lv,
 				     struct rcl_lru_node *node, int error)
 {
 	struct rcl_domain *d;
-	uint32_t f, nf;
+	uint32_t f, nf, weight;
+	bool rotate;
 
 	if (!lruvec_live(lv) || !node)
 		return -EINVAL;
@@ -1012,27 +1079,43 @@ RCL_API int rcl_lruvec_writeback_end(struct rcl_lruvec *lv,
 		rcl__lruvec_unlock(lv);
 		return -EINVAL;
 	}
-	/* A failed write leaves the object dirty. */
-	nf = flags_update(node, F_WRITEBACK, error ? F_DIRTY : 0);
-	dirty_account(lv, f, nf, node->__weight);
-	if ((nf & F_RECLAIM) && !(nf & F_DIRTY)) {
+	/*
+	 * Clearing WRITEBACK ends the pin.  An isolated node may be freed by
+	 * its reclaimer's evict callback from that moment on, without our
+	 * lock (and a clean pending node may be deleted without it): so read
+	 * what we need first and make every change to the node in that one
+	 * CAS.  Only a listed node, which cannot leave without the lock we
+	 * hold, is touched afterwards (the rotation).
+	 */
+	weight = node->__weight;
+	do {
+		/* A failed write leaves the object dirty. */
+		nf = (f & ~F_WRITEBACK) | (error ? F_DIRTY : 0);
 		/*
-		 * Reclaim wanted it when clean: to the inactive tail, so
-		 * that the next scan frees it (folio_rotate_reclaimable()).
+		 * Reclaim wanted it when clean: a listed node moves to the
+		 * inactive tail, so that the next scan frees it
+		 * (folio_rotate_reclaimable()); elsewhere the flag goes.
 		 */
-		if (node_on(lv, nf, F_LISTED) && !(nf & F_UNEVICTABLE)) {
-			relink_locked(lv, node, nf, F_RECLAIM | F_ACTIVE |
-					    F_REFERENCED, 0, true);
-			stat_add(lv, f_type(nf), RCL__STAT_ROTATED, 1);
-		} else {
-			flags_update(node, F_RECLAIM, 0);
-		}
+		rotate = (nf & F_RECLAIM) && !(nf & F_DIRTY) &&
+			 node_on(lv, nf, F_LISTED) && !(nf & F_UNEVICTABLE);
+		if (!(nf & F_DIRTY) && !rotate)
+			nf &= ~F_RECLAIM;
+	} while (!node_cas(node, &f, nf));
+	dirty_account(lv, f, nf, weight);
+	if (rotate) {
+		relink_locked(lv, node, nf, F_RECLAIM | F_ACTIVE | F_REFERENCED,
+			      0, true);
+		stat_add(lv, f_type(nf), RCL__STAT_ROTATED, 1);
 	}
+	/*
+	 * Still under the lruvec lock, so that the domain cannot be detached
+	 * and freed meanwhile (its wake-up takes only a leaf lock).
+	 */
 	d = atomic_load_explicit(&lv->__domain, memory_order_relaxed);
-	wake_waiters_locked(lv);	/* rcl_lruvec_del_wait() */
-	rcl__lruvec_unlock(lv);
 	if (d)
 		rcl__domain_writeback_done(d, 1);
+	wake_waiters_locked(lv);	/* rcl_lruvec_del_wait() */
+	rcl__lruvec_unlock(lv);
 	return 0;
 }
 
@@ -1173,15 +1256,12 @@ RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
 	if (!iso_member(iso, node))
 		return -EINVAL;
 	lv = iso->__lv;
-	unlink_node(node);
-	iso->nr--;
-	iso->weight -= node->__weight;
 	/*
 	 * An isolated node may still have a stale activation entry in some
 	 * thread's batch (isolation of the inactive list activated it): purge
 	 * it while the node is still ISOLATED (no new entry can appear for an
 	 * isolated node), or that batch would later touch memory the caller
-	 * frees.
+	 * frees.  Harmless if the node then stays in the set.
 	 */
 	if (node_flags(node) & F_QUEUED)
 		rcl__tbatch_purge(node);
@@ -1192,8 +1272,19 @@ RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
 	 */
 	rcl__lruvec_lock(lv);
 	f = node_flags(node);
-	while (!node_cas(node, &f, f & F_KEEP_IDLE))
-		;
+	do {
+		/*
+		 * Under writeback, the writer holds it (flusher.h): the pin
+		 * ends with rcl_lruvec_writeback_end(), not here.
+		 */
+		if (f & F_WRITEBACK) {
+			rcl__lruvec_unlock(lv);
+			return -EBUSY;
+		}
+	} while (!node_cas(node, &f, f & F_KEEP_IDLE));
+	unlink_node(node);
+	iso->nr--;
+	iso->weight -= node->__weight;
 	dirty_account(lv, f, 0, node->__weight);
 	atomic_fetch_sub_explicit(&lv->__nr_isolated, 1, memory_order_relaxed);
 	wake_waiters_locked(lv);
@@ -1216,7 +1307,10 @@ RCL_API int rcl_lru_isolated_set_active(struct rcl_lru_isolated *iso,
 	return 0;
 }
 
-/* Relink the nodes of a private list to their lists; lock held. */
+/*
+ * Relink the nodes of a private list to their lists, ending reclaim's claim
+ * on them (set_dirty() waits for that); lock held.
+ */
 static size_t putback_locked(struct rcl_lruvec *lv, struct rcl_lru_node *head,
 			     size_t max)
 {
@@ -1227,7 +1321,7 @@ static size_t putback_locked(struct rcl_lruvec *lv, struct rcl_lru_node *head,
 		uint32_t f;
 
 		unlink_node(node);
-		f = flags_update(node, F_ISOLATED, F_LISTED);
+		f = flags_update(node, F_ISOLATED | F_EVICTING, F_LISTED);
 		list_add_head(lv, f_list(f), node);
 		n++;
 	}
@@ -1263,6 +1357,35 @@ RCL_API int rcl_lruvec_putback(struct rcl_lruvec *lv,
 /* ------------------------------------------------------------------------- */
 /* Reclaim primitives                                                         */
 /* ------------------------------------------------------------------------- */
+
+/*
+ * What reclaim does with an isolated node, decided and recorded in one CAS
+ * on its flags (*@fp receives them as they were decided on).  A dirty node
+ * (unless the baseline hands those over) or one under writeback is flagged
+ * for reclaim when clean and activated: returns false.  Otherwise the node
+ * is claimed for the evict callback (F_EVICTING): returns true.  The CAS
+ * makes the decision and the flags agree: a writeback that ends, a write
+ * that starts or a set_dirty() in between makes it fail, and the node is
+ * judged again as it now is.
+ */
+static bool evict_claim(struct rcl_lru_node *n, unsigned shrink_flags,
+			uint32_t *fp)
+{
+	uint32_t f = node_flags(n), nf;
+	bool evict;
+
+	do {
+		evict = !(f & (F_DIRTY | F_WRITEBACK)) ||
+			(!(f & F_WRITEBACK) &&
+			 (shrink_flags & RCL_LRU_SHRINK_WRITE_DIRTY));
+		if (evict)
+			nf = f | F_EVICTING;
+		else
+			nf = (f & ~F_REFERENCED) | F_RECLAIM | F_ACTIVE;
+	} while (!node_cas(n, &f, nf));
+	*fp = f;
+	return evict;
+}
 
 RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				       struct rcl_lru_shrink_control *sc)
@@ -1300,7 +1423,8 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		keep.__next = keep.__prev = &keep;
 		rcl__tls_evicting = lv;
 		while ((n = rcl_lru_isolated_next(&iso, NULL)) != NULL) {
-			uint32_t f = node_flags(n);
+			uint32_t f;
+			bool evict = evict_claim(n, sc->flags, &f);
 			struct rcl_evict_control ctl = {
 				.lruvec = lv,
 				.priv = lv->__priv,
@@ -1327,14 +1451,11 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 					if (f & F_RECLAIM)
 						sc->nr_immediate++;
 				}
-				if ((f & F_WRITEBACK) ||
-				    !(sc->flags & RCL_LRU_SHRINK_WRITE_DIRTY)) {
+				if (!evict) {
 					/*
-					 * Flag it for reclaim when clean and
-					 * move it out of the way until then.
+					 * Flagged for reclaim when clean and
+					 * moved out of the way until then.
 					 */
-					flags_update(n, F_REFERENCED,
-						     F_RECLAIM | F_ACTIVE);
 					activated++;
 					link_between(n, keep.__prev, &keep);
 					continue;

@@ -14,8 +14,12 @@
  * rcl_lruvec_writeback_start() (dirty -> writeback) before, and
  * rcl_lruvec_writeback_end() after.  An object under writeback is pinned: it
  * cannot be deleted (rcl_lruvec_del() returns -EBUSY, rcl_lruvec_del_wait()
- * waits for the end of the writeback) and reclaim does not evict it, so a
- * flusher may hold a pointer to it while it writes without a lock.
+ * waits for the end of the writeback - except in an evict callback, where it
+ * returns -EDEADLK rather than wait) and reclaim does not evict it, so a
+ * flusher may hold a pointer to it while it writes without a lock.  The pin
+ * ends inside rcl_lruvec_writeback_end(): from then on a reclaimer that holds
+ * the object isolated may evict it, so the flusher must not touch it after
+ * that call unless it holds it by other means.
  *
  * What reclaim does with them (rcl_lruvec_shrink_inactive()), the kernel's
  * shrink_folio_list() rules:
@@ -31,6 +35,16 @@
  * - when writeback ends on a flagged object that is still clean, it is moved
  *   to the tail of its inactive list, so that the next scan frees it;
  * - neither reaches the evict callback, which therefore never has to write.
+ *
+ * An object reclaim hands to the evict callback stays as the callback found
+ * it, clean, until the callback has answered: rcl_lruvec_set_dirty() on it
+ * waits until reclaim puts it back (the callback, seeing the writer's pin,
+ * keeps it), and rcl_lruvec_writeback_start() refuses it.  So an object
+ * dirtied while isolated is never freed dirty, and the dirty counts stay
+ * exact.  The evict callback must therefore not wait for a thread that may
+ * be inside rcl_lruvec_set_dirty() for the same object: take such a lock
+ * with a trylock there (as the kernel's shrink_folio_list() does the folio
+ * lock), or do not hold it across rcl_lruvec_set_dirty().
  *
  * The trigger.  When one batch of a domain's reclaim took only dirty,
  * unqueued objects (nr_unqueued_dirty == nr_taken), the domain asks the
@@ -50,7 +64,8 @@
  * dirty wakes the flusher.  A thread that dirties objects calls
  * rcl_domain_balance_dirty() (the kernel's balance_dirty_pages()), which
  * waits while the domain is above its hard threshold (default 20 %) until
- * writeback brings it below, or a timeout passes.
+ * writeback (or deleting dirty objects, detaching an lruvec, raising the
+ * budget) brings it below, or a timeout passes.
  *
  * Throttling.  A reclaim batch that took only objects under writeback waits
  * (on the domain's clock) until 32 x (number of throttled reclaimers) objects
@@ -61,7 +76,9 @@
  * the requests itself: it finds dirty objects on the domain's lruvecs
  * (oldest first), marks a batch of them as under writeback, calls the
  * application's write callback for each, and its sync callback once per
- * batch, then ends their writeback.  With it, an application gets a complete
+ * batch, then ends their writeback.  A failed write (or sync) does not end a
+ * request: the objects concerned stay dirty and are not tried again within
+ * it, and the others are written.  With it, an application gets a complete
  * write-back cache in a few lines: mark dirty on write, charge and uncharge,
  * and a write callback.  The write callback only ever runs on that thread,
  * never in reclaim.
@@ -85,7 +102,7 @@
  *
  * Synchronization: all functions are thread-safe.  State changes take the
  * lruvec lock; the trigger and the counters are lock-free; no lock is held
- * while a callback runs.
+ * while a callback runs.  Functions that may sleep say so.
  */
 #ifndef RECLAIM_FLUSHER_H
 #define RECLAIM_FLUSHER_H
@@ -113,11 +130,22 @@ struct rcl_domain;
  * Idempotent.  An object under writeback may be dirtied again (it will need
  * another write).  Counts its weight as dirty in the lruvec and, if the
  * lruvec is attached to a domain, in the domain, and wakes the domain's
- * flusher when the background dirty threshold is reached.
+ * flusher when the background dirty threshold is reached (the wakeup
+ * callback then runs in this thread).
  *
- * Context: any thread; lock-free unless it wakes the flusher.
+ * If reclaim has handed the object to its evict callback, this waits until
+ * the callback has answered and reclaim has put the object back (at most
+ * one batch of RCL_LRU_BATCH_ISOLATE callbacks), then marks it: the callback
+ * never sees an object become dirty under it.  The caller must hold the
+ * object so that the callback keeps it (the pin protocol of lruvec.h), as
+ * for any call on a node that reclaim might free.
+ *
+ * Context: any thread; takes the lruvec lock; may sleep (see above), and
+ * never from an evict callback on such an object.
  * Return: 0; -EINVAL for NULL or an uninitialised lruvec; -ENOENT if the
- * node is not on @lv.
+ * node is not on @lv (also if it was deleted while this waited); -EDEADLK
+ * from any evict callback if the object is in an evict callback's hands
+ * (conservatively: also another thread's).
  */
 RCL_API int rcl_lruvec_set_dirty(struct rcl_lruvec *lv, struct rcl_lru_node *node);
 
@@ -131,7 +159,9 @@ RCL_API int rcl_lruvec_set_dirty(struct rcl_lruvec *lv, struct rcl_lru_node *nod
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL, an uninitialised lruvec or a node that is not
- * dirty; -EBUSY if it is under writeback already; -ENOENT if not on @lv.
+ * dirty; -EBUSY if it is under writeback already, or in an evict callback's
+ * hands (the RCL_LRU_SHRINK_WRITE_DIRTY baseline, where that callback
+ * writes it); -ENOENT if not on @lv.
  */
 RCL_API int rcl_lruvec_writeback_start(struct rcl_lruvec *lv,
 				       struct rcl_lru_node *node);
@@ -146,6 +176,10 @@ RCL_API int rcl_lruvec_writeback_start(struct rcl_lruvec *lv,
  * is clean, it moves to the tail of its inactive list.  Wakes reclaimers and
  * dirtiers throttled on writeback, and rcl_lruvec_del_wait() callers.
  *
+ * An isolated object may be evicted (and freed) by its reclaimer as soon as
+ * the pin ends; the call itself no longer touches the node then, and the
+ * caller must not either, unless it holds the object otherwise.
+ *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL, an uninitialised lruvec or a node that is not
  * under writeback; -ENOENT if not on @lv.
@@ -155,10 +189,15 @@ RCL_API int rcl_lruvec_writeback_end(struct rcl_lruvec *lv,
 
 /**
  * struct rcl_dirty_stats - dirty state of an lruvec or a domain
- * @nr_dirty: dirty objects (not under writeback)
+ * @nr_dirty: dirty objects: those not under writeback, and those dirtied
+ *	again while under writeback (they need another write)
  * @weight_dirty: their weight
- * @nr_writeback: objects under writeback
+ * @nr_writeback: objects under writeback, including those dirtied again
  * @weight_writeback: their weight
+ *
+ * An object dirtied again while under writeback counts in both, as the
+ * kernel's NR_FILE_DIRTY and NR_WRITEBACK count such a page; the dirty
+ * limits compare the sum of both weights.
  */
 struct rcl_dirty_stats {
 	uint64_t nr_dirty;
@@ -251,13 +290,17 @@ RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write);
  * @context: the capability mask; without RCL_CTX_MAY_BLOCK it never waits
  *
  * Above the background threshold, wakes the flusher.  Above the hard
- * threshold, waits until writeback brings the dirty and writeback weight
- * below it, or the domain's dirty timeout passes (on the domain's clock).
+ * threshold, waits until the dirty and writeback weight is below it, or the
+ * domain's dirty timeout passes (on the domain's clock).  The wait is woken
+ * whenever that weight drops (a write ends, a dirty object is deleted, an
+ * lruvec is detached) and when the budget is set, which moves the threshold;
+ * it is compared with the threshold of the budget at that moment, also once
+ * more when the timeout passes.
  *
  * Context: any thread but the flusher's (it would wait for itself: it
- * returns at once there); not from callbacks.
+ * returns at once there); not from callbacks.  May sleep.
  * Return: 0 (below the threshold, or after waiting); -ETIMEDOUT if the
- * timeout passed first; -EINVAL for NULL.
+ * domain was still above it when the timeout passed; -EINVAL for NULL.
  */
 RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context);
 
@@ -283,6 +326,9 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  *	the flusher thread, never in reclaim, with no library lock held.
  * @sync: optional; called once after each batch of writes (fdatasync());
  *	a failure makes every object of the batch dirty again.
+ *
+ * An object whose write (or its batch's sync) failed is not tried again in
+ * the same request or rcl_domain_writeback_all() call; the next one does.
  */
 struct rcl_writeback_ops {
 	int (*write)(void *priv, struct rcl_lru_node *node);
@@ -311,6 +357,8 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
  * rcl_domain_flusher_stop() - stop the flusher thread, after its current batch
  * @d: the domain
  *
+ * The thread checks between batches: it finishes the batch it is writing
+ * (writes, sync, end of writeback) and leaves the rest of its request.
  * Dirty objects stay dirty: flush them first (rcl_domain_flush() and wait,
  * or rcl_domain_writeback_all()) if they must reach storage.
  *
@@ -329,11 +377,14 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
  * For shutdown and tests: the same batches as the flusher thread, run by the
  * caller until no dirty object is left (objects dirtied meanwhile included,
  * bounded by the number dirty at the start plus those re-dirtied, at most
- * twice over).
+ * twice over).  A failed write or sync does not stop it: the objects
+ * concerned stay dirty and are not tried again in this call; all the others
+ * are written.
  *
  * Context: any thread, not from callbacks.
- * Return: 0; -EINVAL for NULL arguments; the first error a write or sync
- * returned (the objects concerned stay dirty).
+ * Return: 0; -EINVAL for NULL arguments; -ENOMEM if no batch could be
+ * allocated; else the first error a write or sync returned (the objects
+ * concerned stay dirty), after the others were written.
  */
 RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 				     const struct rcl_writeback_ops *ops,

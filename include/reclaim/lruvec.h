@@ -274,9 +274,13 @@ struct rcl_evict_control {
  *	rcl_lruvec_add(), _del(), _mark_accessed() and the other list
  *	operations on *other* nodes, of this or any lruvec, and any read-only
  *	function.  It must not call rcl_lruvec_destroy() on the lruvec being
- *	shrunk, nor rcl_lruvec_del_wait() on a node isolated by this very call:
- *	both return -EDEADLK.  rcl_lruvec_del() on the node being evicted
- *	returns -EBUSY.
+ *	shrunk, nor rcl_lruvec_del_wait() on a node that is isolated or under
+ *	writeback, nor rcl_lruvec_set_dirty() on a node in an evict callback's
+ *	hands (flusher.h): from any evict callback these return -EDEADLK rather
+ *	than wait.  rcl_lruvec_del() on the node being evicted returns -EBUSY.
+ *	Conversely, it must not wait for a thread that may be inside
+ *	rcl_lruvec_del_wait() or rcl_lruvec_set_dirty() for the node it judges
+ *	(use a trylock on a lock such a thread may hold).
  *
  * The table is normally `static const`.
  */
@@ -529,10 +533,12 @@ RCL_API int rcl_lruvec_del(struct rcl_lruvec *lv, struct rcl_lru_node *node);
  * @node: the node
  *
  * Like rcl_lruvec_del(), but if the node is isolated it waits until the
- * reclaimer puts it back and then deletes it.  If the evict callback answers
- * FREED for it meanwhile, the node's memory may be gone: the application's
- * pin protocol must prevent that (see the lifetime section above).  Do not
- * hold a lock that the evict callback takes while calling this.
+ * reclaimer puts it back and then deletes it, and if it is under writeback
+ * (flusher.h) it waits for the end of the writeback.  If the evict callback
+ * answers FREED for it meanwhile, the node's memory may be gone: the
+ * application's pin protocol must prevent that (see the lifetime section
+ * above).  Do not hold a lock that the evict callback takes while calling
+ * this.
  *
  * The wait is not a cancellation point (a thread cancelled there would die
  * holding the lruvec lock): cancellation takes effect after the call.
@@ -542,7 +548,8 @@ RCL_API int rcl_lruvec_del(struct rcl_lruvec *lv, struct rcl_lru_node *node);
  * detected outside evict callbacks).
  * Return: as rcl_lruvec_del(), never -EBUSY; -EDEADLK if called from any
  * evict callback on a node that is isolated (conservatively, even if another
- * thread isolated it).
+ * thread isolated it) or under writeback: a callback must not wait for a
+ * write, which may itself wait for memory that reclaim is freeing.
  */
 RCL_API int rcl_lruvec_del_wait(struct rcl_lruvec *lv,
 				struct rcl_lru_node *node);
@@ -799,11 +806,13 @@ RCL_API struct rcl_lru_node *rcl_lru_isolated_next(struct rcl_lru_isolated *iso,
  * The node becomes idle; the library forgets it (the caller typically frees
  * it).  Threads waiting in rcl_lruvec_del_wait() for it are woken (and get
  * -ENOENT).  Passing a node of another set of the same lruvec is undefined
- * (it cannot be detected cheaply).
+ * (it cannot be detected cheaply).  A node under writeback (flusher.h) stays
+ * in the set: its writer holds it until rcl_lruvec_writeback_end().
  *
  * Context: the caller owns @iso; takes the lruvec lock, and all batches if
  * the node still has a stale activation entry.
- * Return: 0; -EINVAL for NULL or a node that is not isolated in a set.
+ * Return: 0; -EINVAL for NULL or a node that is not isolated in a set;
+ * -EBUSY if the node is under writeback (nothing changes).
  */
 RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
 				    struct rcl_lru_node *node);
