@@ -4090,12 +4090,13 @@ static int wb_teardown(struct wb_run *r)
 
 	rcl_lru_drain_local();
 	if (r->d) {
+		/* The flusher first: see rcl_domain_writeback_all(). */
 		ret = rcl_domain_reclaimer_stop(r->d);
+		if (!ret)
+			ret = rcl_domain_flusher_stop(r->d);
 		if (!ret)
 			ret = rcl_domain_writeback_all(r->d, &wb_wops, r,
 						       &written);
-		if (!ret)
-			ret = rcl_domain_flusher_stop(r->d);
 		if (ret) {
 			fprintf(stderr, "rcl-bench: writeback teardown: %s\n",
 				strerror(-ret));

@@ -1367,7 +1367,7 @@ static void throttle_writeback(struct rcl_domain *d)
 
 RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 {
-	uint64_t deadline;
+	uint64_t deadline, kicked;
 	int err = 0;
 
 	if (!d)
@@ -1383,12 +1383,29 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 	pthread_mutex_lock(&d->wblock);
 	atomic_fetch_add(&d->nr_dirty_waiters, 1);
 	deadline = d->clock->now(d->clock->ctx) + d->dirty_timeout;
+	kicked = atomic_load(&d->written);
 	/*
 	 * Woken when the dirty weight drops (writes end, dirty objects are
-	 * deleted, an lruvec is detached) or the budget changes; the
-	 * threshold is computed again each time.
+	 * deleted, an lruvec is detached), the budget changes or the flusher
+	 * goes idle; the threshold is computed again each time.
 	 */
 	while (dirty_exceeded(d)) {
+		/*
+		 * The flusher went idle with the domain still over the limit
+		 * (a request is bounded, and objects dirtied after its last
+		 * batch asked for nothing): ask again, as the kernel's
+		 * balance_dirty_pages() starts background writeback on each
+		 * pass.  Only after progress, so that a flusher that cannot
+		 * write anything is not asked in a loop until the timeout.
+		 */
+		if (!atomic_load(&d->flush_busy) &&
+		    atomic_load(&d->written) != kicked) {
+			kicked = atomic_load(&d->written);
+			pthread_mutex_unlock(&d->wblock);
+			flush_request(d, 0, RCL_FLUSH_BACKGROUND);
+			pthread_mutex_lock(&d->wblock);
+			continue;
+		}
 		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
 				   deadline) == ETIMEDOUT) {
 			/* The timeout may have raced with the last wake-up. */
@@ -1510,6 +1527,8 @@ RCL_API int rcl_domain_flush_done(struct rcl_domain *d,
 	pthread_mutex_unlock(&d->flock);
 	if (now && (to_thread || d->fops))
 		deliver(d, &next, to_thread);
+	else
+		dirty_wake(d);	/* idle: balance_dirty() may ask again */
 	return 0;
 }
 
@@ -1613,8 +1632,8 @@ static int wb_skip_add(struct rcl_domain *d, struct wb_skip *sk,
  * Take up to @max dirty objects, oldest first (inactive tails, then active,
  * then unevictable), and start their writeback: from then on they are
  * pinned, so they stay valid after the locks are dropped.  Isolated and
- * pending objects are skipped (they will be found later), and so are those
- * in @skip.
+ * pending objects are skipped (isolated ones are found later; write_batches()
+ * drains pending ones once and looks again), and so are those in @skip.
  */
 static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
 			      unsigned max, const struct wb_skip *skip)
@@ -1678,7 +1697,7 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 	struct wb_item *it = d->alloc.alloc(d->alloc.ctx, batch * sizeof(*it));
 	struct wb_skip skip = { 0 };
 	uint64_t total = 0, b;
-	bool skip_full = false;
+	bool skip_full = false, drained = false;
 	int err = 0;
 
 	if (!it)
@@ -1692,6 +1711,16 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 		if (stop && atomic_load(stop))
 			break;
 		n = collect_dirty(d, it, max, &skip);
+		if (n < max && !drained && atomic_load(&d->dirty[0])) {
+			/*
+			 * Dirty objects left behind may still wait in some
+			 * thread's add batch (pending, not on a list): put
+			 * them on their lists, once per call.
+			 */
+			drained = true;
+			drain_all(d);
+			n += collect_dirty(d, it + n, max - n, &skip);
+		}
 		if (!n)
 			break;
 		for (i = 0; i < n; i++)

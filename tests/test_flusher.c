@@ -1967,6 +1967,66 @@ static void test_flusher_dirty_thresholds_default(void **state)
 }
 
 /*
+ * A throttled writer asks the flusher again when it goes idle with the
+ * domain still above the hard threshold, but only after some write ended
+ * since it last asked.  Budget 1000, weight 10: hard threshold 200.
+ */
+static void test_flusher_dirty_rekick(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d;
+	struct fcache c;
+	struct bal b;
+	struct mock m;
+	pthread_t t;
+	unsigned i;
+
+	(void)state;
+	mock_init(&m);
+	d = dom_make(1000, fc, &m, RCL_FLUSH_ALL, 0);
+	fc_init(&c, d, 40, 10, false, true);
+	fc_fill(&c, 40);
+	for (i = 0; i < 23; i++)
+		set_dirty(&c, i);	/* 230; request 0 at 100 */
+	assert_int_equal(mock_n(&m), 1);
+	assert_int_equal(mock_ack(&m, 0), 0);
+
+	/* Idle flusher, above background: balance_dirty asks (request 1). */
+	bal_start(&b, &t, d);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(mock_n(&m), 2);
+	wb_start(&c, 0);
+	wb_end(&c, 0, 0);		/* 220: progress, request 1 busy */
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(mock_n(&m), 2);
+	/* The flusher goes idle, still above 200: asked again. */
+	assert_int_equal(mock_ack(&m, 1), 0);
+	WAIT_FOR(mock_n(&m) == 3);
+	REQ_EQ(&m, 2, 0, RCL_FLUSH_BACKGROUND, 3);
+	/* Idle again without a write ended: not asked (no loop). */
+	assert_int_equal(mock_ack(&m, 2), 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(atomic_load(&b.done), 0);
+	/* A write ends while idle: asked again, once. */
+	wb_start(&c, 1);
+	wb_end(&c, 1, 0);		/* 210 */
+	WAIT_FOR(mock_n(&m) == 4);
+	wb_start(&c, 2);
+	wb_end(&c, 2, 0);
+	wb_start(&c, 3);
+	wb_end(&c, 3, 0);		/* 190 */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&b.ret), 0);
+	assert_int_equal(mock_n(&m), 4);
+	assert_int_equal(vmstat(d).dirty_throttle_timeouts, 0);
+	while (mock_n(&m) > atomic_load(&m.acks))
+		assert_int_equal(mock_ack(&m, (unsigned)atomic_load(&m.acks)), 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+}
+
+/*
  * Configured thresholds: background 30 %, hard 50 %, timeout 5 ms.  Budget
  * 1000, objects of weight 10.  Writeback weight counts towards both.
  */
@@ -2437,6 +2497,38 @@ static void test_flusher_thread_background(void **state)
 	WAIT_FLUSHER_IDLE(fc, &w, 10, 1);
 	DOM_STATS(d, 0, 0, 0, 0);
 	assert_int_equal(vmstat(d).writes_flusher, 10);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+}
+
+/*
+ * Objects dirtied while still pending in this thread's add batch: the
+ * flusher thread drains the batches when the lists run out, and writes them.
+ */
+static void test_flusher_thread_pending_dirty(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d = dom_make(HUGE_BUDGET, fc, NULL, RCL_FLUSH_ALL, 0);
+	struct fcache c;
+	struct wctx w;
+	unsigned i;
+
+	(void)state;
+	fc_init(&c, d, 8, 1, false, true);
+	for (i = 0; i < 8; i++)
+		fc_add(&c, i, 0);	/* batched: pending */
+	for (i = 0; i < 8; i++)
+		set_dirty(&c, i);
+	assert_int_equal(rcl_lru_node_flags(&O(&c, 0)->lru) & RCL_LRU_F_PENDING,
+			 RCL_LRU_F_PENDING);
+	wctx_init(&w, W_FLUSHER);
+	assert_int_equal(rcl_domain_flusher_start(d, &wops, &w, 4), 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FLUSHER_IDLE(fc, &w, 8, 1);
+	DOM_STATS(d, 0, 0, 0, 0);
+	assert_int_equal(vmstat(d).writes_flusher, 8);
 	assert_int_equal(rcl_domain_flusher_stop(d), 0);
 	fc_destroy(&c, true);
 	dom_free(d, fc);
@@ -3027,6 +3119,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_coalescing),
 		cmocka_unit_test(test_flusher_coalescing_concurrent),
 		cmocka_unit_test(test_flusher_dirty_thresholds_default),
+		cmocka_unit_test(test_flusher_dirty_rekick),
 		cmocka_unit_test(test_flusher_dirty_thresholds_configured),
 		cmocka_unit_test(test_flusher_throttle_writeback),
 		cmocka_unit_test(test_flusher_throttle_writeback_two),
@@ -3034,6 +3127,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_thread_write_error_does_not_stop_request),
 		cmocka_unit_test(test_flusher_thread_serves_reclaim),
 		cmocka_unit_test(test_flusher_thread_background),
+		cmocka_unit_test(test_flusher_thread_pending_dirty),
 		cmocka_unit_test(test_flusher_writeback_all),
 		cmocka_unit_test(test_flusher_writeback_all_error),
 		cmocka_unit_test(test_flusher_thread_own_callbacks),

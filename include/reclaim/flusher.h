@@ -74,7 +74,10 @@
  *
  * The flusher thread.  rcl_domain_flusher_start() runs a thread that serves
  * the requests itself: it finds dirty objects on the domain's lruvecs
- * (oldest first), marks a batch of them as under writeback, calls the
+ * (oldest first; objects still pending in threads' add batches are drained
+ * to their lists once per request when the lists run out; isolated objects
+ * are left to their reclaimer and found later), marks a batch of them as
+ * under writeback, calls the
  * application's write callback for each, and its sync callback once per
  * batch, then ends their writeback.  A failed write (or sync) does not end a
  * request: the objects concerned stay dirty and are not tried again within
@@ -295,7 +298,11 @@ RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write);
  * whenever that weight drops (a write ends, a dirty object is deleted, an
  * lruvec is detached) and when the budget is set, which moves the threshold;
  * it is compared with the threshold of the budget at that moment, also once
- * more when the timeout passes.
+ * more when the timeout passes.  While it waits, whenever the flusher goes
+ * idle with the domain still above the threshold and some write has ended
+ * since this call last asked, it asks the flusher again (a background
+ * request): a request is bounded, and objects dirtied after its last batch
+ * would otherwise wait for the timeout.
  *
  * Context: any thread but the flusher's (it would wait for itself: it
  * returns at once there); not from callbacks.  May sleep.
@@ -379,7 +386,10 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
  * bounded by the number dirty at the start plus those re-dirtied, at most
  * twice over).  A failed write or sync does not stop it: the objects
  * concerned stay dirty and are not tried again in this call; all the others
- * are written.
+ * are written.  Objects under writeback by another thread (the flusher
+ * thread's batch) are skipped, not waited for, and one dirtied during that
+ * write is dirty again when it ends: for a complete write-back at shutdown,
+ * stop the dirtying threads and rcl_domain_flusher_stop() first.
  *
  * Context: any thread, not from callbacks.
  * Return: 0; -EINVAL for NULL arguments; -ENOMEM if no batch could be

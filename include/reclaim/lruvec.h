@@ -201,9 +201,9 @@ struct rcl_lru_node {
 #define RCL_LRU_F_ISOLATED     (1u << 6)  /**< isolated by a reclaimer */
 #define RCL_LRU_F_REFERENCED   (1u << 8)  /**< accessed since last aged */
 #define RCL_LRU_F_WORKINGSET   (1u << 9)  /**< was active once (deactivated) */
-#define RCL_LRU_F_DIRTY        (1u << 10) /**< reserved for the flusher module */
-#define RCL_LRU_F_WRITEBACK    (1u << 11) /**< reserved for the flusher module */
-#define RCL_LRU_F_RECLAIM      (1u << 12) /**< reserved: reclaim when clean */
+#define RCL_LRU_F_DIRTY        (1u << 10) /**< dirty (flusher.h) */
+#define RCL_LRU_F_WRITEBACK    (1u << 11) /**< under writeback (flusher.h) */
+#define RCL_LRU_F_RECLAIM      (1u << 12) /**< reclaim when clean (flusher.h) */
 
 /* ------------------------------------------------------------------------- */
 /* Callbacks                                                                  */
@@ -245,7 +245,7 @@ enum rcl_evict_status {
  * @priv: the @priv of the lruvec's configuration
  * @type: the node's LRU type
  * @weight: the node's weight
- * @flags: RCL_EVICT_REFERENCED, RCL_EVICT_WORKINGSET
+ * @flags: RCL_EVICT_REFERENCED, RCL_EVICT_WORKINGSET, RCL_EVICT_DIRTY
  * @priority: the reclaim priority of the caller (12 = gentle .. 0 = all)
  * @context: the caller's reclaim-context mask (see later modules), passed
  *	through unchanged
