@@ -767,19 +767,24 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 /* The background reclaimer                                                   */
 /* ------------------------------------------------------------------------- */
 
-static void wake_reclaimer(struct rcl_domain *d)
+/* Returns true if this call woke the reclaimer (it was not pending). */
+static bool wake_reclaimer(struct rcl_domain *d)
 {
+	bool woke = false;
+
 	/* Lock-free filters: a wakeup is pending, or nobody listens. */
 	if (atomic_load(&d->wake_pending) || atomic_load(&d->hopeless))
-		return;
+		return false;
 	pthread_mutex_lock(&d->lock);
 	if (d->running && !d->stop && !atomic_load(&d->wake_pending) &&
 	    !atomic_load(&d->hopeless)) {
 		atomic_store(&d->wake_pending, true);
 		vm_add(d, VM_KSWAPD_WAKEUPS, 1);
 		pthread_cond_broadcast(&d->cond);
+		woke = true;
 	}
 	pthread_mutex_unlock(&d->lock);
+	return woke;
 }
 
 /*
@@ -1040,17 +1045,26 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 	} while (!atomic_compare_exchange_weak(&d->usage, &u, u + amount));
 
 	if (headroom(d) < atomic_load(&d->wlow)) {
-		wake_reclaimer(d);
 		/*
-		 * Give the background reclaimer the CPU, once.  The kernel's
-		 * kswapd gets to run because the allocator's slow path sleeps
-		 * and kswapd is a kernel thread; here it is one more runnable
+		 * Give the background reclaimer the CPU.  The kernel's kswapd
+		 * gets to run because the allocator's slow path sleeps and
+		 * kswapd is a kernel thread; here it is one more runnable
 		 * thread among busy ones, and without a yield it waits for a
 		 * time slice while the headroom down to min lasts a few
 		 * microseconds (rcl-bench stream: 47-51 % of scans done in the
-		 * background without the yield, over 99 % with it).
+		 * background without any yield).  The charge that wakes it
+		 * yields, and while the wakeup is still pending, so does every
+		 * charge in the lower half of the band between min and low
+		 * (the reclaimer is late).  Not every charge below low: those
+		 * yields (0.5-0.8 us each) set the charge p95 as soon as more
+		 * than 5 % of the charges fell in the window of a prompt
+		 * reclaimer's wakeup (rcl-bench writeback, bench/README.md).
 		 */
-		if (atomic_load(&d->wake_pending) &&
+		bool woke = wake_reclaimer(d);
+		uint64_t min = atomic_load(&d->wmin);
+
+		if ((woke || (atomic_load(&d->wake_pending) &&
+			      headroom(d) < min + (atomic_load(&d->wlow) - min) / 2)) &&
 		    (context & RCL_CTX_MAY_BLOCK) && tls_pass_domain != d &&
 		    tls_reclaimer_of != d)
 			sched_yield();

@@ -20,10 +20,11 @@
  *
  * - headroom above low: nothing happens;
  * - a charge that leaves headroom below low wakes the background reclaimer
- *   (if started), which reclaims until headroom is back above high; while a
- *   wakeup is pending, such a charge (if its context may block) yields the
- *   CPU once, so that the reclaimer gets to run before the headroom down to
- *   min is gone;
+ *   (if started), which reclaims until headroom is back above high; the
+ *   charge that wakes it, and while the wakeup is pending every charge that
+ *   leaves headroom in the lower half between min and low, yields the CPU
+ *   once (if its context may block), so that the reclaimer gets to run
+ *   before the headroom down to min is gone;
  * - a charge that would leave headroom below min makes the caller reclaim
  *   (direct reclaim), if its context mask has RCL_CTX_MAY_BLOCK: up to 16
  *   sweeps from priority 12 to 0; when one frees nothing, the pending adds
