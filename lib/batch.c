@@ -56,6 +56,7 @@ static bool batch_key_ok;
 static RCL__TLS struct rcl__tbatch *tls_batch;
 
 RCL__TLS struct rcl_lruvec *rcl__tls_evicting;
+RCL__TLS unsigned rcl__tls_writing;
 
 /* ------------------------------------------------------------------------- */
 /* Applying entries                                                           */
@@ -106,7 +107,7 @@ static void batch_destructor(void *arg)
 	if (tls_batch == b)
 		tls_batch = NULL;
 	pthread_mutex_destroy(&b->lock);
-	free(b);
+	rcl__free(b);
 }
 
 static void make_key(void)
@@ -121,16 +122,16 @@ static struct rcl__tbatch *batch_create(void)
 	pthread_once(&key_once, make_key);
 	if (!batch_key_ok)
 		return NULL;
-	b = calloc(1, sizeof(*b));
+	b = rcl__calloc(sizeof(*b));
 	if (!b)
 		return NULL;
 	if (pthread_mutex_init(&b->lock, NULL) != 0) {
-		free(b);
+		rcl__free(b);
 		return NULL;
 	}
 	if (pthread_setspecific(batch_key, b) != 0) {
 		pthread_mutex_destroy(&b->lock);
-		free(b);
+		rcl__free(b);
 		return NULL;
 	}
 	pthread_mutex_lock(&registry_lock);

@@ -117,11 +117,11 @@ RCL_API int rcl_fake_clock_new(uint64_t start, struct rcl_fake_clock **out)
 
 	if (!out)
 		return -EINVAL;
-	fc = calloc(1, sizeof(*fc));
+	fc = rcl__calloc(sizeof(*fc));
 	if (!fc)
 		return -ENOMEM;
 	if (pthread_mutex_init(&fc->lock, NULL) != 0) {
-		free(fc);
+		rcl__free(fc);
 		return -ENOMEM;
 	}
 	fc->clock.now = fake_now;
@@ -138,7 +138,7 @@ RCL_API void rcl_fake_clock_free(struct rcl_fake_clock *fc)
 	if (!fc)
 		return;
 	pthread_mutex_destroy(&fc->lock);
-	free(fc);
+	rcl__free(fc);
 }
 
 RCL_API const struct rcl_clock *rcl_fake_clock_clock(struct rcl_fake_clock *fc)

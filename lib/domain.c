@@ -159,6 +159,7 @@ static RCL__TLS const struct rcl_domain *tls_pass_domain;
 static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
 static RCL__TLS const struct rcl_domain *tls_reclaimer_of;
 static RCL__TLS const struct rcl_domain *tls_flusher_of;
+static RCL__TLS const struct rcl_domain *tls_writing_of;
 
 static void flush_request(struct rcl_domain *d, uint64_t nr,
 			  enum rcl_flush_reason reason);
@@ -278,7 +279,7 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	}
 	max_lv = cfg->max_lruvecs ? cfg->max_lruvecs : 256;
 	size = sizeof(*d) + (size_t)max_lv * sizeof(d->slots[0]);
-	d = a->alloc(a->ctx, size);
+	d = rcl__alloc(a, size);
 	if (!d)
 		return -ENOMEM;
 	memset(d, 0, size);
@@ -364,6 +365,13 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 
 	if (!d)
 		return 0;
+	/*
+	 * Its own threads cannot join themselves, and a write callback
+	 * cannot free the domain its batch is using (checked before
+	 * anything: a failing call changes nothing).
+	 */
+	if (tls_reclaimer_of == d || tls_flusher_of == d || tls_writing_of == d)
+		return -EDEADLK;
 	high = atomic_load(&d->high);
 	for (i = 0; i < high; i++)
 		if (atomic_load(&d->slots[i].lv))
@@ -757,7 +765,15 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 
 	if (!d || !nr_to_reclaim)
 		return -EINVAL;
-	if (tls_pass_domain == d)
+	/*
+	 * Within a pass of @d, and from the evict callback of an lruvec
+	 * attached to @d however it is being shrunk: the reclaim would
+	 * shrink that lruvec again from inside its own callback.
+	 */
+	if (tls_pass_domain == d ||
+	    (rcl__tls_evicting &&
+	     atomic_load_explicit(&rcl__tls_evicting->__domain,
+				  memory_order_relaxed) == (void *)d))
 		return -EDEADLK;
 	direct_reclaim(d, nr_to_reclaim, context, res ? res : &local);
 	return 0;
@@ -869,14 +885,20 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
 		err = -EBUSY;
 	} else {
 		d->stop = false;
-		if (headroom(d) < atomic_load(&d->wlow)) {
-			atomic_store(&d->wake_pending, true);
-			vm_add(d, VM_KSWAPD_WAKEUPS, 1);
-		}
-		if (pthread_create(&d->thread, NULL, reclaimer_main, d) != 0)
+		/*
+		 * The thread waits for this lock before it looks at anything,
+		 * so the wakeup can be posted after it exists: a start that
+		 * fails leaves no wakeup pending (and counts none).
+		 */
+		if (rcl__thread_create(&d->thread, reclaimer_main, d) != 0) {
 			err = -EAGAIN;
-		else
+		} else {
 			d->running = true;
+			if (headroom(d) < atomic_load(&d->wlow)) {
+				atomic_store(&d->wake_pending, true);
+				vm_add(d, VM_KSWAPD_WAKEUPS, 1);
+			}
+		}
 	}
 	pthread_mutex_unlock(&d->lock);
 	return err;
@@ -1623,8 +1645,7 @@ static int wb_skip_add(struct rcl_domain *d, struct wb_skip *sk,
 		return 0;
 	if (2 * (sk->nr + 1) > sk->cap) {
 		size_t cap = sk->cap ? 2 * sk->cap : 64, i;
-		uintptr_t *slot = d->alloc.alloc(d->alloc.ctx,
-						 cap * sizeof(*slot));
+		uintptr_t *slot = rcl__alloc(&d->alloc, cap * sizeof(*slot));
 
 		if (!slot)
 			return -ENOMEM;
@@ -1701,15 +1722,18 @@ static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
  * Write dirty objects in batches of @batch until @limit are written (0: until
  * none is left), or @bound batches have run, or *@stop is set (checked
  * between batches).  A failed write does not end the call: the objects that
- * failed stay dirty and are not tried again in it.  Returns the first error.
+ * failed stay dirty and are not tried again in it.  Returns the first error,
+ * or -ENOMEM if the call had to stop early because the set of failed objects
+ * could not grow (it would collect them again and again otherwise).
  */
 static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *ops,
 			 void *priv, unsigned batch, uint64_t limit,
 			 uint64_t bound, const atomic_bool *stop,
 			 uint64_t *written)
 {
-	struct wb_item *it = d->alloc.alloc(d->alloc.ctx, batch * sizeof(*it));
+	struct wb_item *it = rcl__alloc(&d->alloc, batch * sizeof(*it));
 	struct wb_skip skip = { 0 };
+	const struct rcl_domain *prev_writing;
 	uint64_t total = 0, b;
 	bool skip_full = false, drained = false;
 	int err = 0;
@@ -1737,10 +1761,19 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 		}
 		if (!n)
 			break;
+		/*
+		 * rcl_lruvec_del_wait() from these would wait for itself,
+		 * and rcl_domain_free() would pull @d from under this call.
+		 */
+		prev_writing = tls_writing_of;
+		tls_writing_of = d;
+		rcl__tls_writing++;
 		for (i = 0; i < n; i++)
 			it[i].err = ops->write(priv, it[i].node);
 		if (ops->sync)
 			serr = ops->sync(priv);
+		rcl__tls_writing--;
+		tls_writing_of = prev_writing;
 		for (i = 0; i < n; i++) {
 			int e = it[i].err ? it[i].err : serr;
 
@@ -1760,6 +1793,13 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 		total += ok;
 		vm_add(d, VM_WRITES_FLUSHER, ok);
 	}
+	/*
+	 * Stopped early for want of memory, with objects perhaps left
+	 * unwritten: say so, or the caller would take a write error for the
+	 * whole story ("the others were written").
+	 */
+	if (skip_full)
+		err = -ENOMEM;
 	if (skip.slot)
 		d->alloc.free(d->alloc.ctx, skip.slot);
 	d->alloc.free(d->alloc.ctx, it);
@@ -1814,14 +1854,20 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 		d->wpriv = priv;
 		d->wbatch = batch ? batch : 64;
 		atomic_store(&d->fl_stop, false);
-		/* Requests owed to the application's flusher are dropped. */
-		d->inflight = d->pending = false;
 		d->fl_work = false;
-		atomic_store(&d->flush_busy, false);
-		if (pthread_create(&d->fl_thread, NULL, flusher_main, d) != 0)
+		/*
+		 * The thread waits for this lock before it looks at anything.
+		 * Only once it exists are the requests owed to the
+		 * application's flusher dropped: a start that fails leaves
+		 * them in flight, to be acknowledged as before.
+		 */
+		if (rcl__thread_create(&d->fl_thread, flusher_main, d) != 0) {
 			err = -EAGAIN;
-		else
+		} else {
+			d->inflight = d->pending = false;
+			atomic_store(&d->flush_busy, false);
 			d->fl_running = true;
+		}
 	}
 	pthread_mutex_unlock(&d->flock);
 	return err;

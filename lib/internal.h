@@ -267,6 +267,11 @@ void rcl__domain_put(struct rcl_domain *d);
 /* Shrinkers allocated in a registry and not yet freed (lib/shrinker.c). */
 struct rcl_shrinker_registry;
 unsigned rcl__shrinker_registry_count(const struct rcl_shrinker_registry *reg);
+/* Memory from (and back to) a registry's allocator, for objects tied to it. */
+void *rcl__shrinker_registry_alloc(struct rcl_shrinker_registry *reg,
+				   size_t size);
+void rcl__shrinker_registry_release(struct rcl_shrinker_registry *reg,
+				    void *p);
 
 /* ------------------------------------------------------------------------- */
 /* Per-thread reclaim context                                                 */
@@ -274,5 +279,36 @@ unsigned rcl__shrinker_registry_count(const struct rcl_shrinker_registry *reg);
 
 /* The lruvec whose evict callback the calling thread is running, if any. */
 extern RCL__TLS struct rcl_lruvec *rcl__tls_evicting;
+/*
+ * Non-zero while the calling thread runs the write or sync callback of a
+ * batch whose objects it holds under writeback (lib/domain.c).
+ */
+extern RCL__TLS unsigned rcl__tls_writing;
+
+/* ------------------------------------------------------------------------- */
+/* Fault injection (lib/fault.c)                                              */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * Every allocation of the library and every thread it creates goes through
+ * these, so that a test can make any one of them fail: the hook, if set,
+ * is asked first and refuses by returning true.  Internal (hidden, not in
+ * libreclaim.sym): only tests linked with the static library can set it.
+ */
+enum rcl__fault_site {
+	RCL__FAULT_ALLOC = 0,	/* rcl__calloc(), rcl__alloc() */
+	RCL__FAULT_THREAD = 1,	/* rcl__thread_create() */
+};
+typedef bool (*rcl__fault_fn)(void *ctx, enum rcl__fault_site site,
+			      size_t size);
+/* Install (NULL: remove) the hook; not concurrently with library calls. */
+void rcl__fault_set(rcl__fault_fn fn, void *ctx);
+/* Zeroed memory from malloc, for objects that take no allocator. */
+void *rcl__calloc(size_t size);
+void rcl__free(void *p);
+/* @size bytes from an application's allocator. */
+void *rcl__alloc(const struct rcl_allocator *a, size_t size);
+/* pthread_create() with default attributes; returns 0 or an errno value. */
+int rcl__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif /* RECLAIM_INTERNAL_H */

@@ -579,7 +579,12 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 		if (wait && node_held(lv, f)) {
 			int cs;
 
-			if (rcl__tls_evicting) {
+			/*
+			 * An evict callback may wait for itself (or for a
+			 * thread that waits for it), and so may a write
+			 * callback for the writeback its own batch holds.
+			 */
+			if (rcl__tls_evicting || rcl__tls_writing) {
 				rcl__lruvec_unlock(lv);
 				return -EDEADLK;
 			}

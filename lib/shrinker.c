@@ -162,7 +162,7 @@ static const struct rcl_allocator std_allocator = { std_alloc, std_free, NULL };
 static void *reg_alloc(struct rcl_shrinker_registry *reg, size_t size,
 		       void **raw)
 {
-	char *p = reg->alloc.alloc(reg->alloc.ctx, size + CACHELINE);
+	char *p = rcl__alloc(&reg->alloc, size + CACHELINE);
 
 	*raw = p;
 	if (!p)
@@ -219,7 +219,7 @@ RCL_API int rcl_shrinker_registry_new(const struct rcl_shrinker_registry_config 
 		if (cfg->nr_partitions)
 			parts = cfg->nr_partitions;
 	}
-	reg = a->alloc(a->ctx, sizeof(*reg));
+	reg = rcl__alloc(a, sizeof(*reg));
 	if (!reg)
 		return -ENOMEM;
 	memset(reg, 0, sizeof(*reg));
@@ -270,6 +270,17 @@ RCL_API int rcl_shrinker_registry_free(struct rcl_shrinker_registry *reg)
 unsigned rcl__shrinker_registry_count(const struct rcl_shrinker_registry *reg)
 {
 	return atomic_load(&((struct rcl_shrinker_registry *)reg)->nr_shrinkers);
+}
+
+void *rcl__shrinker_registry_alloc(struct rcl_shrinker_registry *reg,
+				   size_t size)
+{
+	return rcl__alloc(&reg->alloc, size);
+}
+
+void rcl__shrinker_registry_release(struct rcl_shrinker_registry *reg, void *p)
+{
+	reg->alloc.free(reg->alloc.ctx, p);
 }
 
 RCL_API enum rcl_shrink_policy
@@ -521,8 +532,13 @@ static unsigned long scan_loop(struct rcl_shrinker *s,
 			*stopped = true;
 			break;
 		}
-		*freed = sat_add(*freed, ret);
 		done = RCL_MIN(sc->nr_scanned, n);
+		/*
+		 * A callback cannot free more than it looked at: a larger
+		 * answer (a bug, or a stray sentinel) would inflate the
+		 * counters and a domain's progress sums without bound.
+		 */
+		*freed = sat_add(*freed, RCL_MIN(ret, done));
 		if (!done)
 			break;	/* no progress: do not spin */
 		total -= done;

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <reclaim/scan.h>
 #include <reclaim/workingset.h>
@@ -287,6 +288,7 @@ RCL_API unsigned rcl_lruvec_inactive_target(const struct rcl_lruvec *lv,
 /* ------------------------------------------------------------------------- */
 
 struct rcl_shadow_limit {
+	struct rcl_shrinker_registry *reg;	/* its memory's allocator */
 	struct rcl_shrinker *shrinker;
 	atomic_llong count;
 	uint64_t quota;
@@ -334,9 +336,12 @@ RCL_API int rcl_shadow_limit_new(struct rcl_shrinker_registry *reg,
 
 	if (!reg || !ops || !ops->drop || !out)
 		return -EINVAL;
-	l = calloc(1, sizeof(*l));
+	/* From the registry's allocator, as the shrinker is. */
+	l = rcl__shrinker_registry_alloc(reg, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
+	memset(l, 0, sizeof(*l));
+	l->reg = reg;
 	l->quota = quota;
 	l->ops = ops;
 	l->priv = priv;
@@ -348,7 +353,7 @@ RCL_API int rcl_shadow_limit_new(struct rcl_shrinker_registry *reg,
 			rcl_shrinker_free(l->shrinker);
 	}
 	if (err) {
-		free(l);
+		rcl__shrinker_registry_release(reg, l);
 		return err;
 	}
 	*out = l;
@@ -380,6 +385,6 @@ RCL_API int rcl_shadow_limit_free(struct rcl_shadow_limit *limit)
 	err = rcl_shrinker_free(limit->shrinker);
 	if (err)
 		return err;
-	free(limit);
+	rcl__shrinker_registry_release(limit->reg, limit);
 	return 0;
 }

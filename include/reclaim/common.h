@@ -49,9 +49,17 @@
  * @ctx: passed to both
  *
  * Library-allocated objects (registries, shrinkers, ...) take an optional
- * allocator at creation; NULL means malloc()/free().  Tests use it to count
- * allocations and to make the Nth one fail.  The library never allocates per
- * cached object.
+ * allocator at creation; NULL means malloc()/free().  Everything allocated
+ * on behalf of an object comes from its allocator: a domain's registry and
+ * shrinkers, a registry's shadow limits, a domain's write-back batches.
+ * Tests use it to count allocations and to make the Nth one fail.  The
+ * library never allocates per cached object.
+ *
+ * When an allocation fails, the call that needed it returns -ENOMEM (or
+ * -EAGAIN for a thread that cannot be created) and changes nothing, as any
+ * failing call.  The one allocation no allocator reaches, a thread's add
+ * batch (lruvec.h, made on the thread's first batched call), never fails
+ * a call: without it the thread's adds and activations are done unbatched.
  */
 struct rcl_allocator {
 	void *(*alloc)(void *ctx, size_t size);

@@ -196,7 +196,9 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
  *
  * Context: any thread, not concurrently with other calls on @d.
  * Return: 0; -EBUSY (nothing freed) while lruvecs are attached or shrinkers
- * remain in its registry.
+ * remain in its registry; -EDEADLK (nothing done, checked first) from a
+ * callback run by @d's reclaimer or flusher thread, or by a write-back of
+ * @d (rcl_domain_writeback_all()).
  */
 RCL_API int rcl_domain_free(struct rcl_domain *d);
 
@@ -372,7 +374,11 @@ struct rcl_reclaim_result {
  * Context: any thread except this domain's own evict callbacks (-EDEADLK);
  * runs callbacks.
  * Return: 0 (even if the goal was not met: see @res); -EINVAL for NULL or a
- * zero goal; -EDEADLK from within a reclaim pass of @d.
+ * zero goal; -EDEADLK from within a reclaim pass of @d (its evict and
+ * shrinker callbacks), and from the evict callback of an lruvec attached to
+ * @d however it is being shrunk (rcl_lruvec_shrink_inactive(),
+ * rcl_scan_lruvec()): the reclaim would shrink that lruvec again from
+ * inside its own callback.
  */
 RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 			       uint64_t context, struct rcl_reclaim_result *res);
@@ -383,7 +389,8 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL; -EBUSY if it runs already; -EAGAIN if the
- * thread cannot be created.
+ * thread cannot be created (nothing changes: no wakeup is left pending or
+ * counted).
  */
 RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d);
 

@@ -334,6 +334,15 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  * @sync: optional; called once after each batch of writes (fdatasync());
  *	a failure makes every object of the batch dirty again.
  *
+ * Both run on the flusher thread or in rcl_domain_writeback_all()'s caller,
+ * with the batch's objects under writeback.  They may call the list
+ * operations, rcl_lruvec_set_dirty() and rcl_domain_detach(); these return
+ * -EDEADLK from them (nothing done): rcl_domain_flusher_stop() (on the
+ * flusher thread), rcl_domain_free() of the domain being written, and
+ * rcl_lruvec_del_wait() on a node under writeback or isolated (the object
+ * being written would wait for itself).  rcl_lruvec_del() of such a node
+ * returns -EBUSY.
+ *
  * An object whose write (or its batch's sync) failed is not tried again in
  * the same request or rcl_domain_writeback_all() call; the next one does.
  */
@@ -354,7 +363,9 @@ struct rcl_writeback_ops {
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL arguments; -EBUSY if it runs already; -EAGAIN
- * if the thread cannot be created.
+ * if the thread cannot be created (nothing changes: a request in flight to
+ * the application's flusher stays in flight, to be acknowledged with
+ * rcl_domain_flush_done()).
  */
 RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 				     const struct rcl_writeback_ops *ops,
@@ -370,7 +381,8 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
  * or rcl_domain_writeback_all()) if they must reach storage.
  *
  * Context: any thread but the flusher's callbacks (-EDEADLK).
- * Return: 0 (also if it was not running); -EINVAL for NULL.
+ * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK from
+ * the flusher thread's own callbacks.
  */
 RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
 
@@ -391,10 +403,16 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
  * write is dirty again when it ends: for a complete write-back at shutdown,
  * stop the dirtying threads and rcl_domain_flusher_stop() first.
  *
+ * Memory: one batch array, and a set of the objects whose write failed,
+ * from the domain's allocator.  If that set cannot grow, the call stops
+ * after the batch in hand (objects not reached stay dirty) and returns
+ * -ENOMEM.
+ *
  * Context: any thread, not from callbacks.
  * Return: 0; -EINVAL for NULL arguments; -ENOMEM if no batch could be
- * allocated; else the first error a write or sync returned (the objects
- * concerned stay dirty), after the others were written.
+ * allocated, or the call stopped early for want of memory; else the first
+ * error a write or sync returned (the objects concerned stay dirty), after
+ * the others were written.
  */
 RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 				     const struct rcl_writeback_ops *ops,

@@ -272,15 +272,25 @@ struct rcl_evict_control {
  * @evict: called by rcl_lruvec_shrink_inactive() for each isolated node, with
  *	no library lock held.  It may take the application's locks and may call
  *	rcl_lruvec_add(), _del(), _mark_accessed() and the other list
- *	operations on *other* nodes, of this or any lruvec, and any read-only
- *	function.  It must not call rcl_lruvec_destroy() on the lruvec being
- *	shrunk, nor rcl_lruvec_del_wait() on a node that is isolated or under
- *	writeback, nor rcl_lruvec_set_dirty() on a node in an evict callback's
- *	hands (flusher.h): from any evict callback these return -EDEADLK rather
- *	than wait.  rcl_lruvec_del() on the node being evicted returns -EBUSY.
+ *	operations (rotate, deactivate, unevictable, set_dirty, writeback
+ *	start and end) on *other* nodes, of this or any lruvec; any read-only
+ *	function; rcl_lruvec_drain(); rcl_lruvec_shrink_inactive() and
+ *	_shrink_active() on any lruvec, this one included (nodes isolated
+ *	already are not met again; the callback bounds its own recursion);
+ *	and rcl_domain_charge() / _uncharge() (domain.h).  It must not call
+ *	rcl_lruvec_destroy() on the lruvec being shrunk, nor
+ *	rcl_lruvec_del_wait() on a node that is isolated or under writeback,
+ *	nor rcl_lruvec_set_dirty() on a node in an evict callback's hands
+ *	(flusher.h), nor rcl_domain_reclaim() on the domain the lruvec is
+ *	attached to: from any evict callback these return -EDEADLK rather than
+ *	wait or recurse.  rcl_lruvec_del() on the node being evicted, or on
+ *	another node of its batch, returns -EBUSY.
  *	Conversely, it must not wait for a thread that may be inside
  *	rcl_lruvec_del_wait() or rcl_lruvec_set_dirty() for the node it judges
- *	(use a trylock on a lock such a thread may hold).
+ *	(use a trylock on a lock such a thread may hold).  It may block for a
+ *	long time: only rcl_lruvec_del_wait() and rcl_lruvec_set_dirty() on
+ *	the nodes of its batch, and rcl_domain_detach() of its lruvec during a
+ *	domain pass, wait for it.
  *
  * The table is normally `static const`.
  */
@@ -504,6 +514,10 @@ RCL_API unsigned rcl_lruvec_id(const struct rcl_lruvec *lv);
  * A node that is already on an lruvec - *any* lruvec, not only @lv - is
  * refused with -EBUSY and left where it is.
  *
+ * The calling thread's batch is allocated on its first batched call; if
+ * that allocation fails, the node is added as with RCL_LRU_ADD_NOBATCH
+ * (listed on return), and the next batched call tries again.
+ *
  * Context: any thread, including evict callbacks.
  * Return: 0; -EINVAL for NULL, an uninitialised lruvec, @type out of range
  * or an unknown flag; -EBUSY if the node is not idle.
@@ -549,7 +563,10 @@ RCL_API int rcl_lruvec_del(struct rcl_lruvec *lv, struct rcl_lru_node *node);
  * Return: as rcl_lruvec_del(), never -EBUSY; -EDEADLK if called from any
  * evict callback on a node that is isolated (conservatively, even if another
  * thread isolated it) or under writeback: a callback must not wait for a
- * write, which may itself wait for memory that reclaim is freeing.
+ * write, which may itself wait for memory that reclaim is freeing.  Also
+ * -EDEADLK from the write and sync callbacks of the library's write-back
+ * (flusher.h) on such a node: the node being written would wait for the
+ * end of its own writeback.
  */
 RCL_API int rcl_lruvec_del_wait(struct rcl_lruvec *lv,
 				struct rcl_lru_node *node);

@@ -177,8 +177,23 @@ struct rcl_shrink_control {
  *	this reclaim call, and the work is deferred).  Called with no library
  *	lock held, only after a non-zero count.
  *
- * Both may call any library function except rcl_shrinker_free() on their
- * own shrinker (which returns -EDEADLK).
+ * Misbehaviour is contained.  A count above 2^40 is taken as 2^40, so the
+ * arithmetic cannot overflow and backlogs stay below twice that; a count
+ * that flaps to RCL_SHRINK_EMPTY drops the backlog each time, and one that
+ * flaps to 0 keeps it.  A count far above the real size makes reclaim call
+ * scan_objects until it reports sc->nr_scanned = 0 (or answers
+ * RCL_SHRINK_STOP), so a scan that finds nothing left must say so.  A scan
+ * answer above what the call examined (min(sc->nr_scanned,
+ * sc->nr_to_scan)), such as a stray sentinel, is counted as that: freed
+ * never exceeds scanned, in the counters, the results and a domain's sums.
+ *
+ * Both may block (sleep, wait for I/O or a lock): nothing waits for them
+ * but rcl_shrinker_free() of that shrinker; other threads register, free,
+ * and shrink meanwhile.  Both may call any library function, with these
+ * exceptions, which return -EDEADLK (nothing done): rcl_shrinker_free() on
+ * their own shrinker (and rcl_shadow_limit_free() from a shadow limit's
+ * drop callback), and, from a pass of a domain (domain.h),
+ * rcl_domain_reclaim() and rcl_domain_detach() on that domain.
  */
 struct rcl_shrinker_ops {
 	unsigned long (*count_objects)(struct rcl_shrinker *shrinker,
@@ -417,8 +432,14 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
  * rcl_shrinker_register() - let reclaim call a shrinker
  * @shrinker: a shrinker from rcl_shrinker_new()
  *
+ * Takes a slot of the registry's table, which grows in chunks of 64 slots
+ * from the registry's allocator.
+ *
  * Context: any thread, while other threads shrink.
- * Return: 0; -EINVAL for NULL; -EBUSY if it is already registered.
+ * Return: 0; -EINVAL for NULL; -EBUSY if it is already registered;
+ * -ENOMEM if the table must grow and cannot (the shrinker stays allocated
+ * and unregistered: register it again later, or free it); -ENOSPC if the
+ * table is full.
  */
 RCL_API int rcl_shrinker_register(struct rcl_shrinker *shrinker);
 

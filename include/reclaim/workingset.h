@@ -173,8 +173,8 @@ struct rcl_shadow_ops {
  * @out: receives the limit (written on success only)
  *
  * Registers a shrinker named "shadow" with seeks = 0 whose count is the
- * number of shadows above @quota (0 below it).  Pair with
- * rcl_shadow_limit_free().
+ * number of shadows above @quota (0 below it).  The limit's memory comes
+ * from the registry's allocator.  Pair with rcl_shadow_limit_free().
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL arguments; -ENOMEM; as rcl_shrinker_new().
