@@ -127,7 +127,8 @@ RCL_API int rcl_fake_clock_new(uint64_t start, struct rcl_fake_clock **out)
 	fc->clock.now = fake_now;
 	fc->clock.wait = fake_wait;
 	fc->clock.ctx = fc;
-	fc->now = start;
+	/* FOREVER is no time: every wait without a deadline would end. */
+	fc->now = start == RCL_CLOCK_FOREVER ? RCL_CLOCK_FOREVER - 1 : start;
 	fc->head.next = fc->head.prev = &fc->head;
 	*out = fc;
 	return 0;

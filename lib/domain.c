@@ -270,7 +270,8 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	     cfg->flush_policy != RCL_FLUSH_PROPORTIONAL) ||
 	    (cfg->flusher && !cfg->flusher->wakeup) ||
 	    (cfg->flags & ~(RCL_DOMAIN_NONPROPORTIONAL |
-			    RCL_DOMAIN_RECLAIM_WRITES)))
+			    RCL_DOMAIN_RECLAIM_WRITES)) ||
+	    cfg->max_lruvecs > RCL_LRUVEC_MAX_IDS)
 		return -EINVAL;
 	if (cfg->allocator) {
 		if (!cfg->allocator->alloc || !cfg->allocator->free)
@@ -428,12 +429,21 @@ static void revive_locked(struct rcl_domain *d)
  * point it at the domain (or not), under its lock: the lruvec's own state
  * changes account under that lock too, so the sums stay exact.
  */
-static void transfer_dirty(struct rcl_domain *d, struct rcl_lruvec *lv,
-			   bool in)
+/*
+ * Move @lv's dirty counts into @d (@in) or out of it, and set or clear the
+ * lruvec's domain, under its lock.  -EBUSY (nothing done) when attaching an
+ * lruvec that another domain holds already.
+ */
+static int transfer_dirty(struct rcl_domain *d, struct rcl_lruvec *lv,
+			  bool in)
 {
 	unsigned i;
 
 	rcl__lruvec_lock(lv);
+	if (in && atomic_load(&lv->__domain)) {
+		rcl__lruvec_unlock(lv);
+		return -EBUSY;
+	}
 	for (i = 0; i < 4; i++) {
 		uint64_t v = atomic_load(&lv->__dirty[i]);
 
@@ -444,6 +454,7 @@ static void transfer_dirty(struct rcl_domain *d, struct rcl_lruvec *lv,
 	}
 	atomic_store(&lv->__domain, in ? (void *)d : NULL);
 	rcl__lruvec_unlock(lv);
+	return 0;
 }
 
 RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
@@ -473,11 +484,15 @@ RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
 			goto out;
 		}
 		free_slot = high;
-		atomic_store(&d->high, high + 1);
 	}
+	/* Attached to another domain: one domain charges an lruvec. */
+	err = transfer_dirty(d, lv, true);
+	if (err)
+		goto out;
+	if (free_slot == high)
+		atomic_store(&d->high, high + 1);
 	d->slots[free_slot].used = true;
 	d->slots[free_slot].partition = partition;
-	transfer_dirty(d, lv, true);
 	atomic_store(&d->slots[free_slot].lv, lv);
 	revive_locked(d);
 out:
@@ -513,7 +528,7 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
 				       RCL_CLOCK_FOREVER);
 		atomic_fetch_sub(&d->nr_detaching, 1);
-		transfer_dirty(d, lv, false);
+		(void)transfer_dirty(d, lv, false);
 		s->used = false;
 		dirty_wake(d);	/* its dirty weight is no longer ours */
 		err = 0;
@@ -1418,7 +1433,11 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 	vm_add(d, VM_DIRTY_THROTTLED, 1);
 	pthread_mutex_lock(&d->wblock);
 	atomic_fetch_add(&d->nr_dirty_waiters, 1);
-	deadline = d->clock->now(d->clock->ctx) + d->dirty_timeout;
+	deadline = d->clock->now(d->clock->ctx);
+	/* A timeout beyond the clock's range is no timeout. */
+	deadline = deadline + d->dirty_timeout < deadline
+			   ? RCL_CLOCK_FOREVER
+			   : deadline + d->dirty_timeout;
 	kicked = atomic_load(&d->written);
 	/*
 	 * Woken when the dirty weight drops (writes end, dirty objects are
@@ -1844,7 +1863,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 {
 	int err = 0;
 
-	if (!d || !ops || !ops->write)
+	if (!d || !ops || !ops->write || batch > RCL_WRITEBACK_MAX_BATCH)
 		return -EINVAL;
 	pthread_mutex_lock(&d->flock);
 	if (d->fl_running) {

@@ -454,7 +454,9 @@ RCL_API int rcl_lruvec_destroy(struct rcl_lruvec *lv)
 	rcl__tbatch_drain_all(lv);
 
 	rcl__lruvec_lock(lv);
-	empty = lruvec_empty_locked(lv);
+	/* Attached: the domain holds a pointer to it (detach it first). */
+	empty = lruvec_empty_locked(lv) &&
+		!atomic_load_explicit(&lv->__domain, memory_order_relaxed);
 	rcl__lruvec_unlock(lv);
 	if (!empty)
 		return -EBUSY;

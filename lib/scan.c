@@ -23,6 +23,13 @@ RCL_API int rcl_lruvec_note_cost(struct rcl_lruvec *lv, unsigned type,
 {
 	if (!lruvec_live(lv) || type >= lv->__nr_types)
 		return -EINVAL;
+	/*
+	 * Saturate: the product must not wrap, and a cost of 2^60 already
+	 * outweighs any list (add_cost() halves the costs once they exceed
+	 * a quarter of the lists' size, so the sum stays below 2^62).
+	 */
+	if (nr_refaults > (UINT64_C(1) << 60) / RCL_REFAULT_COST)
+		nr_refaults = (UINT64_C(1) << 60) / RCL_REFAULT_COST;
 	rcl__lruvec_add_cost(lv, type, nr_refaults * RCL_REFAULT_COST);
 	return 0;
 }

@@ -193,12 +193,16 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 				   uint64_t shadow, unsigned *outcome)
 {
 	unsigned out = 0;
-	bool restore = false;
+	bool restore = false, adapt = false, step = false, grow = false;
+	uint64_t adapt_total = 0;
 	int err;
 
 	if (outcome)
 		*outcome = 0;
 	if (!lruvec_live(lv) || !node || type >= lv->__nr_types)
+		return -EINVAL;
+	/* As rcl_lruvec_add(): pinned and active at once is a caller's bug. */
+	if ((flags & RCL_LRU_ADD_UNEVICTABLE) && (flags & RCL_LRU_ADD_ACTIVE))
 		return -EINVAL;
 	if (rcl_shadow_is_valid(shadow)) {
 		unsigned sid = (unsigned)((shadow >> ID_SHIFT) & 0xffff);
@@ -218,18 +222,25 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 				out |= RCL_REFAULT_ACTIVATE;
 			if (adaptive(lv)) {
 				uint64_t total = in + act;
+				unsigned target = rcl__workingset_target(lv, type);
 
-				workingset_target_init(lv, type);
 				/*
 				 * An active list below its target has room:
 				 * any object with a reuse history may have it.
+				 * (The target starts at TARGET_INIT with the
+				 * first own refault: set after the add, so
+				 * that a failing call changes nothing.)
 				 */
-				if (act < total - rcl__share_of(total,
-					rcl__workingset_target(lv, type)))
+				if (!target)
+					target = TARGET_INIT;
+				if (act < total - rcl__share_of(total, target))
 					out |= RCL_REFAULT_ACTIVATE;
-				if (distance <= objs / GHOST_WINDOW_DIV)
-					workingset_adapt(lv, type, weight, total,
-							 !restore);
+				adapt = true;
+				if (distance <= objs / GHOST_WINDOW_DIV) {
+					step = true;
+					grow = !restore;
+					adapt_total = total;
+				}
 			}
 			if (out & RCL_REFAULT_ACTIVATE)
 				flags |= RCL_LRU_ADD_ACTIVE;
@@ -238,10 +249,15 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 			out |= RCL_REFAULT_RESTORE;
 	}
 	if ((flags & RCL_LRU_ADD_UNEVICTABLE) && (flags & RCL_LRU_ADD_ACTIVE))
-		flags &= ~RCL_LRU_ADD_ACTIVE;	/* pinned wins */
+		flags &= ~RCL_LRU_ADD_ACTIVE;	/* pinned wins over our verdict */
 	err = rcl_lruvec_add(lv, node, type, weight, flags);
 	if (err)
 		return err;
+	if (adapt) {
+		workingset_target_init(lv, type);
+		if (step)
+			workingset_adapt(lv, type, weight, adapt_total, grow);
+	}
 	if (out & RCL_REFAULT_REFAULT)
 		atomic_fetch_add_explicit(&lv->__ws[WS_REFAULT], 1,
 					  memory_order_relaxed);

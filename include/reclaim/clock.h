@@ -72,7 +72,9 @@ struct rcl_fake_clock;
 /**
  * rcl_fake_clock_new() - a clock that moves only when told.  Pair with
  * rcl_fake_clock_free().
- * @start: the initial time (ns)
+ * @start: the initial time (ns); RCL_CLOCK_FOREVER is taken as
+ *	RCL_CLOCK_FOREVER - 1 (the clock never reaches FOREVER, see
+ *	rcl_fake_clock_advance())
  * @out: receives the clock
  *
  * Context: any thread.
@@ -106,6 +108,9 @@ RCL_API const struct rcl_clock *rcl_fake_clock_clock(struct rcl_fake_clock *fc);
  *
  * Context: any thread; takes the mutex of each such waiter, so never call
  * it holding one of the library's locks (not an issue from test code).
+ *
+ * Bad input: @fc NULL is a no-op. The time saturates at RCL_CLOCK_FOREVER -
+ * 1, so that it never reaches RCL_CLOCK_FOREVER.
  */
 RCL_API void rcl_fake_clock_advance(struct rcl_fake_clock *fc, uint64_t ns);
 

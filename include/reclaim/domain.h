@@ -182,8 +182,11 @@ struct rcl_watermarks {
  * Context: any thread.
  * Return: 0; -EINVAL for NULL arguments, a zero budget, too many partitions
  * (more than RCL_SHRINKER_MAX_PARTITIONS), an unknown mode, policy or flag,
- * a swappiness above 200, a scale factor above 10000, or an allocator
- * without both callbacks; -ENOMEM.
+ * a swappiness above 200, a scale factor above 10000, dirty ratios above
+ * 100, an unknown flush policy, a flusher without a wakeup callback,
+ * @max_lruvecs above RCL_LRUVEC_MAX_IDS (no more lruvecs can exist), or an
+ * allocator without both callbacks; -ENOMEM.  A @dirty_timeout_ns beyond
+ * the clock's range means no timeout.
  */
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out);
@@ -199,6 +202,10 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
  * remain in its registry; -EDEADLK (nothing done, checked first) from a
  * callback run by @d's reclaimer or flusher thread, or by a write-back of
  * @d (rcl_domain_writeback_all()).
+ *
+ * Bad input: It stops the background reclaimer and the flusher thread first.
+ * -EDEADLK (nothing done) from its own reclaimer or flusher thread, or from a
+ * write callback.
  */
 RCL_API int rcl_domain_free(struct rcl_domain *d);
 
@@ -212,6 +219,9 @@ RCL_API int rcl_domain_free(struct rcl_domain *d);
  * Return: 0; -EINVAL for NULL, an lruvec without an evict callback or a
  * partition out of range; -EBUSY if @lv is attached already; -ENOSPC if
  * max_lruvecs are attached.
+ *
+ * Bad input: -EINVAL also for an uninitialised lruvec; -EBUSY also if the
+ * lruvec is attached to another domain.
  */
 RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
 			      unsigned partition);
@@ -259,6 +269,8 @@ RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d);
  * leave usage above the budget even after reclaim, or is larger than the
  * whole budget (then nothing is evicted for it); -EOVERFLOW if usage would
  * wrap around 64 bits.  Nothing is charged on failure.
+ *
+ * Bad input: *@overshoot is 0 on failure.
  */
 RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 			      uint64_t context, uint64_t *overshoot);
@@ -409,6 +421,8 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d);
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL.
+ *
+ * Bad input: Without a running reclaimer it only clears the hopeless state.
  */
 RCL_API int rcl_domain_wakeup(struct rcl_domain *d);
 

@@ -308,6 +308,8 @@ RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write);
  * returns at once there); not from callbacks.  May sleep.
  * Return: 0 (below the threshold, or after waiting); -ETIMEDOUT if the
  * domain was still above it when the timeout passed; -EINVAL for NULL.
+ *
+ * Bad input: A dirty timeout beyond the clock's range means no timeout.
  */
 RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context);
 
@@ -325,6 +327,9 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
 /* ------------------------------------------------------------------------- */
 /* The library's flusher thread                                               */
 /* ------------------------------------------------------------------------- */
+
+/** The largest batch of rcl_domain_flusher_start() (one allocation each). */
+#define RCL_WRITEBACK_MAX_BATCH 65536u
 
 /**
  * struct rcl_writeback_ops - how the library's flusher thread writes
@@ -356,13 +361,15 @@ struct rcl_writeback_ops {
  * @d: the domain
  * @ops: the write callbacks (@ops->write is required)
  * @priv: passed to them
- * @batch: objects per batch (per sync); 0 = 64
+ * @batch: objects per batch (per sync); 0 = 64; at most
+ *	RCL_WRITEBACK_MAX_BATCH
  *
  * From now on flush requests go to this thread instead of the application's
  * wakeup callback.
  *
  * Context: any thread.
- * Return: 0; -EINVAL for NULL arguments; -EBUSY if it runs already; -EAGAIN
+ * Return: 0; -EINVAL for NULL arguments or @batch above
+ * RCL_WRITEBACK_MAX_BATCH; -EBUSY if it runs already; -EAGAIN
  * if the thread cannot be created (nothing changes: a request in flight to
  * the application's flusher stays in flight, to be acknowledged with
  * rcl_domain_flush_done()).
@@ -383,6 +390,8 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
  * Context: any thread but the flusher's callbacks (-EDEADLK).
  * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK from
  * the flusher thread's own callbacks.
+ *
+ * Bad input: -EDEADLK from the flusher's own callbacks.
  */
 RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
 
@@ -413,6 +422,8 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
  * allocated, or the call stopped early for want of memory; else the first
  * error a write or sync returned (the objects concerned stay dirty), after
  * the others were written.
+ *
+ * Bad input: *@written is 0 on failure.
  */
 RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 				     const struct rcl_writeback_ops *ops,

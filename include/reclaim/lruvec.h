@@ -468,6 +468,9 @@ RCL_API unsigned rcl_lru_node_type(const struct rcl_lru_node *node);
  * RCL_LRUVEC_MAX_IDS lruvecs exist;
  * -ENOMEM (or another pthread error, negated) if the mutex or condition
  * variable cannot be created.
+ *
+ * Bad input: Initialising a live lruvec again is not detected: its id stays
+ * allocated for the life of the process.
  */
 RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
 			    const struct rcl_lruvec_config *cfg);
@@ -485,6 +488,10 @@ RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
  * concurrently with any other call on @lv.  Takes all batches.
  * Return: 0; -EBUSY if the lruvec is not empty; -EDEADLK from @lv's own
  * evict callback.
+ *
+ * Bad input: -EBUSY also while it is attached to a domain
+ * (rcl_domain_detach() first). A zero-filled, never-initialised lruvec is
+ * taken as destroyed (0).
  */
 RCL_API int rcl_lruvec_destroy(struct rcl_lruvec *lv);
 
@@ -521,6 +528,9 @@ RCL_API unsigned rcl_lruvec_id(const struct rcl_lruvec *lv);
  * Context: any thread, including evict callbacks.
  * Return: 0; -EINVAL for NULL, an uninitialised lruvec, @type out of range
  * or an unknown flag; -EBUSY if the node is not idle.
+ *
+ * Bad input: @flags with both RCL_LRU_ADD_ACTIVE and RCL_LRU_ADD_UNEVICTABLE
+ * is -EINVAL.
  */
 RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 			   unsigned type, uint32_t weight, unsigned flags);
@@ -538,6 +548,8 @@ RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
  * is not on @lv (idle, or on another lruvec); -EBUSY if a reclaimer has it
  * isolated (nothing changes: retry after the reclaimer has put it back, or use
  * rcl_lruvec_del_wait()).
+ *
+ * Bad input: -EBUSY also for a node under writeback (flusher.h).
  */
 RCL_API int rcl_lruvec_del(struct rcl_lruvec *lv, struct rcl_lru_node *node);
 
@@ -560,13 +572,19 @@ RCL_API int rcl_lruvec_del(struct rcl_lruvec *lv, struct rcl_lru_node *node);
  * Context: any thread; may sleep.  Never for a node that the calling thread
  * holds in an isolated set of its own: it would wait for itself (this is not
  * detected outside evict callbacks).
- * Return: as rcl_lruvec_del(), never -EBUSY; -EDEADLK if called from any
- * evict callback on a node that is isolated (conservatively, even if another
+ * Return: as rcl_lruvec_del(), but -EBUSY only as below; -EDEADLK if
+ * called from any evict callback on a node that is isolated (conservatively, even if another
  * thread isolated it) or under writeback: a callback must not wait for a
  * write, which may itself wait for memory that reclaim is freeing.  Also
  * -EDEADLK from the write and sync callbacks of the library's write-back
  * (flusher.h) on such a node: the node being written would wait for the
  * end of its own writeback.
+ *
+ * Bad input: -EDEADLK also from a write callback (the flusher thread,
+ * rcl_domain_writeback_all()) on a node that its own batch holds under
+ * writeback.  -EBUSY only if the node's state changes under it 64 times in
+ * a row, which takes another thread adding and deleting the same node at
+ * once (the caller racing itself): it gives up rather than loop for ever.
  */
 RCL_API int rcl_lruvec_del_wait(struct rcl_lruvec *lv,
 				struct rcl_lru_node *node);
@@ -658,6 +676,9 @@ RCL_API int rcl_lruvec_unmark_unevictable(struct rcl_lruvec *lv,
  * Context: lock-free; may be slightly stale while other threads work.
  * Return: the number of nodes on the list; 0 (and *@weight = 0) for NULL, an
  * uninitialised lruvec or a list index out of range.
+ *
+ * Bad input: The index of a type the lruvec does not have is an empty list
+ * (0).
  */
 RCL_API size_t rcl_lruvec_count(const struct rcl_lruvec *lv, unsigned list,
 				uint64_t *weight);
@@ -668,6 +689,8 @@ RCL_API size_t rcl_lruvec_count(const struct rcl_lruvec *lv, unsigned list,
  *
  * Context: lock-free; may be stale.
  * Return: the number of isolated nodes; 0 for NULL.
+ *
+ * Bad input: 0 for NULL or an uninitialised lruvec.
  */
 RCL_API size_t rcl_lruvec_nr_isolated(const struct rcl_lruvec *lv);
 
@@ -777,6 +800,9 @@ struct rcl_lru_isolated {
  * @iso: the set
  *
  * Context: the caller owns @iso.
+ *
+ * Bad input: NULL is ignored. Never call it on a set that holds nodes: they
+ * would stay isolated for ever.
  */
 RCL_API void rcl_lru_isolated_init(struct rcl_lru_isolated *iso);
 
@@ -798,6 +824,9 @@ RCL_API void rcl_lru_isolated_init(struct rcl_lru_isolated *iso);
  * Return: 0 (@iso->nr grows by the number taken, possibly 0); -EINVAL for
  * NULL, an uninitialised lruvec, a bad list index, or @iso holding nodes of
  * another lruvec.
+ *
+ * Bad input: -EINVAL also for a set not passed to rcl_lru_isolated_init()
+ * first.
  */
 RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 			       size_t nr_to_scan, struct rcl_lru_isolated *iso);
@@ -811,6 +840,8 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
  *
  * Context: the caller owns @iso.
  * Return: the next node (oldest first), or NULL at the end.
+ *
+ * Bad input: NULL for NULL or an uninitialised set.
  */
 RCL_API struct rcl_lru_node *rcl_lru_isolated_next(struct rcl_lru_isolated *iso,
 						   struct rcl_lru_node *pos);
@@ -845,6 +876,9 @@ RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
  *
  * Context: the caller owns @iso.
  * Return: 0; -EINVAL for NULL or a node that is not isolated.
+ *
+ * Bad input: A node of another set of the same lruvec is not detected (it
+ * cannot be, cheaply); do not pass one.
  */
 RCL_API int rcl_lru_isolated_set_active(struct rcl_lru_isolated *iso,
 					struct rcl_lru_node *node, bool active);
@@ -860,6 +894,9 @@ RCL_API int rcl_lru_isolated_set_active(struct rcl_lru_isolated *iso,
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL or a set that holds nodes of another lruvec.
+ *
+ * Bad input: -EINVAL for an uninitialised set; 0 for an empty set, whatever
+ * lruvec it served.
  */
 RCL_API int rcl_lruvec_putback(struct rcl_lruvec *lv,
 			       struct rcl_lru_isolated *iso);
@@ -937,6 +974,10 @@ struct rcl_lru_shrink_control {
  * the evict callback with no library lock held.
  * Return: 0; -EINVAL for NULL, an uninitialised lruvec, a type out of range
  * or an lruvec without an evict callback.
+ *
+ * Bad input: @sc->nr_to_scan is the only bound: objects answered BUSY are met
+ * again, so do not pass SIZE_MAX to mean everything. Unknown @sc->flags bits
+ * are ignored.
  */
 RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				       struct rcl_lru_shrink_control *sc);

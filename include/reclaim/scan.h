@@ -166,6 +166,9 @@ RCL_API int rcl_scan_targets(const struct rcl_lruvec *lv, int priority,
  * lock held.
  * Return: 0; -EINVAL for NULL, an lruvec without an evict callback, or a
  * priority or swappiness out of range.
+ *
+ * Bad input: -EINVAL also for an uninitialised lruvec. Unknown @sc->flags
+ * bits are ignored.
  */
 RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc);
 
@@ -182,6 +185,9 @@ RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc);
  *
  * Context: lock-free.
  * Return: 0; -EINVAL for NULL, an uninitialised lruvec or a type out of range.
+ *
+ * Bad input: @nr_refaults saturates at 2^60 / RCL_REFAULT_COST: the cost
+ * never wraps.
  */
 RCL_API int rcl_lruvec_note_cost(struct rcl_lruvec *lv, unsigned type,
 				 uint64_t nr_refaults);

@@ -317,6 +317,8 @@ struct rcl_shrinker_registry_config {
  * Context: any thread.
  * Return: 0; -EINVAL for a NULL @out, more than RCL_SHRINKER_MAX_PARTITIONS
  * partitions or an unknown policy; -ENOMEM.
+ *
+ * Bad input: -EINVAL also for an allocator without both callbacks.
  */
 RCL_API int rcl_shrinker_registry_new(const struct rcl_shrinker_registry_config *cfg,
 				      struct rcl_shrinker_registry **out);
@@ -440,6 +442,8 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
  * -ENOMEM if the table must grow and cannot (the shrinker stays allocated
  * and unregistered: register it again later, or free it); -ENOSPC if the
  * table is full.
+ *
+ * Bad input: -ENOMEM also if the registry's slot table cannot grow.
  */
 RCL_API int rcl_shrinker_register(struct rcl_shrinker *shrinker);
 

@@ -101,6 +101,12 @@ static inline bool rcl_shadow_is_valid(uint64_t v)
  *
  * Context: as rcl_lruvec_add().
  * Return: as rcl_lruvec_add().
+ *
+ * Bad input: *@outcome is 0 on failure, and a failing call changes nothing
+ * (not even the adaptive target). @flags as rcl_lruvec_add(): both ACTIVE and
+ * UNEVICTABLE is -EINVAL; an activation decided here does not override
+ * UNEVICTABLE. A shadow whose lruvec was destroyed and whose id a new lruvec
+ * took is taken as the new lruvec's own (ids are reused).
  */
 RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 				   struct rcl_lru_node *node, unsigned type,
@@ -178,6 +184,8 @@ struct rcl_shadow_ops {
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL arguments; -ENOMEM; as rcl_shrinker_new().
+ *
+ * Bad input: -EINVAL also for a NULL @ops->drop.
  */
 RCL_API int rcl_shadow_limit_new(struct rcl_shrinker_registry *reg,
 				 uint64_t quota, const struct rcl_shadow_ops *ops,
@@ -189,6 +197,8 @@ RCL_API int rcl_shadow_limit_new(struct rcl_shrinker_registry *reg,
  * @delta: the change
  *
  * Context: any thread; lock-free.
+ *
+ * Bad input: @limit NULL is a no-op.
  */
 RCL_API void rcl_shadow_limit_add(struct rcl_shadow_limit *limit, int64_t delta);
 
@@ -198,6 +208,8 @@ RCL_API void rcl_shadow_limit_add(struct rcl_shadow_limit *limit, int64_t delta)
  *
  * Context: lock-free.
  * Return: the count; 0 for NULL.
+ *
+ * Bad input: 0 if more shadows were reported dropped than stored.
  */
 RCL_API uint64_t rcl_shadow_limit_count(const struct rcl_shadow_limit *limit);
 
