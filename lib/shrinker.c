@@ -403,6 +403,17 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		 */
 		atomic_fetch_add(&reg->nr_freeing, 1);
 		atomic_store(&sl->ptr, NULL);
+		/*
+		 * From a callback of another shrinker, do not wait: two
+		 * callbacks freeing each other's shrinkers would wait for
+		 * each other for ever.  Put it back and say so.
+		 */
+		if (tls_frames && slot_refs(sl)) {
+			atomic_store(&sl->ptr, s);
+			atomic_fetch_sub(&reg->nr_freeing, 1);
+			pthread_mutex_unlock(&reg->lock);
+			return -EDEADLK;
+		}
 		while (slot_refs(sl))
 			pthread_cond_wait(&reg->released, &reg->lock);
 		atomic_fetch_sub(&reg->nr_freeing, 1);

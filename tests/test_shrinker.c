@@ -7,6 +7,9 @@
  * failures.  The shrinkers are models whose callbacks follow a script.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -922,10 +925,94 @@ static void test_shrinker_allocation_failures(void **state)
 	assert_int_equal(rcl_shrinker_registry_new(&rc, &reg), -EINVAL);
 }
 
+/*
+ * Two callbacks freeing each other's shrinkers would wait for each other for
+ * ever: from a callback of another shrinker, rcl_shrinker_free() of a
+ * shrinker whose callbacks are in flight returns -EDEADLK and changes
+ * nothing.  Thread B sits in S2's count callback; the main thread, in S1's
+ * count callback, tries to free S2.
+ */
+static atomic_int mf_in_s2, mf_release, mf_ret;
+static struct rcl_shrinker *mf_s2;
+
+static unsigned long mf_count_s2(struct rcl_shrinker *sh,
+				 struct rcl_shrink_control *sc)
+{
+	(void)sh;
+	(void)sc;
+	atomic_store(&mf_in_s2, 1);
+	while (!atomic_load(&mf_release))
+		sched_yield();
+	return 0;
+}
+
+static unsigned long mf_count_s1(struct rcl_shrinker *sh,
+				 struct rcl_shrink_control *sc)
+{
+	(void)sh;
+	(void)sc;
+	atomic_store(&mf_ret, rcl_shrinker_free(mf_s2));
+	return 0;
+}
+
+static unsigned long mf_scan(struct rcl_shrinker *sh,
+			     struct rcl_shrink_control *sc)
+{
+	(void)sh;
+	(void)sc;
+	return 0;
+}
+
+static void *mf_thread(void *arg)
+{
+	(void)arg;
+	rcl_shrinker_shrink(mf_s2, 0, 0, RCL_CTX_CAPABLE, NULL);
+	return NULL;
+}
+
+static void test_shrinker_free_from_callback_does_not_wait(void **state)
+{
+	static const struct rcl_shrinker_ops ops1 = { mf_count_s1, mf_scan };
+	static const struct rcl_shrinker_ops ops2 = { mf_count_s2, mf_scan };
+	struct rcl_shrinker_config c1 = { .ops = &ops1, .name = "s1", .seeks = 2 };
+	struct rcl_shrinker_config c2 = { .ops = &ops2, .name = "s2", .seeks = 2 };
+	struct rcl_shrinker_registry *reg;
+	struct rcl_shrinker *s1;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_registry_new(NULL, &reg), 0);
+	assert_int_equal(rcl_shrinker_new(reg, &c1, &s1), 0);
+	assert_int_equal(rcl_shrinker_new(reg, &c2, &mf_s2), 0);
+	assert_int_equal(rcl_shrinker_register(s1), 0);
+	assert_int_equal(rcl_shrinker_register(mf_s2), 0);
+	atomic_store(&mf_in_s2, 0);
+	atomic_store(&mf_release, 0);
+	atomic_store(&mf_ret, 1);
+	assert_int_equal(pthread_create(&t, NULL, mf_thread, NULL), 0);
+	while (!atomic_load(&mf_in_s2))
+		sched_yield();
+	assert_int_equal(rcl_shrinker_shrink(s1, 0, 0, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(atomic_load(&mf_ret), -EDEADLK);
+	atomic_store(&mf_release, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	/* Nothing changed: S2 is still registered, and can be shrunk. */
+	atomic_store(&mf_in_s2, 0);
+	assert_int_equal(rcl_shrinker_shrink(mf_s2, 0, 0, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(atomic_load(&mf_in_s2), 1);
+	/* From S1's callback with S2 idle, the free goes through. */
+	atomic_store(&mf_ret, 1);
+	assert_int_equal(rcl_shrinker_shrink(s1, 0, 0, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(atomic_load(&mf_ret), 0);
+	assert_int_equal(rcl_shrinker_free(s1), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shrinker_modern_vectors),
+		cmocka_unit_test(test_shrinker_free_from_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_modern_stop_defers_then_drains),
 		cmocka_unit_test(test_shrinker_nr_scanned_is_honoured),
 		cmocka_unit_test(test_shrinker_no_progress_does_not_spin),

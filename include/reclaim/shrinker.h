@@ -457,7 +457,10 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *shrinker);
  * Context: any thread except @shrinker's own callbacks; sleeps while its
  * callbacks are in flight in other threads.
  * Return: 0; -EDEADLK (nothing done) when called from one of @shrinker's
- * own callbacks.
+ * own callbacks, and when called from a callback of another shrinker while
+ * @shrinker's callbacks are in flight in other threads: it does not wait
+ * there, since two callbacks freeing each other's shrinkers would wait for
+ * each other for ever (try again later, outside the callback).
  */
 RCL_API int rcl_shrinker_free(struct rcl_shrinker *shrinker);
 
