@@ -77,6 +77,7 @@
 #include <reclaim/reclaim.h>
 
 #include "lru_check.h"
+#include "test_util.h"
 
 /* cmocka's allocator is not thread-safe: use libc's in threads. */
 #undef malloc
@@ -95,21 +96,6 @@
 #define HAVE_ASAN 0
 #endif
 
-/*
- * cmocka's assertions longjmp into the test's frame and are not thread-safe:
- * threads check with these, which abort the test binary on failure.
- */
-#define T_CHECK(cond)                                                         \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                             \
-			abort();                                              \
-		}                                                             \
-	} while (0)
-#define T_EQ(a, b) T_CHECK((long long)(a) == (long long)(b))
-#define T_PEQ(a, b) T_CHECK((const void *)(a) == (const void *)(b))
-
 #define NPART 2			/* domain partitions, one lruvec each */
 #define NLV NPART
 #define NBUCKET 256
@@ -125,23 +111,6 @@
 #define BLOB_MAGIC 0xb10bb10bb10bb10bull
 #define CACHE_MAGIC 0xcac4ecac4ecac4e5ull
 #define CHURN_MAGIC 0xc4a2c4a2c4a2c4a2ull
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static unsigned ops_per_thread(unsigned dflt)
-{
-	const char *s = getenv("RCL_STRESS_OPS");
-
-	return s ? (unsigned)strtoul(s, NULL, 10) : dflt;
-}
 
 /* A few microseconds of work, no syscall (a yield costs a time slice). */
 static void pause_a_little(uint64_t *rng, unsigned max)

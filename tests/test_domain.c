@@ -34,22 +34,7 @@
 #include <reclaim/reclaim.h>
 
 #include "lru_check.h"
-
-/*
- * cmocka's assertions longjmp into the test's frame and are not thread-safe:
- * code that may run on the reclaimer thread (callbacks) checks with these,
- * which abort the test binary on failure.
- */
-#define T_CHECK(cond)                                                         \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                             \
-			abort();                                              \
-		}                                                             \
-	} while (0)
-#define T_EQ(a, b) T_CHECK((long long)(a) == (long long)(b))
-#define T_PEQ(a, b) T_CHECK((const void *)(a) == (const void *)(b))
+#include "test_util.h"
 
 /* The weight of one cached object. */
 #define W 100u

@@ -33,6 +33,7 @@
 #include <reclaim/reclaim.h>
 
 #include "lru_check.h"
+#include "test_util.h"
 
 /* cmocka's allocator is not thread-safe: use libc's in threads. */
 #undef malloc
@@ -40,39 +41,6 @@
 #undef free
 
 #define NTHREADS 4
-
-/*
- * cmocka's assertions longjmp into the test's frame and are not thread-safe:
- * threads check with these, which abort the test binary on failure.
- */
-#define T_CHECK(cond)                                                         \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                             \
-			abort();                                              \
-		}                                                             \
-	} while (0)
-#define T_EQ(a, b) T_CHECK((long long)(a) == (long long)(b))
-#define T_NE(a, b) T_CHECK((long long)(a) != (long long)(b))
-#define T_PEQ(a, b) T_CHECK((const void *)(a) == (const void *)(b))
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static unsigned ops_per_thread(unsigned dflt)
-{
-	const char *s = getenv("RCL_STRESS_OPS");
-
-	return s ? (unsigned)strtoul(s, NULL, 10) : dflt;
-}
 
 /* ------------------------------------------------------------------------- */
 /* All operations over a shared pool                                          */

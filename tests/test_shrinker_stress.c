@@ -27,18 +27,11 @@
 
 #include <reclaim/reclaim.h>
 
+#include "test_util.h"
+
 #undef malloc
 #undef calloc
 #undef free
-
-#define T_CHECK(cond)                                                         \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                             \
-			abort();                                              \
-		}                                                             \
-	} while (0)
 
 #define CHURNERS 8
 #define SHRINKERS 2
