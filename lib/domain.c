@@ -1045,7 +1045,7 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 			      uint64_t context, uint64_t *overshoot)
 {
 	unsigned long long u;
-	uint64_t budget;
+	uint64_t budget, room, low;
 
 	if (overshoot)
 		*overshoot = 0;
@@ -1081,7 +1081,9 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 		}
 	} while (!atomic_compare_exchange_weak(&d->usage, &u, u + amount));
 
-	if (headroom(d) < atomic_load(&d->wlow)) {
+	room = headroom(d);
+	low = atomic_load(&d->wlow);
+	if (room < low) {
 		/*
 		 * Give the background reclaimer the CPU.  The kernel's kswapd
 		 * gets to run because the allocator's slow path sleeps and
@@ -1101,7 +1103,7 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 		uint64_t min = atomic_load(&d->wmin);
 
 		if ((woke || (atomic_load(&d->wake_pending) &&
-			      headroom(d) < min + (atomic_load(&d->wlow) - min) / 2)) &&
+			      room < min + (low - min) / 2)) &&
 		    (context & RCL_CTX_MAY_BLOCK) && tls_pass_domain != d &&
 		    tls_reclaimer_of != d)
 			sched_yield();
@@ -1307,6 +1309,14 @@ RCL_API int rcl_domain_vmstat_format(const struct rcl_domain *d, char *buf,
 /* Dirty accounting and limits (flusher.h)                                    */
 /* ------------------------------------------------------------------------- */
 
+/* Wake every thread sleeping on wbcond (both throttles). */
+static void wb_broadcast(struct rcl_domain *d)
+{
+	pthread_mutex_lock(&d->wblock);
+	pthread_cond_broadcast(&d->wbcond);
+	pthread_mutex_unlock(&d->wblock);
+}
+
 /*
  * Wake rcl_domain_balance_dirty() waiters: the dirty weight dropped, or the
  * threshold rose.  They sleep under wblock after counting themselves, and
@@ -1315,11 +1325,8 @@ RCL_API int rcl_domain_vmstat_format(const struct rcl_domain *d, char *buf,
  */
 static void dirty_wake(struct rcl_domain *d)
 {
-	if (atomic_load(&d->nr_dirty_waiters)) {
-		pthread_mutex_lock(&d->wblock);
-		pthread_cond_broadcast(&d->wbcond);
-		pthread_mutex_unlock(&d->wblock);
-	}
+	if (atomic_load(&d->nr_dirty_waiters))
+		wb_broadcast(d);
 }
 
 /* Called under the lruvec lock (wblock is a leaf). */
@@ -1381,11 +1388,8 @@ void rcl__domain_dirtied(struct rcl_domain *d)
 void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n)
 {
 	atomic_fetch_add(&d->written, n);
-	if (atomic_load(&d->nr_throttled) || atomic_load(&d->nr_dirty_waiters)) {
-		pthread_mutex_lock(&d->wblock);
-		pthread_cond_broadcast(&d->wbcond);
-		pthread_mutex_unlock(&d->wblock);
-	}
+	if (atomic_load(&d->nr_throttled) || atomic_load(&d->nr_dirty_waiters))
+		wb_broadcast(d);
 }
 
 /*
@@ -1922,7 +1926,6 @@ RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 				     const struct rcl_writeback_ops *ops,
 				     void *priv, uint64_t *written)
 {
-	unsigned i, high;
 	uint64_t dirty;
 
 	if (written)
@@ -1930,15 +1933,7 @@ RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 	if (!d || !ops || !ops->write)
 		return -EINVAL;
 	/* Pending adds reach the lists first, so that none is missed. */
-	high = atomic_load(&d->high);
-	for (i = 0; i < high; i++) {
-		struct att_slot *s = &d->slots[i];
-		struct rcl_lruvec *lv = slot_get(s);
-
-		if (lv)
-			rcl_lruvec_drain(lv);
-		slot_put(d, s);
-	}
+	drain_all(d);
 	dirty = atomic_load(&d->dirty[0]);
 	return write_batches(d, ops, priv, 64, 0, 2 * dirty / 64 + 2, NULL,
 			     written);
