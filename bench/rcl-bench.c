@@ -1199,6 +1199,29 @@ static bool parse_uint(const char *s, unsigned min, unsigned max,
 	return true;
 }
 
+/*
+ * A numeric option, as "NAME N" or "NAME=N", at argv[*i].  Returns 0 if
+ * argv[*i] is not that option, 1 if it is and its value is in [min, max]
+ * (*i then points at the last word used), -1 if its value is missing or bad.
+ */
+static int opt_uint(int argc, char **argv, int *i, const char *name,
+		    unsigned min, unsigned max, unsigned *out)
+{
+	const char *a = argv[*i];
+	size_t len = strlen(name);
+
+	if (strncmp(a, name, len))
+		return 0;
+	if (!a[len]) {
+		if (*i + 1 >= argc)
+			return -1;
+		return parse_uint(argv[++*i], min, max, out) ? 1 : -1;
+	}
+	if (a[len] != '=')
+		return 0;
+	return parse_uint(a + len + 1, min, max, out) ? 1 : -1;
+}
+
 /* The figure of (@op, @t threads, @impl) in the table of @max_threads. */
 static struct hp_result *hp_at(struct hp_result *res, unsigned max_threads,
 			       unsigned op, unsigned t, unsigned impl)
@@ -1276,7 +1299,7 @@ static int cmd_hotpath(int argc, char **argv)
 	struct hp_result *res, *lib, *base;
 	long ncpu;
 	unsigned op, t;
-	int i;
+	int i, r;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1285,14 +1308,9 @@ static int cmd_hotpath(int argc, char **argv)
 			json = true;
 		} else if (!strcmp(a, "--short")) {
 			shortrun = true;
-		} else if (!strcmp(a, "--threads")) {
-			if (i + 1 >= argc ||
-			    !parse_uint(argv[++i], 1, HP_MAX_THREADS,
-					&max_threads))
-				goto bad;
-		} else if (!strncmp(a, "--threads=", 10)) {
-			if (!parse_uint(a + 10, 1, HP_MAX_THREADS,
-					&max_threads))
+		} else if ((r = opt_uint(argc, argv, &i, "--threads",
+					   1, HP_MAX_THREADS, &max_threads))) {
+			if (r < 0)
 				goto bad;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
@@ -2089,7 +2107,7 @@ static int cmd_shrink_scale(int argc, char **argv)
 	bool json = false, shortrun = false;
 	struct ss_result *res;
 	long ncpu;
-	int i;
+	int i, r;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -2098,14 +2116,9 @@ static int cmd_shrink_scale(int argc, char **argv)
 			json = true;
 		} else if (!strcmp(a, "--short")) {
 			shortrun = true;
-		} else if (!strcmp(a, "--threads")) {
-			if (i + 1 >= argc ||
-			    !parse_uint(argv[++i], 1, SS_MAX_THREADS,
-					&max_threads))
-				goto bad;
-		} else if (!strncmp(a, "--threads=", 10)) {
-			if (!parse_uint(a + 10, 1, SS_MAX_THREADS,
-					&max_threads))
+		} else if ((r = opt_uint(argc, argv, &i, "--threads",
+					   1, SS_MAX_THREADS, &max_threads))) {
+			if (r < 0)
 				goto bad;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
@@ -3257,7 +3270,7 @@ static int cmd_stream(int argc, char **argv)
 	struct st_result res[ST_NR_MODES];
 	unsigned m, tries = ST_TRIES, disturbed = 0;
 	bool json = false, check_other = true;
-	int i;
+	int i, r;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -3270,12 +3283,9 @@ static int cmd_stream(int argc, char **argv)
 			p.or_calls = ST_SHORT_OR_CALLS;
 			/* /proc/stat counts 10 ms ticks: no use for 1 ms runs. */
 			check_other = false;
-		} else if (!strcmp(a, "--watermark-scale-factor")) {
-			if (i + 1 >= argc ||
-			    !parse_uint(argv[++i], 1, ST_MAX_SCALE, &p.scale))
-				goto bad;
-		} else if (!strncmp(a, "--watermark-scale-factor=", 25)) {
-			if (!parse_uint(a + 25, 1, ST_MAX_SCALE, &p.scale))
+		} else if ((r = opt_uint(argc, argv, &i, "--watermark-scale-factor",
+					   1, ST_MAX_SCALE, &p.scale))) {
+			if (r < 0)
 				goto bad;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
@@ -4574,7 +4584,7 @@ static int cmd_writeback(int argc, char **argv)
 	struct wb_result res[WB_NR_MODES];
 	unsigned m, disturbed = 0;
 	bool json = false, check_other = true;
-	int i;
+	int i, r;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -4587,12 +4597,9 @@ static int cmd_writeback(int argc, char **argv)
 			p.run_ms = WB_SHORT_RUN_MS;
 			/* /proc/stat counts 10 ms ticks: too coarse here. */
 			check_other = false;
-		} else if (!strcmp(a, "--watermark-scale-factor")) {
-			if (i + 1 >= argc ||
-			    !parse_uint(argv[++i], 1, ST_MAX_SCALE, &p.scale))
-				goto bad;
-		} else if (!strncmp(a, "--watermark-scale-factor=", 25)) {
-			if (!parse_uint(a + 25, 1, ST_MAX_SCALE, &p.scale))
+		} else if ((r = opt_uint(argc, argv, &i, "--watermark-scale-factor",
+					   1, ST_MAX_SCALE, &p.scale))) {
+			if (r < 0)
 				goto bad;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
