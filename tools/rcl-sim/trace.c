@@ -207,20 +207,31 @@ static int src_next_block(struct dec *d)
 	}
 }
 
+/*
+ * Make room for @need bytes in the byte buffer *@buf of capacity *@cap,
+ * doubling from @first.  Returns false (the buffer unchanged) without memory.
+ */
+static bool buf_reserve(char **buf, size_t *cap, size_t need, size_t first)
+{
+	size_t c = *cap ? *cap : first;
+	char *nb;
+
+	if (need <= *cap)
+		return true;
+	while (c < need)
+		c *= 2;
+	nb = realloc(*buf, c);
+	if (!nb)
+		return false;
+	*buf = nb;
+	*cap = c;
+	return true;
+}
+
 static int line_append(struct dec *d, const uint8_t *s, size_t n)
 {
-	if (d->line_len + n > d->line_cap) {
-		size_t cap = d->line_cap ? d->line_cap : 256;
-		char *nl;
-
-		while (cap < d->line_len + n)
-			cap *= 2;
-		nl = realloc(d->line, cap);
-		if (!nl)
-			return fail(d, "out of memory");
-		d->line = nl;
-		d->line_cap = cap;
-	}
+	if (!buf_reserve(&d->line, &d->line_cap, d->line_len + n, 256))
+		return fail(d, "out of memory");
 	memcpy(d->line + d->line_len, s, n);
 	d->line_len += n;
 	return 0;
@@ -469,18 +480,8 @@ static int64_t strmap_index(struct dec *d, const char *s, size_t n)
 		m->lens = lens;
 		m->cap = cap;
 	}
-	if (m->arena_len + n > m->arena_cap) {
-		size_t cap = m->arena_cap ? m->arena_cap : 4096;
-		char *arena;
-
-		while (cap < m->arena_len + n)
-			cap *= 2;
-		arena = realloc(m->arena, cap);
-		if (!arena)
-			return fail(d, "out of memory");
-		m->arena = arena;
-		m->arena_cap = cap;
-	}
+	if (!buf_reserve(&m->arena, &m->arena_cap, m->arena_len + n, 4096))
+		return fail(d, "out of memory");
 	memcpy(m->arena + m->arena_len, s, n);
 	m->offs[m->nr] = m->arena_len;
 	m->lens[m->nr] = n;
