@@ -102,6 +102,7 @@ struct rcl_domain {
 	atomic_ullong usage;
 	atomic_ullong budget;
 	atomic_ullong wmin, wlow, whigh;
+	atomic_uint wm_seq;	/* odd while a writer (under lock) stores them */
 
 	struct rcl_shrinker_registry *reg;
 
@@ -213,11 +214,22 @@ static void derive_watermarks(uint64_t budget, unsigned scale,
 	}
 }
 
+/*
+ * The three watermarks change together (under d->lock, or before the domain
+ * is shared), but the hot paths read them one at a time without a lock.  A
+ * sequence count lets rcl_domain_watermarks() return a set that was current
+ * at one instant, so that min < low < high holds in every snapshot.
+ */
 static void store_watermarks(struct rcl_domain *d, const struct rcl_watermarks *wm)
 {
-	atomic_store(&d->wmin, wm->min);
-	atomic_store(&d->wlow, wm->low);
-	atomic_store(&d->whigh, wm->high);
+	unsigned seq = atomic_load_explicit(&d->wm_seq, memory_order_relaxed);
+
+	atomic_store_explicit(&d->wm_seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&d->wmin, wm->min, memory_order_relaxed);
+	atomic_store_explicit(&d->wlow, wm->low, memory_order_relaxed);
+	atomic_store_explicit(&d->whigh, wm->high, memory_order_relaxed);
+	atomic_store_explicit(&d->wm_seq, seq + 2, memory_order_release);
 }
 
 static uint64_t headroom(const struct rcl_domain *d)
@@ -1175,22 +1187,39 @@ RCL_API int rcl_domain_watermarks(const struct rcl_domain *d,
 				  struct rcl_watermarks *out)
 {
 	struct rcl_domain *w = (struct rcl_domain *)d;
+	unsigned s1, s2;
 
 	if (!d || !out)
 		return -EINVAL;
-	out->min = atomic_load(&w->wmin);
-	out->low = atomic_load(&w->wlow);
-	out->high = atomic_load(&w->whigh);
+	/*
+	 * A writer's section is three stores with no waiting in it, so a
+	 * retry follows only a store that overlapped this read; each retry
+	 * needs another concurrent update of the watermarks.
+	 */
+	do {
+		s1 = atomic_load_explicit(&w->wm_seq, memory_order_acquire);
+		out->min = atomic_load_explicit(&w->wmin, memory_order_relaxed);
+		out->low = atomic_load_explicit(&w->wlow, memory_order_relaxed);
+		out->high = atomic_load_explicit(&w->whigh,
+						 memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		s2 = atomic_load_explicit(&w->wm_seq, memory_order_relaxed);
+	} while ((s1 & 1) || s1 != s2);
 	return 0;
 }
 
 RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
 				      const struct rcl_watermarks *wm)
 {
-	if (!d || !wm || !(wm->min < wm->low && wm->low < wm->high &&
-			   wm->high <= atomic_load(&d->budget)))
+	if (!d || !wm || !(wm->min < wm->low && wm->low < wm->high))
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
+	/* Checked under the lock, so a concurrent set_budget() cannot
+	 * leave high above the budget. */
+	if (wm->high > atomic_load(&d->budget)) {
+		pthread_mutex_unlock(&d->lock);
+		return -EINVAL;
+	}
 	store_watermarks(d, wm);
 	revive_locked(d);
 	pthread_mutex_unlock(&d->lock);

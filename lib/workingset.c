@@ -263,12 +263,12 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 					  memory_order_relaxed);
 	if (out & RCL_REFAULT_ACTIVATE) {
 		atomic_fetch_add_explicit(&lv->__ws[WS_ACTIVATE], 1,
-					  memory_order_relaxed);
+					  memory_order_release);
 		rcl__workingset_age(lv, 1);	/* an activation */
 	}
 	if (out & RCL_REFAULT_RESTORE) {
 		atomic_fetch_add_explicit(&lv->__ws[WS_RESTORE], 1,
-					  memory_order_relaxed);
+					  memory_order_release);
 		/* Its working set is being thrashed: pressure elsewhere. */
 		rcl_lruvec_note_cost(lv, type, 1);
 	}
@@ -284,10 +284,18 @@ RCL_API int rcl_lruvec_workingset_stats(const struct rcl_lruvec *lv,
 
 	if (!lruvec_live(lv) || !out)
 		return -EINVAL;
+	/*
+	 * Each activation or restore is counted (with release) after its
+	 * refault; reading them (with acquire) before the refaults makes
+	 * activate <= refault and restore <= refault in every snapshot.
+	 */
+	out->activate = atomic_load_explicit(&w->__ws[WS_ACTIVATE],
+					     memory_order_acquire);
+	out->restore = atomic_load_explicit(&w->__ws[WS_RESTORE],
+					    memory_order_acquire);
+	out->refault = atomic_load_explicit(&w->__ws[WS_REFAULT],
+					    memory_order_relaxed);
 	out->nonresident_age = atomic_load(&w->__ws[WS_AGE]);
-	out->refault = atomic_load(&w->__ws[WS_REFAULT]);
-	out->activate = atomic_load(&w->__ws[WS_ACTIVATE]);
-	out->restore = atomic_load(&w->__ws[WS_RESTORE]);
 	return 0;
 }
 

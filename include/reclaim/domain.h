@@ -324,7 +324,9 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget);
  * @d: the domain
  * @out: receives them
  *
- * Context: lock-free.
+ * Context: lock-free.  The three values were current together: a concurrent
+ * rcl_domain_set_budget() or rcl_domain_set_watermarks() is seen whole or
+ * not at all (a sequence count; the read retries only while one overlaps it).
  * Return: 0; -EINVAL for NULL.
  */
 RCL_API int rcl_domain_watermarks(const struct rcl_domain *d,
@@ -338,7 +340,8 @@ RCL_API int rcl_domain_watermarks(const struct rcl_domain *d,
  * They hold until the next rcl_domain_set_budget().
  *
  * Context: any thread.
- * Return: 0; -EINVAL for NULL or watermarks out of order.
+ * Return: 0; -EINVAL for NULL, watermarks out of order, or high above the
+ * budget (checked under the domain's lock, against the budget of that moment).
  */
 RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
 				      const struct rcl_watermarks *wm);

@@ -132,7 +132,8 @@ struct rcl_workingset_stats {
  * @lv: the lruvec
  * @out: receives them
  *
- * Context: lock-free.
+ * Context: lock-free.  While other threads add, the counters keep moving, but
+ * every snapshot has activate <= refault and restore <= refault.
  * Return: 0; -EINVAL for NULL or an uninitialised lruvec.
  */
 RCL_API int rcl_lruvec_workingset_stats(const struct rcl_lruvec *lv,
