@@ -1425,7 +1425,11 @@ void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n)
  * reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): a batch took only objects
  * under writeback, so reclaim is outrunning it.  Wait until 32 objects per
  * throttled reclaimer have been written since this one started waiting, or
- * 100 ms.
+ * 100 ms - or, beyond the kernel, until no object of the domain is under
+ * writeback any more: then no completion can come, and the kernel's waiter
+ * would sleep out its 100 ms for nothing (small flush requests, such as
+ * RCL_FLUSH_PROPORTIONAL's, often leave fewer than 32 in flight).
+ * rcl__domain_writeback_done() broadcasts after the count has dropped.
  */
 static void throttle_writeback(struct rcl_domain *d)
 {
@@ -1438,7 +1442,9 @@ static void throttle_writeback(struct rcl_domain *d)
 	n = atomic_fetch_add(&d->nr_throttled, 1) + 1;
 	deadline = d->clock->now(d->clock->ctx) + 100 * RCL_NSEC_PER_MSEC;
 	while (atomic_load(&d->written) - start <
-	       (uint64_t)RCL_SCAN_CHUNK * RCL_MAX(n, atomic_load(&d->nr_throttled))) {
+		       (uint64_t)RCL_SCAN_CHUNK *
+			       RCL_MAX(n, atomic_load(&d->nr_throttled)) &&
+	       atomic_load(&d->dirty[2])) {
 		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
 				   deadline) == ETIMEDOUT) {
 			vm_add(d, VM_WRITEBACK_THROTTLE_TIMEOUTS, 1);

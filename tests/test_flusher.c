@@ -2197,6 +2197,47 @@ static void test_flusher_throttle_writeback(void **state)
 }
 
 /*
+ * Fewer than 32 objects in flight: the throttled reclaimer goes on when the
+ * last of them completes, not after 100 ms (the kernel's waiter would sleep
+ * out the timeout, since 32 completions cannot come).
+ */
+static void test_flusher_throttle_writeback_drained(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d = dom_make(HUGE_BUDGET, fc, NULL, RCL_FLUSH_ALL, 0);
+	struct rcl_thr r = { 0 };
+	struct rcl_vmstat v;
+	struct fcache c;
+	pthread_t t;
+	unsigned i;
+
+	(void)state;
+	thr_cache(&c, d, 2, 10);
+	r.d = d;
+	assert_int_equal(pthread_create(&t, NULL, thr_main, &r), 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(vmstat(d).writeback_throttled, 1);
+	/* 11 of the 12 complete: one is still in flight, so it waits. */
+	wb_end(&c, 0, 0);
+	for (i = 8192 - 10; i < 8192; i++)
+		wb_end(&c, i, 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(atomic_load(&r.done), 0);
+	/* The last one: nothing is left to wait for; no time has passed. */
+	wb_end(&c, 1, 0);
+	WAIT_FOR(atomic_load(&r.done));	/* not the 100 ms of the clock */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_false(atomic_load(&O(&c, 0)->cached));
+	assert_false(atomic_load(&O(&c, 1)->cached));
+	v = vmstat(d);
+	assert_int_equal(v.writeback_throttled, 1);
+	assert_int_equal(v.writeback_throttle_timeouts, 0);
+	assert_int_equal(atomic_load(&c.dirty_seen), 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+}
+
+/*
  * Two throttled reclaimers: each waits for 32 x 2 = 64 completions.  The 4
  * oldest objects and the 60 newest are under writeback: each reclaimer's
  * priority-12 batch takes only writeback objects (the first takes objects
@@ -3107,6 +3148,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_dirty_rekick),
 		cmocka_unit_test(test_flusher_dirty_thresholds_configured),
 		cmocka_unit_test(test_flusher_throttle_writeback),
+		cmocka_unit_test(test_flusher_throttle_writeback_drained),
 		cmocka_unit_test(test_flusher_throttle_writeback_two),
 		cmocka_unit_test(test_flusher_thread_serves_requests),
 		cmocka_unit_test(test_flusher_thread_write_error_does_not_stop_request),
