@@ -312,6 +312,9 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	d->bg_ratio = cfg->dirty_background_ratio ? cfg->dirty_background_ratio
 						  : 10;
 	d->hard_ratio = cfg->dirty_ratio ? cfg->dirty_ratio : 20;
+	/* As the kernel's domain_dirty_limits(): background below hard. */
+	if (d->bg_ratio >= d->hard_ratio)
+		d->bg_ratio = d->hard_ratio / 2;
 	d->dirty_timeout = cfg->dirty_timeout_ns ? cfg->dirty_timeout_ns
 						 : 100 * RCL_NSEC_PER_MSEC;
 	d->flush_policy = cfg->flush_policy;

@@ -2087,6 +2087,44 @@ static void test_flusher_dirty_thresholds_configured(void **state)
 	mock_fini(&m);
 }
 
+/*
+ * A background threshold at or above the hard one would leave writers
+ * throttled at the hard limit with no flusher woken: it becomes half the
+ * hard one, as the kernel's domain_dirty_limits() makes it.
+ */
+static void test_flusher_dirty_thresholds_clamped(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain_config cfg = {
+		.budget = 1000,
+		.dirty_background_ratio = 60,
+		.dirty_ratio = 40,
+	};
+	struct rcl_domain *d;
+	struct fcache c;
+	struct mock m;
+	unsigned i;
+
+	(void)state;
+	mock_init(&m);
+	cfg.clock = rcl_fake_clock_clock(fc);
+	d = dom_cfg(&cfg, &m);
+	fc_init(&c, d, 60, 10, false, true);
+	fc_fill(&c, 60);
+	for (i = 0; i < 19; i++)
+		set_dirty(&c, i);	/* 190: below 20 % */
+	assert_int_equal(mock_n(&m), 0);
+	set_dirty(&c, 19);		/* 200: 20 %, half the hard 40 % */
+	assert_int_equal(mock_n(&m), 1);
+	REQ_EQ(&m, 0, 0, RCL_FLUSH_BACKGROUND, 1);
+	assert_int_equal(mock_ack(&m, 0), 0);
+	while (mock_n(&m) > atomic_load(&m.acks))
+		assert_int_equal(mock_ack(&m, (unsigned)atomic_load(&m.acks)), 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 8. Throttling of reclaimers on writeback                                   */
 /* ------------------------------------------------------------------------- */
@@ -3147,6 +3185,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_dirty_thresholds_default),
 		cmocka_unit_test(test_flusher_dirty_rekick),
 		cmocka_unit_test(test_flusher_dirty_thresholds_configured),
+		cmocka_unit_test(test_flusher_dirty_thresholds_clamped),
 		cmocka_unit_test(test_flusher_throttle_writeback),
 		cmocka_unit_test(test_flusher_throttle_writeback_drained),
 		cmocka_unit_test(test_flusher_throttle_writeback_two),

@@ -143,7 +143,8 @@ enum rcl_charge_mode {
  * @flusher_priv: passed to @flusher
  * @flush_policy: how reclaim-triggered requests are sized
  * @dirty_background_ratio: % of the budget of dirty and writeback weight
- *	that wakes the flusher; 0 = 10
+ *	that wakes the flusher; 0 = 10; if not below the hard one (given or
+ *	defaulted), half of that (as the kernel's domain_dirty_limits())
  * @dirty_ratio: % of the budget above which rcl_domain_balance_dirty()
  *	waits; 0 = 20
  * @dirty_timeout_ns: longest wait of rcl_domain_balance_dirty(); 0 = 100 ms
