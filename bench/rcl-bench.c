@@ -1172,6 +1172,8 @@ static void usage(FILE *f)
 	      "      --watermark-scale-factor N  the domain's watermark gap in\n"
 	      "                   1/10000 of the budget (default: the library's, 100)\n"
 	      "  writeback [--json] [--short] [--watermark-scale-factor N]\n"
+	      "            [--dirty-background-ratio N] [--dirty-ratio N]\n"
+	      "            [--reclaim-sync batch|object]\n"
 	      "      A write-back cache of the blocks of a temporary file: writers\n"
 	      "      dirty blocks, a reader reads, an allocator charges new memory;\n"
 	      "      reclaim writes dirty blocks itself (reclaim-writes), or the\n"
@@ -1179,7 +1181,15 @@ static void usage(FILE *f)
 	      "      flusher-proportional).  Write and allocation latencies.\n"
 	      "      --json       only JSON on standard output, one object a line\n"
 	      "      --short      a tiny run (for CI: checks that it works)\n"
-	      "      --watermark-scale-factor N  as for stream\n",
+	      "      --watermark-scale-factor N  as for stream\n"
+	      "      --dirty-background-ratio N, --dirty-ratio N  the domain's\n"
+	      "                   dirty thresholds in % of the budget (default 50\n"
+	      "                   and 70, so that dirty blocks reach the LRU tail;\n"
+	      "                   the library's own defaults are 10 and 20)\n"
+	      "      --reclaim-sync batch|object  reclaim-writes: one fdatasync()\n"
+	      "                   per scan batch of 32 writes (default, as the\n"
+	      "                   flusher's per batch) or per object (as the\n"
+	      "                   kernel's reclaim wrote single pages)\n",
 	      f);
 }
 
@@ -3374,9 +3384,12 @@ bad:
  *
  * - reclaim-writes: RCL_DOMAIN_RECLAIM_WRITES and no flusher: reclaim hands
  *   dirty blocks to the evict callback (RCL_EVICT_DIRTY), which pwrite()s
- *   the block and calls fdatasync() before it answers FREED, all under the
- *   block's stripe lock (the page lock of the kernel's pageout()).  One
- *   fdatasync() per object, as the kernel's reclaim wrote single pages.
+ *   the block under its stripe lock (the page lock of the kernel's
+ *   pageout()) before it answers FREED, and calls fdatasync() once per
+ *   RCL_SCAN_CHUNK such writes of its thread (a scan batch), as the issue
+ *   asks ("the flusher, or in the baseline the reclaimer, calls fdatasync
+ *   once per batch").  --reclaim-sync object syncs each object instead, as
+ *   the kernel's reclaim wrote single pages (the default until 2026-11-30).
  * - flusher-all, flusher-proportional: the library's flusher thread
  *   (rcl_domain_flusher_start(), batches of WB_FLUSH_BATCH: one pwrite() per
  *   object, one fdatasync() per batch), with flush_policy RCL_FLUSH_ALL or
@@ -3410,6 +3423,18 @@ bad:
 #define WB_SHORT_WARM_MS 60u
 #define WB_SHORT_RUN_MS 150u
 #define WB_FLUSH_BATCH 64u
+/*
+ * The domain's dirty thresholds (% of the budget).  With the library's
+ * defaults (10 and 20) the flusher, woken at the background threshold and
+ * writing oldest first, cleans every block before it reaches the LRU tail
+ * here: reclaim never meets a dirty object and the trigger never fires, so
+ * the modes would differ only in having a flusher at all.  The trigger is
+ * for an LRU that is small against the dirty limits (a NUMA node's against
+ * the global limits, a cgroup-v1 memory cgroup's), where dirty objects do
+ * reach the tail: 50 and 70 make this domain one.
+ */
+#define WB_DIRTY_BG 50u
+#define WB_DIRTY_HARD 70u
 #define WB_STRIPES 1024u	/* a power of two */
 #define WB_POOL_MARGIN 64u
 #define WB_OTHER_MAX HP_OTHER_MAX
@@ -3475,6 +3500,7 @@ struct wb_worker {
 struct wb_run {
 	struct rcl_domain *d;
 	enum wb_mode mode;
+	bool sync_each;		/* wb_params.sync_each */
 	int fd;
 	uint64_t budget_objs;
 	struct rcl_watermarks wm;
@@ -3499,6 +3525,8 @@ struct wb_params {
 	uint64_t budget;
 	unsigned warm_ms, run_ms;
 	unsigned scale;		/* watermark_scale_factor; 0 = the default */
+	unsigned dirty_bg, dirty_hard;	/* 0 = the library's defaults */
+	bool sync_each;		/* reclaim-writes: fdatasync() per object */
 };
 
 struct wb_result {
@@ -3516,6 +3544,8 @@ struct wb_result {
 
 /* Set around the evict callback's write: the write happens in reclaim. */
 static _Thread_local bool wb_tls_in_reclaim;
+/* reclaim-writes: objects this thread wrote from reclaim since its last sync */
+static _Thread_local unsigned wb_tls_unsynced;
 /* The worker of this thread; NULL in the library's threads. */
 static _Thread_local struct wb_worker *wb_tls_worker;
 
@@ -3679,8 +3709,17 @@ static enum rcl_evict_status wb_evict(struct rcl_lru_node *node,
 			atomic_fetch_add(&r->unexpected_dirty, 1);
 		wb_tls_in_reclaim = true;
 		err = wb_write_locked(r, o);
-		if (!err)
+		/*
+		 * One fdatasync() per scan batch (RCL_SCAN_CHUNK) of writes,
+		 * as the flusher has one per batch; or, with --reclaim-sync
+		 * object, one per object, as the kernel's pageout() wrote
+		 * single pages.
+		 */
+		if (!err && (r->sync_each ||
+			     ++wb_tls_unsynced >= RCL_SCAN_CHUNK)) {
+			wb_tls_unsynced = 0;
 			err = wb_sync(r);
+		}
 		wb_tls_in_reclaim = false;
 		if (err) {
 			pthread_mutex_unlock(&s->lock);
@@ -4235,6 +4274,8 @@ static int wb_measure(enum wb_mode mode, const struct wb_params *p,
 						   : 0,
 		.flush_policy = mode == WB_FLUSHER_PROP ? RCL_FLUSH_PROPORTIONAL
 							: RCL_FLUSH_ALL,
+		.dirty_background_ratio = p->dirty_bg,
+		.dirty_ratio = p->dirty_hard,
 	};
 	uint64_t hist[3][ST_HIST_BUCKETS];
 	uint64_t wkeys, rkeys, key0 = 0, t0, t1, own0[3], in0[4];
@@ -4253,6 +4294,7 @@ static int wb_measure(enum wb_mode mode, const struct wb_params *p,
 		return -1;
 	}
 	r->mode = mode;
+	r->sync_each = p->sync_each;
 	r->fd = -1;
 	r->budget_objs = p->budget / WB_OBJ_SIZE;
 	wkeys = r->budget_objs * WB_WRITE_X;
@@ -4483,7 +4525,9 @@ static void wb_print_table(const struct wb_result *res,
 	       "budget each, %u reader x %u reads/ms over %ux the budget (one in %u\n"
 	       "on its first %u%%), 1 allocator x %u charges/ms holding 1/%u of the\n"
 	       "budget; flusher batches of %u; watermarks min/low/high %llu/%llu/%llu\n"
-	       "KiB (scale factor %u%s); %u ms measured after %u ms of warm-up\n\n",
+	       "KiB (scale factor %u%s); dirty thresholds %u/%u %% of the budget%s;\n"
+	       "reclaim-writes syncs once per %s; %u ms measured after %u ms of\n"
+	       "warm-up\n\n",
 	       rcl_version(), (unsigned long long)(p->budget >> 20),
 	       (unsigned long long)(p->budget / WB_OBJ_SIZE), WB_OBJ_SIZE,
 	       WB_WRITERS, WB_WRITE_PER_MS, WB_WRITE_X, WB_READERS,
@@ -4493,7 +4537,12 @@ static void wb_print_table(const struct wb_result *res,
 	       (unsigned long long)(res[0].wm.low >> 10),
 	       (unsigned long long)(res[0].wm.high >> 10),
 	       p->scale ? p->scale : RCL_WATERMARK_SCALE_DEFAULT,
-	       p->scale ? "" : ", the default", p->run_ms, p->warm_ms);
+	       p->scale ? "" : ", the default",
+	       p->dirty_bg, p->dirty_hard,
+	       p->dirty_bg == WB_DIRTY_BG && p->dirty_hard == WB_DIRTY_HARD
+		       ? " (the default here)" : "",
+	       p->sync_each ? "object" : "batch of 32 writes", p->run_ms,
+	       p->warm_ms);
 	printf("%-34s", "");
 	for (m = 0; m < WB_NR_MODES; m++) {
 		char head[32];
@@ -4580,6 +4629,8 @@ static int cmd_writeback(int argc, char **argv)
 		.warm_ms = WB_WARM_MS,
 		.run_ms = WB_RUN_MS,
 		.scale = 0,
+		.dirty_bg = WB_DIRTY_BG,
+		.dirty_hard = WB_DIRTY_HARD,
 	};
 	struct wb_result res[WB_NR_MODES];
 	unsigned m, disturbed = 0;
@@ -4601,6 +4652,22 @@ static int cmd_writeback(int argc, char **argv)
 					   1, ST_MAX_SCALE, &p.scale))) {
 			if (r < 0)
 				goto bad;
+		} else if (!strcmp(a, "--reclaim-sync") && i + 1 < argc) {
+			a = argv[++i];
+			if (!strcmp(a, "object"))
+				p.sync_each = true;
+			else if (!strcmp(a, "batch"))
+				p.sync_each = false;
+			else
+				goto bad;
+		} else if ((r = opt_uint(argc, argv, &i, "--dirty-background-ratio",
+					   1, 100, &p.dirty_bg))) {
+			if (r < 0)
+				goto bad;
+		} else if ((r = opt_uint(argc, argv, &i, "--dirty-ratio",
+					   1, 100, &p.dirty_hard))) {
+			if (r < 0)
+				goto bad;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
@@ -4609,10 +4676,10 @@ static int cmd_writeback(int argc, char **argv)
 		}
 	}
 
-	fprintf(stderr, "rcl-bench writeback: libreclaim %s, budget %llu KiB, watermark scale factor %u, %u ms per mode after %u ms of warm-up\n",
+	fprintf(stderr, "rcl-bench writeback: libreclaim %s, budget %llu KiB, watermark scale factor %u, dirty thresholds %u/%u %%, reclaim-writes syncs per %s, %u ms per mode after %u ms of warm-up\n",
 		rcl_version(), (unsigned long long)(p.budget >> 10),
-		p.scale ? p.scale : RCL_WATERMARK_SCALE_DEFAULT, p.run_ms,
-		p.warm_ms);
+		p.scale ? p.scale : RCL_WATERMARK_SCALE_DEFAULT,
+		p.dirty_bg, p.dirty_hard, p.sync_each ? "object" : "batch", p.run_ms, p.warm_ms);
 	for (m = 0; m < WB_NR_MODES; m++) {
 		unsigned a;
 
