@@ -135,6 +135,9 @@ struct rcl_domain {
 	atomic_ullong written;
 	atomic_uint nr_throttled;
 	atomic_uint nr_dirty_waiters;
+	/* The flusher thread's batches: odd while one is under writeback. */
+	atomic_ullong fl_batch_seq;
+	atomic_uint nr_wball_waiters;	/* rcl_domain_writeback_all() */
 	/* Calls still using the domain after an lruvec lock (rcl__domain_get). */
 	atomic_uint users;
 	/* Flush requests: one in flight, one pending (under flock). */
@@ -1724,6 +1727,14 @@ static int wb_skip_add(struct rcl_domain *d, struct wb_skip *sk,
 	return 0;
 }
 
+static void wb_skip_free(struct rcl_domain *d, struct wb_skip *sk)
+{
+	if (sk->slot)
+		d->alloc.free(d->alloc.ctx, sk->slot);
+	sk->slot = NULL;
+	sk->nr = sk->cap = 0;
+}
+
 /*
  * Take up to @max dirty objects, oldest first (inactive tails, then active,
  * then unevictable), and start their writeback: from then on they are
@@ -1787,13 +1798,24 @@ static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
  * or -ENOMEM if the call had to stop early because the set of failed objects
  * could not grow (it would collect them again and again otherwise).
  */
+/*
+ * The flusher thread's batch has ended (its objects' writeback too): wake
+ * rcl_domain_writeback_all() calls waiting for it.  They count themselves
+ * before they look at the sequence, under wblock (seq_cst, as dirty_wake()).
+ */
+static void flusher_batch_end(struct rcl_domain *d)
+{
+	atomic_fetch_add(&d->fl_batch_seq, 1);
+	if (atomic_load(&d->nr_wball_waiters))
+		wb_broadcast(d);
+}
+
 static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *ops,
 			 void *priv, unsigned batch, uint64_t limit,
 			 uint64_t bound, const atomic_bool *stop,
-			 uint64_t *written)
+			 struct wb_skip *skip, uint64_t *written)
 {
 	struct wb_item *it = rcl__alloc(&d->alloc, batch * sizeof(*it));
-	struct wb_skip skip = { 0 };
 	const struct rcl_domain *prev_writing;
 	uint64_t total = 0, b;
 	bool skip_full = false, drained = false;
@@ -1809,7 +1831,9 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 
 		if (stop && atomic_load(stop))
 			break;
-		n = collect_dirty(d, it, max, &skip);
+		if (stop)	/* the flusher thread: a batch begins */
+			atomic_fetch_add(&d->fl_batch_seq, 1);
+		n = collect_dirty(d, it, max, skip);
 		if (n < max && !drained && atomic_load(&d->dirty[0])) {
 			/*
 			 * Dirty objects left behind may still wait in some
@@ -1818,10 +1842,13 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 			 */
 			drained = true;
 			drain_all(d);
-			n += collect_dirty(d, it + n, max - n, &skip);
+			n += collect_dirty(d, it + n, max - n, skip);
 		}
-		if (!n)
+		if (!n) {
+			if (stop)
+				flusher_batch_end(d);
 			break;
+		}
 		/*
 		 * rcl_lruvec_del_wait() from these would wait for itself,
 		 * and rcl_domain_free() would pull @d from under this call.
@@ -1843,7 +1870,7 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 			 * this batch is the last: the object would be
 			 * collected again and again.
 			 */
-			if (e && wb_skip_add(d, &skip, it[i].node))
+			if (e && wb_skip_add(d, skip, it[i].node))
 				skip_full = true;
 			rcl_lruvec_writeback_end(it[i].lv, it[i].node, e);
 			if (e && !err)
@@ -1851,6 +1878,8 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 			else if (!e)
 				ok++;
 		}
+		if (stop)
+			flusher_batch_end(d);
 		total += ok;
 		vm_add(d, VM_WRITES_FLUSHER, ok);
 	}
@@ -1861,8 +1890,6 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 	 */
 	if (skip_full)
 		err = -ENOMEM;
-	if (skip.slot)
-		d->alloc.free(d->alloc.ctx, skip.slot);
 	d->alloc.free(d->alloc.ctx, it);
 	if (written)
 		*written = total;
@@ -1877,6 +1904,7 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&d->flock);
 	while (!atomic_load(&d->fl_stop)) {
 		struct rcl_flush_request req;
+		struct wb_skip skip;
 		uint64_t dirty;
 
 		if (!d->fl_work) {
@@ -1890,8 +1918,11 @@ static void *flusher_main(void *arg)
 
 		/* At most twice the dirty objects of now: bounded. */
 		dirty = atomic_load(&d->dirty[0]);
+		skip = (struct wb_skip){ 0 };
 		write_batches(d, &d->wops, d->wpriv, d->wbatch, req.nr_to_write,
-			      2 * dirty / d->wbatch + 2, &d->fl_stop, NULL);
+			      2 * dirty / d->wbatch + 2, &d->fl_stop, &skip,
+			      NULL);
+		wb_skip_free(d, &skip);
 		rcl_domain_flush_done(d, &req);
 		pthread_mutex_lock(&d->flock);
 	}
@@ -1960,11 +1991,46 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 	return 0;
 }
 
+/* Passes of rcl_domain_writeback_all() (see there). */
+#define WBALL_PASSES 4
+
+/* The shortest bound of rcl_domain_writeback_all()'s wait for a batch. */
+#define WBALL_WAIT_MIN_NS (1000 * RCL_NSEC_PER_MSEC)
+
+/*
+ * Wait until the flusher thread's batch under way at sequence @seq (odd)
+ * has ended, or the domain's dirty timeout passes (at least 1 s: a
+ * shutdown path, not a throttle).  Returns 0 or -ETIMEDOUT.
+ */
+static int wait_flusher_batch(struct rcl_domain *d, uint64_t seq)
+{
+	uint64_t deadline = d->clock->now(d->clock->ctx) +
+			    RCL_MAX(d->dirty_timeout, WBALL_WAIT_MIN_NS);
+	int err = 0;
+
+	pthread_mutex_lock(&d->wblock);
+	atomic_fetch_add(&d->nr_wball_waiters, 1);
+	while (atomic_load(&d->fl_batch_seq) == seq) {
+		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
+				   deadline) == ETIMEDOUT) {
+			if (atomic_load(&d->fl_batch_seq) == seq)
+				err = -ETIMEDOUT;
+			break;
+		}
+	}
+	atomic_fetch_sub(&d->nr_wball_waiters, 1);
+	pthread_mutex_unlock(&d->wblock);
+	return err;
+}
+
 RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 				     const struct rcl_writeback_ops *ops,
 				     void *priv, uint64_t *written)
 {
-	uint64_t dirty;
+	struct wb_skip skip = { 0 };
+	uint64_t total = 0;
+	unsigned pass;
+	int err = 0;
 
 	if (written)
 		*written = 0;
@@ -1972,7 +2038,39 @@ RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 		return -EINVAL;
 	/* Pending adds reach the lists first, so that none is missed. */
 	drain_all(d);
-	dirty = atomic_load(&d->dirty[0]);
-	return write_batches(d, ops, priv, 64, 0, 2 * dirty / 64 + 2, NULL,
-			     written);
+	for (pass = 0; pass < WBALL_PASSES; pass++) {
+		uint64_t s0 = atomic_load(&d->fl_batch_seq), s1, n = 0;
+		uint64_t dirty = atomic_load(&d->dirty[0]);
+		int e;
+
+		e = write_batches(d, ops, priv, 64, 0, 2 * dirty / 64 + 2, NULL,
+				  &skip, &n);
+		total += n;
+		if (e && !err)
+			err = e;
+		if (e == -ENOMEM)
+			break;
+		/*
+		 * A batch of the flusher thread overlapped this pass: the
+		 * objects it held were skipped, and one dirtied during its
+		 * write is dirty again when it ends.  Wait for the batch
+		 * under way, if any, and pass again.  The skip set carries
+		 * over: a failed object is not tried twice.
+		 */
+		s1 = atomic_load(&d->fl_batch_seq);
+		if ((s0 == s1 && !(s1 & 1)) || tls_flusher_of == d)
+			break;	/* none; or it is this thread's own batch */
+		if (s1 & 1) {
+			e = wait_flusher_batch(d, s1);
+			if (e) {
+				if (!err)
+					err = e;
+				break;
+			}
+		}
+	}
+	wb_skip_free(d, &skip);
+	if (written)
+		*written = total;
+	return err;
 }

@@ -1505,11 +1505,16 @@ static void *control_mixed(void *arg)
 			err = rcl_domain_flush(H.dom, (r >> 8) % 2 ? 0 : 16);
 			T_EQ(err, 0);
 			if (i % 100 == 5) {
-				/* Alongside the flusher thread: it skips what
-				 * that thread is writing. */
+				/*
+				 * Alongside the flusher thread: it waits for
+				 * that thread's batch, which may outlast the
+				 * bound of the wait on a loaded machine
+				 * (-ETIMEDOUT, documented).
+				 */
 				err = rcl_domain_writeback_all(
 					H.dom, &store_ops, &H, NULL);
-				T_CHECK(err == 0 || err == -EIO);
+				T_CHECK(err == 0 || err == -EIO ||
+					err == -ETIMEDOUT);
 				atomic_fetch_add(&H.ctl_writebacks, 1);
 			}
 			break;

@@ -499,6 +499,7 @@ struct wctx {
 	atomic_ullong fail_mask;	/* ... and those of these ids (< 64) */
 	atomic_int sync_fail;	/* the next N syncs fail (-EIO) */
 	atomic_int hold;	/* writes wait while it is set */
+	atomic_int hold_only;	/* ... only that of this object, if >= 0 */
 	_Atomic(write_hook_fn) hook;
 	atomic_uint nlog;
 	unsigned log[WLOG];	/* ids, in write order */
@@ -512,6 +513,7 @@ static void wctx_init(struct wctx *w, enum wthread where)
 	w->caller = pthread_self();
 	w->where = where;
 	atomic_store(&w->fail_id, -1);
+	atomic_store(&w->hold_only, -1);
 	wctx_cur = w;
 }
 
@@ -544,7 +546,8 @@ static int mock_write(void *priv, struct rcl_lru_node *node)
 	default:
 		break;
 	}
-	while (atomic_load(&w->hold))
+	while (atomic_load(&w->hold) && (atomic_load(&w->hold_only) < 0 ||
+					  atomic_load(&w->hold_only) == (int)o->id))
 		sched_yield();
 	k = atomic_fetch_add(&w->nlog, 1);
 	if (k < WLOG)
@@ -2662,6 +2665,109 @@ static void test_flusher_writeback_all(void **state)
 }
 
 /*
+ * rcl_domain_writeback_all() while the library's flusher thread writes:
+ * object 0 is in the thread's batch, and dirtied again during its write.
+ * The call writes 1 and 2, waits for the thread's batch to end, and writes
+ * 0 again (or the thread does): when it returns nothing is dirty.  If the
+ * batch does not end within the bound (the dirty timeout, at least 1 s):
+ * -ETIMEDOUT.
+ */
+struct wball_thr {
+	struct rcl_domain *d;
+	struct wctx *w;
+	uint64_t written;
+	atomic_int ret;
+	atomic_bool done;
+};
+
+static void *wball_main(void *arg)
+{
+	struct wball_thr *t = arg;
+
+	atomic_store(&t->ret, rcl_domain_writeback_all(t->d, &wops, t->w,
+							&t->written));
+	atomic_store(&t->done, true);
+	return NULL;
+}
+
+/* The flusher thread takes object @id into a batch and holds it there. */
+static void wball_flusher_holds(struct rcl_domain *d, struct fcache *c,
+				struct wctx *w, unsigned id)
+{
+	atomic_store(&w->hold_only, (int)id);
+	atomic_store(&w->hold, 1);
+	set_dirty(c, id);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(dwr_of(O(c, id)) & RCL_LRU_F_WRITEBACK);
+}
+
+static void test_flusher_writeback_all_vs_flusher(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d = dom_make(HUGE_BUDGET, fc, NULL, RCL_FLUSH_ALL, 0);
+	struct wball_thr t = { 0 };
+	struct fcache c;
+	struct wctx w;
+	pthread_t tid;
+	unsigned i;
+
+	(void)state;
+	fc_init(&c, d, 4, 1, false, true);
+	fc_fill(&c, 4);
+	wctx_init(&w, W_ANY);
+	assert_int_equal(rcl_domain_flusher_start(d, &wops, &w, 1), 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	wball_flusher_holds(d, &c, &w, 0);
+	set_dirty(&c, 0);	/* again, during the thread's write */
+	set_dirty(&c, 1);
+	set_dirty(&c, 2);
+	assert_int_equal(dwr_of(O(&c, 0)),
+			 RCL_LRU_F_DIRTY | RCL_LRU_F_WRITEBACK);
+
+	t.d = d;
+	t.w = &w;
+	assert_int_equal(pthread_create(&tid, NULL, wball_main, &t), 0);
+	/* It wrote 1 and 2 and waits for the thread's batch. */
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1 &&
+		 atomic_load(&O(&c, 1)->writes) == 1 &&
+		 atomic_load(&O(&c, 2)->writes) == 1);
+	assert_false(atomic_load(&t.done));
+	assert_int_equal(dwr_of(O(&c, 1)), 0);
+	assert_int_equal(dwr_of(O(&c, 2)), 0);
+	atomic_store(&w.hold, 0);
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	assert_int_equal(atomic_load(&t.ret), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(dwr_of(O(&c, i)) & RCL_LRU_F_DIRTY, 0);
+	/* 0 written twice: the thread's write it outdated, and the next. */
+	assert_int_equal(atomic_load(&O(&c, 0)->writes), 2);
+	assert_true(t.written >= 2 && t.written <= 3);
+
+	/* A batch that does not end within the bound (1 s here). */
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);	/* the thread idle */
+	wball_flusher_holds(d, &c, &w, 3);
+	memset(&t, 0, sizeof(t));
+	t.d = d;
+	t.w = &w;
+	assert_int_equal(pthread_create(&tid, NULL, wball_main, &t), 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	rcl_fake_clock_advance(fc, 999 * RCL_NSEC_PER_MSEC);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_false(atomic_load(&t.done));
+	rcl_fake_clock_advance(fc, RCL_NSEC_PER_MSEC);
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	assert_int_equal(atomic_load(&t.ret), -ETIMEDOUT);
+	assert_int_equal(t.written, 0);
+	atomic_store(&w.hold, 0);
+	WAIT_FOR(dwr_of(O(&c, 3)) == 0);
+
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	DOM_STATS(d, 0, 0, 0, 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+}
+
+/*
  * rcl_domain_writeback_all() returns the first error, and "the objects
  * concerned stay dirty": the others are written.  150 dirty objects (3
  * batches of at most 64), the write of object 10 (first batch) fails.
@@ -3196,6 +3302,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_thread_pending_dirty),
 		cmocka_unit_test(test_flusher_writeback_all),
 		cmocka_unit_test(test_flusher_writeback_all_error),
+		cmocka_unit_test(test_flusher_writeback_all_vs_flusher),
 		cmocka_unit_test(test_flusher_thread_own_callbacks),
 		cmocka_unit_test(test_flusher_thread_errors),
 		cmocka_unit_test(test_flusher_baseline_reclaim_writes),

@@ -409,10 +409,16 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
  * bounded by the number dirty at the start plus those re-dirtied, at most
  * twice over).  A failed write or sync does not stop it: the objects
  * concerned stay dirty and are not tried again in this call; all the others
- * are written.  Objects under writeback by another thread (the flusher
- * thread's batch) are skipped, not waited for, and one dirtied during that
- * write is dirty again when it ends: for a complete write-back at shutdown,
- * stop the dirtying threads and rcl_domain_flusher_stop() first.
+ * are written.
+ *
+ * The library's flusher thread (rcl_domain_flusher_start()) may go on
+ * meanwhile.  Objects in its batch are not written twice at once: when a
+ * batch of the thread overlapped a pass, the call waits for the batch under
+ * way to end (at most the domain's dirty timeout or 1 s, whichever is
+ * longer, per wait) and passes again, so that an object dirtied during the thread's
+ * write is written too; at most 4 passes.  Objects under writeback by the
+ * application's own writers are skipped, not waited for.  For a complete
+ * write-back at shutdown, stop the dirtying threads first.
  *
  * Memory: one batch array, and a set of the objects whose write failed,
  * from the domain's allocator.  If that set cannot grow, the call stops
@@ -421,11 +427,14 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d);
  *
  * Context: any thread, not from callbacks.
  * Return: 0; -EINVAL for NULL arguments; -ENOMEM if no batch could be
- * allocated, or the call stopped early for want of memory; else the first
- * error a write or sync returned (the objects concerned stay dirty), after
- * the others were written.
+ * allocated, or the call stopped early for want of memory; -ETIMEDOUT if a
+ * batch of the flusher thread did not end within that bound (the
+ * objects it holds are its to write; one dirtied during that write may stay
+ * dirty); else the first error a write or sync returned (the objects
+ * concerned stay dirty), after the others were written.
  *
- * Bad input: *@written is 0 on failure.
+ * Bad input: *@written counts the objects written, also on failure; 0 for
+ * -EINVAL.
  */
 RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 				     const struct rcl_writeback_ops *ops,
