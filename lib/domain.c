@@ -1791,14 +1791,6 @@ static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
 }
 
 /*
- * Write dirty objects in batches of @batch until @limit are written (0: until
- * none is left), or @bound batches have run, or *@stop is set (checked
- * between batches).  A failed write does not end the call: the objects that
- * failed stay dirty and are not tried again in it.  Returns the first error,
- * or -ENOMEM if the call had to stop early because the set of failed objects
- * could not grow (it would collect them again and again otherwise).
- */
-/*
  * The flusher thread's batch has ended (its objects' writeback too): wake
  * rcl_domain_writeback_all() calls waiting for it.  They count themselves
  * before they look at the sequence, under wblock (seq_cst, as dirty_wake()).
@@ -1810,6 +1802,17 @@ static void flusher_batch_end(struct rcl_domain *d)
 		wb_broadcast(d);
 }
 
+/*
+ * Write dirty objects in batches of @batch until @limit are written (0: until
+ * none is left), or @bound batches have run, or *@stop is set (checked
+ * between batches).  A failed write does not end the call: the objects that
+ * failed stay dirty and are not tried again in it.  Returns the first error,
+ * or -ENOMEM if the call had to stop early because the set of failed objects
+ * could not grow (it would collect them again and again otherwise).  That
+ * set, @skip, is the caller's: rcl_domain_writeback_all() keeps it across
+ * its passes.  Called with @stop by the flusher thread only, whose batches
+ * move fl_batch_seq.
+ */
 static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *ops,
 			 void *priv, unsigned batch, uint64_t limit,
 			 uint64_t bound, const atomic_bool *stop,
@@ -2004,8 +2007,11 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
  */
 static int wait_flusher_batch(struct rcl_domain *d, uint64_t seq)
 {
-	uint64_t deadline = d->clock->now(d->clock->ctx) +
-			    RCL_MAX(d->dirty_timeout, WBALL_WAIT_MIN_NS);
+	uint64_t now = d->clock->now(d->clock->ctx);
+	uint64_t bound = RCL_MAX(d->dirty_timeout, WBALL_WAIT_MIN_NS);
+	/* A bound too large for the clock means no bound, as in
+	 * rcl_domain_balance_dirty(). */
+	uint64_t deadline = now + bound < now ? RCL_CLOCK_FOREVER : now + bound;
 	int err = 0;
 
 	pthread_mutex_lock(&d->wblock);
