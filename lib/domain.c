@@ -1427,6 +1427,14 @@ void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n)
 		wb_broadcast(d);
 }
 
+/* Now plus @ns on the domain's clock; beyond the clock's range: no deadline. */
+static uint64_t deadline_in(const struct rcl_domain *d, uint64_t ns)
+{
+	uint64_t now = d->clock->now(d->clock->ctx);
+
+	return now + ns < now ? RCL_CLOCK_FOREVER : now + ns;
+}
+
 /*
  * reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): a batch took only objects
  * under writeback, so reclaim is outrunning it.  Wait until 32 objects per
@@ -1446,7 +1454,7 @@ static void throttle_writeback(struct rcl_domain *d)
 	pthread_mutex_lock(&d->wblock);
 	start = atomic_load(&d->written);
 	n = atomic_fetch_add(&d->nr_throttled, 1) + 1;
-	deadline = d->clock->now(d->clock->ctx) + 100 * RCL_NSEC_PER_MSEC;
+	deadline = deadline_in(d, 100 * RCL_NSEC_PER_MSEC);
 	while (atomic_load(&d->written) - start <
 		       (uint64_t)RCL_SCAN_CHUNK *
 			       RCL_MAX(n, atomic_load(&d->nr_throttled)) &&
@@ -1478,11 +1486,7 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 	vm_add(d, VM_DIRTY_THROTTLED, 1);
 	pthread_mutex_lock(&d->wblock);
 	atomic_fetch_add(&d->nr_dirty_waiters, 1);
-	deadline = d->clock->now(d->clock->ctx);
-	/* A timeout beyond the clock's range is no timeout. */
-	deadline = deadline + d->dirty_timeout < deadline
-			   ? RCL_CLOCK_FOREVER
-			   : deadline + d->dirty_timeout;
+	deadline = deadline_in(d, d->dirty_timeout);
 	kicked = atomic_load(&d->written);
 	/*
 	 * Woken when the dirty weight drops (writes end, dirty objects are
@@ -2007,11 +2011,8 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
  */
 static int wait_flusher_batch(struct rcl_domain *d, uint64_t seq)
 {
-	uint64_t now = d->clock->now(d->clock->ctx);
-	uint64_t bound = RCL_MAX(d->dirty_timeout, WBALL_WAIT_MIN_NS);
-	/* A bound too large for the clock means no bound, as in
-	 * rcl_domain_balance_dirty(). */
-	uint64_t deadline = now + bound < now ? RCL_CLOCK_FOREVER : now + bound;
+	uint64_t deadline =
+		deadline_in(d, RCL_MAX(d->dirty_timeout, WBALL_WAIT_MIN_NS));
 	int err = 0;
 
 	pthread_mutex_lock(&d->wblock);
