@@ -417,7 +417,7 @@ static enum rcl_evict_status fuzz_evict(struct rcl_lru_node *node,
 	return ans;
 }
 
-static const struct rcl_lruvec_ops fuzz_lv_ops = { fuzz_evict };
+static const struct rcl_lruvec_ops fuzz_lv_ops = { .evict = fuzz_evict };
 
 static void fuzz_flusher_wakeup(void *priv, const struct rcl_flush_request *req)
 {

@@ -1502,11 +1502,13 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			}
 			link_between(n, keep.__prev, &keep);
 		}
-		rcl__tls_evicting = saved;
 		if (freed)
 			atomic_fetch_sub_explicit(&lv->__nr_isolated, freed,
 						  memory_order_relaxed);
 		putback_list(lv, &keep);
+		if (lv->__ops->batch_end)
+			lv->__ops->batch_end(lv, lv->__priv, freed);
+		rcl__tls_evicting = saved;
 
 		if (freed && atomic_load_explicit(&lv->__nr_waiters,
 						  memory_order_relaxed)) {

@@ -1297,6 +1297,124 @@ static void test_lruvec_evict_callback_reentry(void **state)
 	assert_int_equal(flags_of(fx, 1), 0);
 }
 
+/* batch_end: once per isolated batch, after the putback, before returning. */
+struct be_cache {
+	struct rcl_lruvec lv;
+	struct obj objs[NOBJ];
+	int log[2 * NOBJ];	/* evicted keys; -1 - nr_freed at a batch end */
+	size_t nlog;
+	size_t evicts_since_end;
+	size_t ends;
+	size_t busy_listed_at_end;
+	long isolated_at_end;
+	int destroy_at_end;
+	struct obj *deferred[NOBJ];	/* freed, released at the batch end */
+	size_t ndeferred;
+};
+
+static enum rcl_evict_status be_evict(struct rcl_lru_node *node,
+				      struct rcl_evict_control *ctl)
+{
+	struct be_cache *c = ctl->priv;
+	struct obj *o = rcl_container_of(node, struct obj, lru);
+
+	c->log[c->nlog++] = o->key;
+	c->evicts_since_end++;
+	if (o->key % 2)
+		return RCL_EVICT_BUSY;
+	/* Freed: the node is handed back to us, released at the batch end. */
+	c->deferred[c->ndeferred++] = o;
+	return RCL_EVICT_FREED;
+}
+
+static void be_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
+{
+	struct be_cache *c = priv;
+	size_t i;
+
+	assert_ptr_equal(lv, &c->lv);
+	assert_int_equal(nr_freed, c->ndeferred);
+	c->log[c->nlog++] = -1 - (int)nr_freed;
+	c->ends++;
+	/* Every kept node of the batch is back on a list, none isolated. */
+	c->isolated_at_end = (long)rcl_lruvec_nr_isolated(lv);
+	c->busy_listed_at_end = 0;
+	for (i = 0; i < NOBJ; i++)
+		if (c->objs[i].key % 2 &&
+		    (rcl_lru_node_flags(&c->objs[i].lru) &
+		     (RCL_LRU_F_ISOLATED | RCL_LRU_F_LISTED)) ==
+			    RCL_LRU_F_LISTED)
+			c->busy_listed_at_end++;
+	/* Still inside reclaim of this lruvec. */
+	c->destroy_at_end = rcl_lruvec_destroy(lv);
+	/* The freed nodes are ours: reuse their memory now. */
+	for (i = 0; i < c->ndeferred; i++) {
+		memset(&c->deferred[i]->lru, 0x5a, sizeof(c->deferred[i]->lru));
+		rcl_lru_node_init(&c->deferred[i]->lru);
+	}
+	c->ndeferred = 0;
+	c->evicts_since_end = 0;
+}
+
+static void test_lruvec_batch_end_once_per_batch(void **state)
+{
+	static const struct rcl_lruvec_ops ops = {
+		.evict = be_evict, .batch_end = be_batch_end,
+	};
+	struct be_cache *c = calloc(1, sizeof(*c));
+	struct rcl_lruvec_config cfg = { .ops = &ops };
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					     .nr_to_scan = 40 };
+	size_t i, k = 0;
+
+	(void)state;
+	assert_non_null(c);
+	cfg.priv = c;
+	assert_int_equal(rcl_lruvec_init(&c->lv, &cfg), 0);
+	for (i = 0; i < NOBJ; i++)
+		c->objs[i].key = (int)i;
+	for (i = 0; i < 40; i++)
+		assert_int_equal(rcl_lruvec_add(&c->lv, &c->objs[i].lru,
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH),
+				 0);
+	assert_int_equal(rcl_lruvec_shrink_inactive(&c->lv, &sc), 0);
+	assert_int_equal(sc.nr_freed, 20);
+	assert_int_equal(sc.nr_rotated, 20);
+	/* Two batches (32 + 8), each closed by one batch_end. */
+	assert_int_equal(c->ends, 2);
+	assert_int_equal(c->nlog, 42);
+	for (i = 0; i < 32; i++)
+		assert_int_equal(c->log[k++], (int)i);
+	assert_int_equal(c->log[k++], -1 - 16);
+	for (i = 32; i < 40; i++)
+		assert_int_equal(c->log[k++], (int)i);
+	assert_int_equal(c->log[k++], -1 - 4);
+	assert_int_equal(c->isolated_at_end, 0);
+	assert_int_equal(c->busy_listed_at_end, 20);
+	assert_int_equal(c->destroy_at_end, -EDEADLK);
+	/* The nodes released at the batch end are idle and may be reused. */
+	assert_int_equal(rcl_lru_node_flags(&c->objs[0].lru), 0);
+	assert_int_equal(rcl_lruvec_add(&c->lv, &c->objs[0].lru, RCL_LRU_FILE,
+					1, RCL_LRU_ADD_NOBATCH),
+			 0);
+	assert_int_equal(rcl_lruvec_count(&c->lv, INACTIVE(RCL_LRU_FILE), NULL),
+			 21);
+
+	/* Nothing to scan: no batch, no batch_end. */
+	sc.nr_to_scan = 0;
+	assert_int_equal(rcl_lruvec_shrink_inactive(&c->lv, &sc), 0);
+	assert_int_equal(c->ends, 2);
+	for (i = 0; i < 40; i++)
+		assert_int_equal(rcl_lruvec_del(&c->lv, &c->objs[i].lru),
+				 (i % 2 || i == 0) ? 0 : -ENOENT);
+	sc.nr_to_scan = 8;
+	assert_int_equal(rcl_lruvec_shrink_inactive(&c->lv, &sc), 0);
+	assert_int_equal(c->ends, 2);
+	assert_int_equal(rcl_lruvec_destroy(&c->lv), 0);
+	free(c);
+}
+
 /* ------------------------------------------------------------------------- */
 /* shrink_active and inactive_is_low                                          */
 /* ------------------------------------------------------------------------- */
@@ -1577,6 +1695,7 @@ int main(void)
 		T(test_lruvec_shrink_inactive_unknown_answer_keeps),
 		T(test_lruvec_shrink_bad_input),
 		T(test_lruvec_evict_callback_reentry),
+		cmocka_unit_test(test_lruvec_batch_end_once_per_batch),
 		T(test_lruvec_shrink_active_rule),
 		cmocka_unit_test(test_lruvec_inactive_ratio_is_the_sqrt_rule),
 		T(test_lruvec_small_lists_keep_inactive_as_large_as_active),

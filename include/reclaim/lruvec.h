@@ -291,12 +291,24 @@ struct rcl_evict_control {
  *	long time: only rcl_lruvec_del_wait() and rcl_lruvec_set_dirty() on
  *	the nodes of its batch, and rcl_domain_detach() of its lruvec during a
  *	domain pass, wait for it.
+ * @batch_end: optional; called by rcl_lruvec_shrink_inactive() after each
+ *	batch of evict callbacks (at most RCL_LRU_BATCH_ISOLATE), in the same
+ *	thread, once the batch's kept nodes are back on the lists and with no
+ *	library lock held, with @priv of the configuration and the number of
+ *	nodes the batch's callbacks answered FREED (possibly 0).  It is where
+ *	an application does, once per batch, work its evict callbacks deferred:
+ *	free the batch's objects together, wait for one RCU grace period, or
+ *	one fdatasync() of the writes they made (the kernel's shrink_folio_list()
+ *	flushes the TLB and frees its folios once per batch the same way).  The
+ *	library does not touch the freed nodes again, so their memory may be
+ *	released here rather than in @evict.  It may call what @evict may call.
  *
  * The table is normally `static const`.
  */
 struct rcl_lruvec_ops {
 	enum rcl_evict_status (*evict)(struct rcl_lru_node *node,
 				       struct rcl_evict_control *ctl);
+	void (*batch_end)(struct rcl_lruvec *lv, void *priv, size_t nr_freed);
 };
 
 /* ------------------------------------------------------------------------- */
