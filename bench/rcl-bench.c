@@ -1173,7 +1173,7 @@ static void usage(FILE *f)
 	      "                   1/10000 of the budget (default: the library's, 100)\n"
 	      "  writeback [--json] [--short] [--watermark-scale-factor N]\n"
 	      "            [--dirty-background-ratio N] [--dirty-ratio N]\n"
-	      "            [--reclaim-sync batch|object]\n"
+	      "            [--reclaim-sync batch|object] [--rounds N]\n"
 	      "      A write-back cache of the blocks of a temporary file: writers\n"
 	      "      dirty blocks, a reader reads, an allocator charges new memory;\n"
 	      "      reclaim writes dirty blocks itself (reclaim-writes), or the\n"
@@ -1187,9 +1187,11 @@ static void usage(FILE *f)
 	      "                   and 70, so that dirty blocks reach the LRU tail;\n"
 	      "                   the library's own defaults are 10 and 20)\n"
 	      "      --reclaim-sync batch|object  reclaim-writes: one fdatasync()\n"
-	      "                   per scan batch of 32 writes (default, as the\n"
+	      "                   per scan batch that wrote (default, as the\n"
 	      "                   flusher's per batch) or per object (as the\n"
-	      "                   kernel's reclaim wrote single pages)\n",
+	      "                   kernel's reclaim wrote single pages)\n"
+	      "      --rounds N   rounds of the three modes, interleaved and\n"
+	      "                   pooled (1-20; default 3, --short 1)\n",
 	      f);
 }
 
@@ -3385,11 +3387,13 @@ bad:
  * - reclaim-writes: RCL_DOMAIN_RECLAIM_WRITES and no flusher: reclaim hands
  *   dirty blocks to the evict callback (RCL_EVICT_DIRTY), which pwrite()s
  *   the block under its stripe lock (the page lock of the kernel's
- *   pageout()) before it answers FREED, and calls fdatasync() once per
- *   RCL_SCAN_CHUNK such writes of its thread (a scan batch), as the issue
- *   asks ("the flusher, or in the baseline the reclaimer, calls fdatasync
- *   once per batch").  --reclaim-sync object syncs each object instead, as
- *   the kernel's reclaim wrote single pages (the default until 2026-11-30).
+ *   pageout()) before it answers FREED; the batch_end callback calls
+ *   fdatasync() once per scan batch (of at most RCL_LRU_BATCH_ISOLATE
+ *   objects) that wrote, and only then releases the written objects'
+ *   memory, as the issue asks ("reclaim writes dirty objects itself,
+ *   synchronously"; "the flusher, or in the baseline the reclaimer, calls
+ *   fdatasync once per batch").  --reclaim-sync object syncs each object
+ *   instead, as the kernel's reclaim wrote single pages.
  * - flusher-all, flusher-proportional: the library's flusher thread
  *   (rcl_domain_flusher_start(), batches of WB_FLUSH_BATCH: one pwrite() per
  *   object, one fdatasync() per batch), with flush_policy RCL_FLUSH_ALL or
@@ -3422,6 +3426,9 @@ bad:
 #define WB_RUN_MS 4000u
 #define WB_SHORT_WARM_MS 60u
 #define WB_SHORT_RUN_MS 150u
+/* Rounds of the three modes, pooled (--rounds); --short runs one. */
+#define WB_ROUNDS 3u
+#define WB_MAX_ROUNDS 20u
 #define WB_FLUSH_BATCH 64u
 /*
  * The domain's dirty thresholds (% of the budget).  With the library's
@@ -3527,6 +3534,7 @@ struct wb_params {
 	unsigned scale;		/* watermark_scale_factor; 0 = the default */
 	unsigned dirty_bg, dirty_hard;	/* 0 = the library's defaults */
 	bool sync_each;		/* reclaim-writes: fdatasync() per object */
+	unsigned rounds;	/* windows per mode, pooled */
 };
 
 struct wb_result {
@@ -3540,12 +3548,18 @@ struct wb_result {
 	struct rcl_vmstat vm;	/* over the window */
 	uint64_t own_reclaim_writes, own_flusher_writes, syncs;	/* window */
 	uint64_t reclaim_writes_in[4];	/* window; by wb_role, 3 = background */
+	uint64_t hist[3][ST_HIST_BUCKETS];	/* latencies, by wb_role */
+	unsigned rounds;	/* windows pooled into this result */
 };
 
 /* Set around the evict callback's write: the write happens in reclaim. */
 static _Thread_local bool wb_tls_in_reclaim;
-/* reclaim-writes: objects this thread wrote from reclaim since its last sync */
-static _Thread_local unsigned wb_tls_unsynced;
+/*
+ * reclaim-writes, one sync per batch: the objects this thread's evict
+ * callbacks wrote in the current batch, still charged, released by
+ * wb_batch_end() after the batch's fdatasync() (linked by next_free).
+ */
+static _Thread_local struct wb_obj *wb_tls_written;
 /* The worker of this thread; NULL in the library's threads. */
 static _Thread_local struct wb_worker *wb_tls_worker;
 
@@ -3678,7 +3692,11 @@ static struct wb_obj *wb_obj_get(struct wb_cache *c)
 /*
  * The evict callback, in whichever thread reclaims.  With the flusher only
  * clean objects come here; in reclaim-writes, dirty ones come with
- * RCL_EVICT_DIRTY, and are written here, synchronously, before FREED.
+ * RCL_EVICT_DIRTY and are written here, synchronously: the memory of a
+ * written object is released (uncharged) only after an fdatasync() that
+ * covers its write, once per batch in wb_batch_end(), or at once with
+ * --reclaim-sync object.  The flusher modes likewise end an object's
+ * writeback, and so let reclaim free it, only after their batch's sync.
  */
 static enum rcl_evict_status wb_evict(struct rcl_lru_node *node,
 				      struct rcl_evict_control *ctl)
@@ -3710,20 +3728,30 @@ static enum rcl_evict_status wb_evict(struct rcl_lru_node *node,
 		wb_tls_in_reclaim = true;
 		err = wb_write_locked(r, o);
 		/*
-		 * One fdatasync() per scan batch (RCL_SCAN_CHUNK) of writes,
-		 * as the flusher has one per batch; or, with --reclaim-sync
-		 * object, one per object, as the kernel's pageout() wrote
-		 * single pages.
+		 * --reclaim-sync object: one fdatasync() per object, as the
+		 * kernel's pageout() wrote single pages.
 		 */
-		if (!err && (r->sync_each ||
-			     ++wb_tls_unsynced >= RCL_SCAN_CHUNK)) {
-			wb_tls_unsynced = 0;
+		if (!err && r->sync_each)
 			err = wb_sync(r);
-		}
 		wb_tls_in_reclaim = false;
 		if (err) {
 			pthread_mutex_unlock(&s->lock);
 			return RCL_EVICT_BUSY;	/* still dirty */
+		}
+		if (!r->sync_each) {
+			/*
+			 * Out of the index (a lookup now reads the block
+			 * back from the file), but held until the batch's
+			 * fdatasync().
+			 */
+			c->slot[o->key - c->key0] = NULL;
+			o->hashed = false;
+			pthread_mutex_unlock(&s->lock);
+			atomic_store_explicit(&o->refs, 0,
+					      memory_order_relaxed);
+			o->next_free = wb_tls_written;
+			wb_tls_written = o;
+			return RCL_EVICT_FREED;
 		}
 	}
 	c->slot[o->key - c->key0] = NULL;
@@ -3737,7 +3765,42 @@ static enum rcl_evict_status wb_evict(struct rcl_lru_node *node,
 	return RCL_EVICT_FREED;
 }
 
-static const struct rcl_lruvec_ops wb_ops = { .evict = wb_evict };
+/*
+ * The end of a batch of evict callbacks: in reclaim-writes (one sync per
+ * batch), one fdatasync() for the objects the batch wrote, then their
+ * memory goes.  A failed sync is counted (an I/O error); the objects were
+ * written and are released all the same, as the kernel's pageout() does
+ * not retry a page whose write completed with an error.
+ */
+static void wb_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
+{
+	struct wb_cache *c = priv;
+	struct wb_run *r = c->run;
+	struct wb_obj *o = wb_tls_written;
+
+	(void)lv;
+	(void)nr_freed;
+	if (!o)
+		return;
+	wb_tls_written = NULL;
+	wb_tls_in_reclaim = true;
+	(void)wb_sync(r);
+	wb_tls_in_reclaim = false;
+	while (o) {
+		struct wb_obj *next = o->next_free;
+
+		if (rcl_domain_uncharge(r->d, WB_OBJ_SIZE) != 0)
+			atomic_fetch_add(&r->evict_errors, 1);
+		rcl_lru_node_init(&o->lru);
+		wb_free_push(o->cache, o);
+		o = next;
+	}
+}
+
+static const struct rcl_lruvec_ops wb_ops = {
+	.evict = wb_evict,
+	.batch_end = wb_batch_end,
+};
 
 /*
  * Charge one object; a strict domain refuses while everything reclaimable
@@ -4277,7 +4340,7 @@ static int wb_measure(enum wb_mode mode, const struct wb_params *p,
 		.dirty_background_ratio = p->dirty_bg,
 		.dirty_ratio = p->dirty_hard,
 	};
-	uint64_t hist[3][ST_HIST_BUCKETS];
+	uint64_t (*hist)[ST_HIST_BUCKETS] = res->hist;
 	uint64_t wkeys, rkeys, key0 = 0, t0, t1, own0[3], in0[4];
 	struct cpu_snap snap0, snap1;
 	struct rcl_vmstat vm0, vm1;
@@ -4287,7 +4350,7 @@ static int wb_measure(enum wb_mode mode, const struct wb_params *p,
 	int ret, err = 0;
 
 	memset(res, 0, sizeof(*res));
-	memset(hist, 0, sizeof(hist));
+	res->rounds = 1;
 	r = zalloc64(sizeof(*r));
 	if (!r) {
 		fprintf(stderr, "rcl-bench: out of memory\n");
@@ -4473,6 +4536,47 @@ out:
 	return err;
 }
 
+/*
+ * Pool one round's window into a mode's result: latencies from the summed
+ * histograms, counts summed, the CPU time of others as the worst round's.
+ */
+static void wb_pool(struct wb_result *acc, const struct wb_result *x)
+{
+	const uint64_t *a = (const uint64_t *)&x->vm;
+	uint64_t *b = (uint64_t *)&acc->vm;
+	size_t i, k;
+
+	_Static_assert(sizeof(struct rcl_vmstat) % sizeof(uint64_t) == 0,
+		       "rcl_vmstat is made of uint64_t counters");
+	if (!acc->rounds) {
+		*acc = *x;
+		return;
+	}
+	acc->rounds += x->rounds;
+	acc->other = acc->other > x->other ? acc->other : x->other;
+	acc->disturbed = acc->disturbed || x->disturbed;
+	acc->secs += x->secs;
+	acc->writes += x->writes;
+	acc->reads += x->reads;
+	acc->read_misses += x->read_misses;
+	acc->allocs += x->allocs;
+	acc->retries += x->retries;
+	acc->allocs_below_low += x->allocs_below_low;
+	for (i = 0; i < sizeof(acc->vm) / sizeof(uint64_t); i++)
+		b[i] += a[i];
+	acc->own_reclaim_writes += x->own_reclaim_writes;
+	acc->own_flusher_writes += x->own_flusher_writes;
+	acc->syncs += x->syncs;
+	for (i = 0; i < 4; i++)
+		acc->reclaim_writes_in[i] += x->reclaim_writes_in[i];
+	for (k = 0; k < 3; k++)
+		for (i = 0; i < ST_HIST_BUCKETS; i++)
+			acc->hist[k][i] += x->hist[k][i];
+	wb_quantiles(acc->hist[WB_WRITER], acc->write_us);
+	wb_quantiles(acc->hist[WB_ALLOCATOR], acc->alloc_us);
+	wb_quantiles(acc->hist[WB_READER], acc->read_us);
+}
+
 static void wb_print_json(const struct wb_result *res)
 {
 	unsigned m;
@@ -4526,8 +4630,8 @@ static void wb_print_table(const struct wb_result *res,
 	       "on its first %u%%), 1 allocator x %u charges/ms holding 1/%u of the\n"
 	       "budget; flusher batches of %u; watermarks min/low/high %llu/%llu/%llu\n"
 	       "KiB (scale factor %u%s); dirty thresholds %u/%u %% of the budget%s;\n"
-	       "reclaim-writes syncs once per %s; %u ms measured after %u ms of\n"
-	       "warm-up\n\n",
+	       "reclaim-writes syncs once per %s; %u round%s of the modes, each\n"
+	       "%u ms measured after %u ms of warm-up, pooled\n\n",
 	       rcl_version(), (unsigned long long)(p->budget >> 20),
 	       (unsigned long long)(p->budget / WB_OBJ_SIZE), WB_OBJ_SIZE,
 	       WB_WRITERS, WB_WRITE_PER_MS, WB_WRITE_X, WB_READERS,
@@ -4541,8 +4645,8 @@ static void wb_print_table(const struct wb_result *res,
 	       p->dirty_bg, p->dirty_hard,
 	       p->dirty_bg == WB_DIRTY_BG && p->dirty_hard == WB_DIRTY_HARD
 		       ? " (the default here)" : "",
-	       p->sync_each ? "object" : "batch of 32 writes", p->run_ms,
-	       p->warm_ms);
+	       p->sync_each ? "object" : "scan batch", p->rounds,
+	       p->rounds == 1 ? "" : "s", p->run_ms, p->warm_ms);
 	printf("%-34s", "");
 	for (m = 0; m < WB_NR_MODES; m++) {
 		char head[32];
@@ -4632,10 +4736,10 @@ static int cmd_writeback(int argc, char **argv)
 		.dirty_bg = WB_DIRTY_BG,
 		.dirty_hard = WB_DIRTY_HARD,
 	};
-	struct wb_result res[WB_NR_MODES];
-	unsigned m, disturbed = 0;
-	bool json = false, check_other = true;
-	int i, r;
+	struct wb_result *res, *one;
+	unsigned m, k, rounds = 0, disturbed = 0;	/* 0: not given */
+	bool json = false, check_other = true, short_run = false;
+	int i, r, ret = 1;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -4648,6 +4752,11 @@ static int cmd_writeback(int argc, char **argv)
 			p.run_ms = WB_SHORT_RUN_MS;
 			/* /proc/stat counts 10 ms ticks: too coarse here. */
 			check_other = false;
+			short_run = true;
+		} else if ((r = opt_uint(argc, argv, &i, "--rounds", 1,
+					   WB_MAX_ROUNDS, &rounds))) {
+			if (r < 0)
+				goto bad;
 		} else if ((r = opt_uint(argc, argv, &i, "--watermark-scale-factor",
 					   1, ST_MAX_SCALE, &p.scale))) {
 			if (r < 0)
@@ -4676,41 +4785,58 @@ static int cmd_writeback(int argc, char **argv)
 		}
 	}
 
-	fprintf(stderr, "rcl-bench writeback: libreclaim %s, budget %llu KiB, watermark scale factor %u, dirty thresholds %u/%u %%, reclaim-writes syncs per %s, %u ms per mode after %u ms of warm-up\n",
+	p.rounds = rounds ? rounds : short_run ? 1u : WB_ROUNDS;
+	fprintf(stderr, "rcl-bench writeback: libreclaim %s, budget %llu KiB, watermark scale factor %u, dirty thresholds %u/%u %%, reclaim-writes syncs per %s, %u round%s of %u ms per mode after %u ms of warm-up\n",
 		rcl_version(), (unsigned long long)(p.budget >> 10),
 		p.scale ? p.scale : RCL_WATERMARK_SCALE_DEFAULT,
-		p.dirty_bg, p.dirty_hard, p.sync_each ? "object" : "batch", p.run_ms, p.warm_ms);
-	for (m = 0; m < WB_NR_MODES; m++) {
-		unsigned a;
+		p.dirty_bg, p.dirty_hard, p.sync_each ? "object" : "batch",
+		p.rounds, p.rounds == 1 ? "" : "s", p.run_ms, p.warm_ms);
+	res = calloc(WB_NR_MODES, sizeof(*res));
+	one = calloc(1, sizeof(*one));
+	if (!res || !one) {
+		fprintf(stderr, "rcl-bench: writeback: out of memory\n");
+		goto out;
+	}
+	/* The rounds interleave the modes, so that drift hits them alike. */
+	for (k = 0; k < p.rounds; k++) {
+		for (m = 0; m < WB_NR_MODES; m++) {
+			unsigned a;
 
-		for (a = 0; a < WB_TRIES; a++) {
-			if (wb_measure((enum wb_mode)m, &p, &res[m]))
-				return 1;
-			if (!check_other || res[m].other <= WB_OTHER_MAX)
-				break;
-			fprintf(stderr, "  %-20s disturbed: others used %.0f%% of the CPU time%s\n",
-				wb_mode_names[m], res[m].other * 100.0,
-				a + 1 < WB_TRIES ? "; repeating" : "");
+			for (a = 0; a < WB_TRIES; a++) {
+				if (wb_measure((enum wb_mode)m, &p, one))
+					goto out;
+				if (!check_other || one->other <= WB_OTHER_MAX)
+					break;
+				fprintf(stderr, "  %-20s disturbed: others used %.0f%% of the CPU time%s\n",
+					wb_mode_names[m], one->other * 100.0,
+					a + 1 < WB_TRIES ? "; repeating" : "");
+			}
+			one->disturbed = check_other &&
+					 one->other > WB_OTHER_MAX;
+			disturbed += one->disturbed;
+			fprintf(stderr, "  %-20s round %u: write p99 %.1f us, alloc p95 %.2f us, writes from reclaim %llu of %llu, flusher wakeups %llu\n",
+				wb_mode_names[m], k + 1, one->write_us[2],
+				one->alloc_us[1],
+				(unsigned long long)one->vm.writes_from_reclaim,
+				(unsigned long long)(one->vm.writes_from_reclaim +
+						     one->vm.writes_flusher),
+				(unsigned long long)one->vm.flusher_wakeups);
+			wb_pool(&res[m], one);
 		}
-		res[m].disturbed = check_other && res[m].other > WB_OTHER_MAX;
-		disturbed += res[m].disturbed;
-		fprintf(stderr, "  %-20s write p99 %.1f us, alloc p95 %.2f us, writes from reclaim %llu of %llu, flusher wakeups %llu\n",
-			wb_mode_names[m], res[m].write_us[2],
-			res[m].alloc_us[1],
-			(unsigned long long)res[m].vm.writes_from_reclaim,
-			(unsigned long long)(res[m].vm.writes_from_reclaim +
-					     res[m].vm.writes_flusher),
-			(unsigned long long)res[m].vm.flusher_wakeups);
 	}
 	if (disturbed)
-		fprintf(stderr, "rcl-bench: warning: %u mode%s measured while other processes used more than %.0f%% of the CPU time\n",
+		fprintf(stderr, "rcl-bench: warning: %u measurement%s made while other processes used more than %.0f%% of the CPU time\n",
 			disturbed, disturbed == 1 ? " was" : "s were",
 			WB_OTHER_MAX * 100.0);
 	if (json)
 		wb_print_json(res);
 	else
 		wb_print_table(res, &p);
-	return 0;
+	ret = 0;
+out:
+	free(one);
+	free(res);
+	return ret;
 
 bad:
 	usage(stderr);

@@ -234,8 +234,10 @@ enum rcl_evict_status {
 /**
  * Input flag: the object is dirty.  Only with RCL_LRU_SHRINK_WRITE_DIRTY
  * (the pre-2017 baseline where reclaim writes): the callback must write the
- * object itself before it answers FREED.  Never set otherwise: dirty objects
- * do not reach the evict callback (see flusher.h).
+ * object itself before it answers FREED, and keep its memory until the write
+ * is durable; &rcl_lruvec_ops.batch_end can make that one sync per batch.
+ * Never set otherwise: dirty objects do not reach the evict callback (see
+ * flusher.h).
  */
 #define RCL_EVICT_DIRTY (1u << 2)
 
