@@ -3768,9 +3768,8 @@ static enum rcl_evict_status wb_evict(struct rcl_lru_node *node,
 /*
  * The end of a batch of evict callbacks: in reclaim-writes (one sync per
  * batch), one fdatasync() for the objects the batch wrote, then their
- * memory goes.  A failed sync is counted (an I/O error); the objects were
- * written and are released all the same, as the kernel's pageout() does
- * not retry a page whose write completed with an error.
+ * memory goes.  A failed sync is counted as an I/O error, which fails the
+ * run (checked after each mode); the objects are released all the same.
  */
 static void wb_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
 {
