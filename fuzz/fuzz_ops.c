@@ -169,6 +169,9 @@ static bool g_no_evict;			/* an evict callback now is a bug */
 static unsigned g_cb_freed, g_cb_busy, g_cb_act;
 static uint64_t g_cb_wfreed;
 static int g_cb_depth;
+/* FREED answers since the last batch_end, by callback depth (re-entry). */
+#define FUZZ_MAX_DEPTH 64
+static unsigned g_batch_freed[FUZZ_MAX_DEPTH];
 static bool g_debug_scan;
 static int g_in_shr = -1;		/* shrinker whose callback runs */
 static const uint8_t *g_wb_fail;	/* writeback_all: failure pattern */
@@ -392,6 +395,7 @@ static enum rcl_evict_status fuzz_evict(struct rcl_lru_node *node,
 
 	o->in_cb = true;
 	o->handed = true;
+	CHECK(g_cb_depth + 1 < FUZZ_MAX_DEPTH, "evict callbacks nested too deep");
 	g_cb_depth++;
 	evict_action(o, ctl->lruvec, (o->mode >> 2) & 7);
 	g_cb_depth--;
@@ -409,6 +413,7 @@ static enum rcl_evict_status fuzz_evict(struct rcl_lru_node *node,
 	default:
 		ans = RCL_EVICT_FREED;
 		g_cb_freed++;
+		g_batch_freed[g_cb_depth]++;
 		g_cb_wfreed += o->weight;
 		shadow_set(o, ctl->shadow);
 		obj_release(o, true);
@@ -417,7 +422,27 @@ static enum rcl_evict_status fuzz_evict(struct rcl_lru_node *node,
 	return ans;
 }
 
-static const struct rcl_lruvec_ops fuzz_lv_ops = { .evict = fuzz_evict };
+/* Once per batch of the evict callbacks above, at their depth. */
+static void fuzz_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
+{
+	(void)priv;
+	CHECK(lv != NULL, "batch_end without an lruvec");
+	CHECK(nr_freed == g_batch_freed[g_cb_depth],
+	      "batch_end: %zu freed, the callbacks answered FREED %u times",
+	      nr_freed, g_batch_freed[g_cb_depth]);
+	CHECK(lv >= lvs && lv < lvs + NLV, "batch_end of a foreign lruvec");
+	/* At the top level, only the harness's own set is isolated now. */
+	CHECK(g_cb_depth > 0 ||
+		      rcl_lruvec_nr_isolated(lv) == isos[lv - lvs].nr,
+	      "batch_end: %zu isolated, the harness holds %zu",
+	      rcl_lruvec_nr_isolated(lv), isos[lv - lvs].nr);
+	g_batch_freed[g_cb_depth] = 0;
+}
+
+static const struct rcl_lruvec_ops fuzz_lv_ops = {
+	.evict = fuzz_evict,
+	.batch_end = fuzz_batch_end,
+};
 
 static void fuzz_flusher_wakeup(void *priv, const struct rcl_flush_request *req)
 {
