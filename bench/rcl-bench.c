@@ -3537,6 +3537,17 @@ struct wb_params {
 	unsigned rounds;	/* windows per mode, pooled */
 };
 
+/* The vmstat counters the benchmark measures (over a window) and pools. */
+#define WB_VM_COUNTERS(X)                                                     \
+	X(pgscan_kswapd) X(pgscan_direct) X(pgsteal_kswapd)                   \
+	X(pgsteal_direct) X(pgactivate) X(allocstall) X(pageoutrun)           \
+	X(kswapd_wakeups) X(charge_failures) X(nr_dirty_scanned)              \
+	X(nr_unqueued_dirty) X(nr_writeback_scanned) X(nr_immediate)          \
+	X(flush_requests) X(flush_requests_vmscan) X(flush_coalesced)         \
+	X(flusher_wakeups) X(writeback_throttled)                             \
+	X(writeback_throttle_timeouts) X(dirty_throttled)                     \
+	X(dirty_throttle_timeouts) X(writes_from_reclaim) X(writes_flusher)
+
 struct wb_result {
 	struct rcl_watermarks wm;
 	double other;		/* CPU time others used during the window */
@@ -3782,9 +3793,7 @@ static void wb_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
 	if (!o)
 		return;
 	wb_tls_written = NULL;
-	wb_tls_in_reclaim = true;
 	(void)wb_sync(r);
-	wb_tls_in_reclaim = false;
 	while (o) {
 		struct wb_obj *next = o->next_free;
 
@@ -4503,30 +4512,8 @@ static int wb_measure(enum wb_mode mode, const struct wb_params *p,
 	wb_quantiles(hist[WB_WRITER], res->write_us);
 	wb_quantiles(hist[WB_ALLOCATOR], res->alloc_us);
 	wb_quantiles(hist[WB_READER], res->read_us);
-#define WB_DELTA(f) res->vm.f = st_sub(vm1.f, vm0.f)
-	WB_DELTA(pgscan_kswapd);
-	WB_DELTA(pgscan_direct);
-	WB_DELTA(pgsteal_kswapd);
-	WB_DELTA(pgsteal_direct);
-	WB_DELTA(pgactivate);
-	WB_DELTA(allocstall);
-	WB_DELTA(pageoutrun);
-	WB_DELTA(kswapd_wakeups);
-	WB_DELTA(charge_failures);
-	WB_DELTA(nr_dirty_scanned);
-	WB_DELTA(nr_unqueued_dirty);
-	WB_DELTA(nr_writeback_scanned);
-	WB_DELTA(nr_immediate);
-	WB_DELTA(flush_requests);
-	WB_DELTA(flush_requests_vmscan);
-	WB_DELTA(flush_coalesced);
-	WB_DELTA(flusher_wakeups);
-	WB_DELTA(writeback_throttled);
-	WB_DELTA(writeback_throttle_timeouts);
-	WB_DELTA(dirty_throttled);
-	WB_DELTA(dirty_throttle_timeouts);
-	WB_DELTA(writes_from_reclaim);
-	WB_DELTA(writes_flusher);
+#define WB_DELTA(f) res->vm.f = st_sub(vm1.f, vm0.f);
+	WB_VM_COUNTERS(WB_DELTA)
 #undef WB_DELTA
 out:
 	if (wb_teardown(r))
@@ -4541,12 +4528,8 @@ out:
  */
 static void wb_pool(struct wb_result *acc, const struct wb_result *x)
 {
-	const uint64_t *a = (const uint64_t *)&x->vm;
-	uint64_t *b = (uint64_t *)&acc->vm;
 	size_t i, k;
 
-	_Static_assert(sizeof(struct rcl_vmstat) % sizeof(uint64_t) == 0,
-		       "rcl_vmstat is made of uint64_t counters");
 	if (!acc->rounds) {
 		*acc = *x;
 		return;
@@ -4561,8 +4544,9 @@ static void wb_pool(struct wb_result *acc, const struct wb_result *x)
 	acc->allocs += x->allocs;
 	acc->retries += x->retries;
 	acc->allocs_below_low += x->allocs_below_low;
-	for (i = 0; i < sizeof(acc->vm) / sizeof(uint64_t); i++)
-		b[i] += a[i];
+#define WB_SUM(f) acc->vm.f += x->vm.f;
+	WB_VM_COUNTERS(WB_SUM)
+#undef WB_SUM
 	acc->own_reclaim_writes += x->own_reclaim_writes;
 	acc->own_flusher_writes += x->own_flusher_writes;
 	acc->syncs += x->syncs;
@@ -4715,13 +4699,14 @@ static void wb_print_table(const struct wb_result *res,
 	       "Latencies: write = the whole write call (lookup, charge on a miss,\n"
 	       "overwrite, rcl_lruvec_set_dirty(), rcl_domain_balance_dirty());\n"
 	       "alloc = the allocator's rcl_domain_charge(), -ENOMEM retries included.\n"
-	       "Counters are the domain's vmstat over the measured window; changes\n"
-	       "are against reclaim-writes.\n");
+	       "Latencies and counts pool the rounds: the histograms and the\n"
+	       "domain's vmstat over the measured windows are summed.  Changes are\n"
+	       "against reclaim-writes.  Others' CPU time is the worst round's.\n");
 	for (m = 0; m < WB_NR_MODES; m++)
 		if (res[m].disturbed)
 			break;
 	if (m < WB_NR_MODES)
-		printf("*: measured while other processes used more than %.0f%% of the CPUs.\n",
+		printf("*: a round was measured while other processes used more than %.0f%% of the CPUs.\n",
 		       WB_OTHER_MAX * 100.0);
 }
 

@@ -170,7 +170,7 @@ static unsigned g_cb_freed, g_cb_busy, g_cb_act;
 static uint64_t g_cb_wfreed;
 static int g_cb_depth;
 /* FREED answers since the last batch_end, by callback depth (re-entry). */
-#define FUZZ_MAX_DEPTH 64
+#define FUZZ_MAX_DEPTH (NOBJ + 2)	/* each level holds one object */
 static unsigned g_batch_freed[FUZZ_MAX_DEPTH];
 static bool g_debug_scan;
 static int g_in_shr = -1;		/* shrinker whose callback runs */
@@ -398,6 +398,10 @@ static enum rcl_evict_status fuzz_evict(struct rcl_lru_node *node,
 	CHECK(g_cb_depth + 1 < FUZZ_MAX_DEPTH, "evict callbacks nested too deep");
 	g_cb_depth++;
 	evict_action(o, ctl->lruvec, (o->mode >> 2) & 7);
+	/* Every batch of a shrink started in there has ended. */
+	CHECK(g_batch_freed[g_cb_depth] == 0,
+	      "a nested batch ended without batch_end (%u freed)",
+	      g_batch_freed[g_cb_depth]);
 	g_cb_depth--;
 	o->in_cb = false;
 
@@ -437,6 +441,8 @@ static void fuzz_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
 	      "batch_end: %zu isolated, the harness holds %zu",
 	      rcl_lruvec_nr_isolated(lv), isos[lv - lvs].nr);
 	g_batch_freed[g_cb_depth] = 0;
+	/* Still inside reclaim of @lv. */
+	CHECK_RC(rcl_lruvec_destroy(lv), -EDEADLK);
 }
 
 static const struct rcl_lruvec_ops fuzz_lv_ops = {
@@ -592,6 +598,9 @@ static void check_invariants(void)
 	unsigned shr_nr[NSHR] = { 0 };
 	uint64_t charged[NDOM] = { 0 };
 
+	/* Every batch of the last operation ended with batch_end. */
+	CHECK(g_batch_freed[0] == 0, "a batch ended without batch_end (%u freed)",
+	      g_batch_freed[0]);
 	for (unsigned i = 0; i < NOBJ; i++) {
 		struct fobj *o = &pool[i];
 		unsigned f, st;

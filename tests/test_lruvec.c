@@ -1308,6 +1308,8 @@ struct be_cache {
 	size_t busy_listed_at_end;
 	long isolated_at_end;
 	int destroy_at_end;
+	int spare_add_at_end, spare_del_at_end;	/* on objs[NOBJ - 1] */
+	bool all_busy;
 	struct obj *deferred[NOBJ];	/* freed, released at the batch end */
 	size_t ndeferred;
 };
@@ -1320,7 +1322,7 @@ static enum rcl_evict_status be_evict(struct rcl_lru_node *node,
 
 	c->log[c->nlog++] = o->key;
 	c->evicts_since_end++;
-	if (o->key % 2)
+	if (c->all_busy || o->key % 2)
 		return RCL_EVICT_BUSY;
 	/* Freed: the node is handed back to us, released at the batch end. */
 	c->deferred[c->ndeferred++] = o;
@@ -1345,8 +1347,12 @@ static void be_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
 		     (RCL_LRU_F_ISOLATED | RCL_LRU_F_LISTED)) ==
 			    RCL_LRU_F_LISTED)
 			c->busy_listed_at_end++;
-	/* Still inside reclaim of this lruvec. */
+	/* Still inside reclaim of this lruvec, but no library lock is held. */
 	c->destroy_at_end = rcl_lruvec_destroy(lv);
+	c->spare_add_at_end = rcl_lruvec_add(lv, &c->objs[NOBJ - 1].lru,
+					     RCL_LRU_FILE, 1,
+					     RCL_LRU_ADD_NOBATCH);
+	c->spare_del_at_end = rcl_lruvec_del(lv, &c->objs[NOBJ - 1].lru);
 	/* The freed nodes are ours: reuse their memory now. */
 	for (i = 0; i < c->ndeferred; i++) {
 		memset(&c->deferred[i]->lru, 0x5a, sizeof(c->deferred[i]->lru));
@@ -1393,6 +1399,8 @@ static void test_lruvec_batch_end_once_per_batch(void **state)
 	assert_int_equal(c->isolated_at_end, 0);
 	assert_int_equal(c->busy_listed_at_end, 20);
 	assert_int_equal(c->destroy_at_end, -EDEADLK);
+	assert_int_equal(c->spare_add_at_end, 0);
+	assert_int_equal(c->spare_del_at_end, 0);
 	/* The nodes released at the batch end are idle and may be reused. */
 	assert_int_equal(rcl_lru_node_flags(&c->objs[0].lru), 0);
 	assert_int_equal(rcl_lruvec_add(&c->lv, &c->objs[0].lru, RCL_LRU_FILE,
@@ -1401,16 +1409,28 @@ static void test_lruvec_batch_end_once_per_batch(void **state)
 	assert_int_equal(rcl_lruvec_count(&c->lv, INACTIVE(RCL_LRU_FILE), NULL),
 			 21);
 
+	/* A batch that frees nothing still ends: nr_freed 0. */
+	c->all_busy = true;
+	c->nlog = 0;
+	sc = (struct rcl_lru_shrink_control){ .type = RCL_LRU_FILE,
+					      .nr_to_scan = 5 };
+	assert_int_equal(rcl_lruvec_shrink_inactive(&c->lv, &sc), 0);
+	assert_int_equal(sc.nr_freed, 0);
+	assert_int_equal(sc.nr_rotated, 5);
+	assert_int_equal(c->ends, 3);
+	assert_int_equal(c->nlog, 6);
+	assert_int_equal(c->log[5], -1);
+
 	/* Nothing to scan: no batch, no batch_end. */
 	sc.nr_to_scan = 0;
 	assert_int_equal(rcl_lruvec_shrink_inactive(&c->lv, &sc), 0);
-	assert_int_equal(c->ends, 2);
+	assert_int_equal(c->ends, 3);
 	for (i = 0; i < 40; i++)
 		assert_int_equal(rcl_lruvec_del(&c->lv, &c->objs[i].lru),
 				 (i % 2 || i == 0) ? 0 : -ENOENT);
 	sc.nr_to_scan = 8;
 	assert_int_equal(rcl_lruvec_shrink_inactive(&c->lv, &sc), 0);
-	assert_int_equal(c->ends, 2);
+	assert_int_equal(c->ends, 3);
 	assert_int_equal(rcl_lruvec_destroy(&c->lv), 0);
 	free(c);
 }

@@ -234,8 +234,9 @@ enum rcl_evict_status {
 /**
  * Input flag: the object is dirty.  Only with RCL_LRU_SHRINK_WRITE_DIRTY
  * (the pre-2017 baseline where reclaim writes): the callback must write the
- * object itself before it answers FREED, and keep its memory until the write
- * is durable; &rcl_lruvec_ops.batch_end can make that one sync per batch.
+ * object itself before it answers FREED.  A synchronous write keeps the
+ * object's memory until the write is durable; &rcl_lruvec_ops.batch_end can
+ * make that one sync per batch.
  * Never set otherwise: dirty objects do not reach the evict callback (see
  * flusher.h).
  */
@@ -293,19 +294,33 @@ struct rcl_evict_control {
  *	long time: only rcl_lruvec_del_wait() and rcl_lruvec_set_dirty() on
  *	the nodes of its batch, and rcl_domain_detach() of its lruvec during a
  *	domain pass, wait for it.
- * @batch_end: optional; called by rcl_lruvec_shrink_inactive() after each
- *	batch of evict callbacks (at most RCL_LRU_BATCH_ISOLATE), in the same
- *	thread, once the batch's kept nodes are back on the lists and with no
- *	library lock held, with @priv of the configuration and the number of
- *	nodes the batch's callbacks answered FREED (possibly 0).  It is where
- *	an application does, once per batch, work its evict callbacks deferred:
- *	free the batch's objects together, wait for one RCU grace period, or
- *	one fdatasync() of the writes they made (the kernel's shrink_folio_list()
- *	flushes the TLB and frees its folios once per batch the same way).  The
- *	library does not touch the freed nodes again, so their memory may be
- *	released here rather than in @evict.  It may call what @evict may call.
+ * @batch_end: optional; called by rcl_lruvec_shrink_inactive() once per
+ *	isolation pass that scanned at least one node (a batch of at most
+ *	RCL_LRU_BATCH_ISOLATE nodes), after the pass's evict callbacks, in the
+ *	same thread, once the batch's kept nodes are back on the lists and with
+ *	no library lock held, with @priv of the configuration and the number of
+ *	nodes the batch's callbacks answered FREED.  That may be 0, also when
+ *	no evict callback ran (every node scanned was activated, dirty or under
+ *	writeback).  It is where an application does, once per batch, work its
+ *	evict callbacks deferred: free the batch's objects together, wait for
+ *	one RCU grace period, or one fdatasync() of the writes they made (the
+ *	kernel's shrink_folio_list() flushes the TLB and frees its folios once
+ *	per batch the same way).  The library does not touch the freed nodes
+ *	again, so their memory may be released here rather than in @evict.
+ *	The answers are final: an object answered FREED whose deferred work
+ *	fails is the application's to add back or dirty again.  It runs under
+ *	the rules of @evict (what it may call, and the -EDEADLK returns those
+ *	calls give from an evict callback) and may block as @evict may.  The
+ *	batch's statistics and the control's outputs (nr_freed, ...) are
+ *	updated after it returns.  Nesting: a
+ *	shrink started from inside @evict runs its own batches, with their own
+ *	@batch_end calls, before the outer batch ends; work deferred per thread
+ *	must be kept per nesting level (or done early, if that is harmless).
  *
- * The table is normally `static const`.
+ * The table is normally `static const`; initialise it by member names.  The
+ * library reads it, so it grows only at the end, and until the first stable
+ * release (version 1.0, soname 1) a program built against an older header
+ * must be rebuilt when it does (@batch_end was added in 0.1.0's development).
  */
 struct rcl_lruvec_ops {
 	enum rcl_evict_status (*evict)(struct rcl_lru_node *node,
@@ -981,8 +996,9 @@ struct rcl_lru_shrink_control {
  * RCL_LRU_BATCH_ISOLATE nodes from the inactive tail of @sc->type, drops the
  * lock, and calls the evict callback for each node (oldest first).  FREED
  * nodes are forgotten; BUSY nodes return to the inactive head; ACTIVATE nodes
- * go to the active head.  Stops after @sc->nr_to_scan nodes or when the list
- * is empty.
+ * go to the active head; then the optional batch_end callback runs (see
+ * &struct rcl_lruvec_ops).  Stops after @sc->nr_to_scan nodes or when the
+ * list is empty.
  *
  * Context: any thread, including an evict callback of another lruvec; calls
  * the evict callback with no library lock held.
