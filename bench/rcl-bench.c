@@ -3560,7 +3560,6 @@ struct wb_result {
 	uint64_t own_reclaim_writes, own_flusher_writes, syncs;	/* window */
 	uint64_t reclaim_writes_in[4];	/* window; by wb_role, 3 = background */
 	uint64_t hist[3][ST_HIST_BUCKETS];	/* latencies, by wb_role */
-	unsigned rounds;	/* windows pooled into this result */
 };
 
 /* Set around the evict callback's write: the write happens in reclaim. */
@@ -3700,6 +3699,15 @@ static struct wb_obj *wb_obj_get(struct wb_cache *c)
 	return o;
 }
 
+/* An evicted, unhashed object: uncharged, and back to its cache's pool. */
+static void wb_release(struct wb_run *r, struct wb_obj *o)
+{
+	if (rcl_domain_uncharge(r->d, WB_OBJ_SIZE) != 0)
+		atomic_fetch_add(&r->evict_errors, 1);
+	rcl_lru_node_init(&o->lru);
+	wb_free_push(o->cache, o);
+}
+
 /*
  * The evict callback, in whichever thread reclaims.  With the flusher only
  * clean objects come here; in reclaim-writes, dirty ones come with
@@ -3716,6 +3724,7 @@ static enum rcl_evict_status wb_evict(struct rcl_lru_node *node,
 	struct wb_cache *c = ctl->priv;
 	struct wb_run *r = c->run;
 	struct st_stripe *s = wb_stripe_of(c, o->key);
+	bool defer = false;
 	unsigned f;
 
 	pthread_mutex_lock(&s->lock);
@@ -3749,30 +3758,23 @@ static enum rcl_evict_status wb_evict(struct rcl_lru_node *node,
 			pthread_mutex_unlock(&s->lock);
 			return RCL_EVICT_BUSY;	/* still dirty */
 		}
-		if (!r->sync_each) {
-			/*
-			 * Out of the index (a lookup now reads the block
-			 * back from the file), but held until the batch's
-			 * fdatasync().
-			 */
-			c->slot[o->key - c->key0] = NULL;
-			o->hashed = false;
-			pthread_mutex_unlock(&s->lock);
-			atomic_store_explicit(&o->refs, 0,
-					      memory_order_relaxed);
-			o->next_free = wb_tls_written;
-			wb_tls_written = o;
-			return RCL_EVICT_FREED;
-		}
+		/*
+		 * Otherwise the block is held until the batch's fdatasync()
+		 * (wb_batch_end()); out of the index meanwhile, so that a
+		 * lookup reads it back from the file.
+		 */
+		defer = !r->sync_each;
 	}
 	c->slot[o->key - c->key0] = NULL;
 	o->hashed = false;
 	pthread_mutex_unlock(&s->lock);
 	atomic_store_explicit(&o->refs, 0, memory_order_relaxed);
-	if (rcl_domain_uncharge(r->d, WB_OBJ_SIZE) != 0)
-		atomic_fetch_add(&r->evict_errors, 1);
-	rcl_lru_node_init(&o->lru);
-	wb_free_push(c, o);
+	if (defer) {
+		o->next_free = wb_tls_written;
+		wb_tls_written = o;
+	} else {
+		wb_release(r, o);
+	}
 	return RCL_EVICT_FREED;
 }
 
@@ -3797,10 +3799,7 @@ static void wb_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
 	while (o) {
 		struct wb_obj *next = o->next_free;
 
-		if (rcl_domain_uncharge(r->d, WB_OBJ_SIZE) != 0)
-			atomic_fetch_add(&r->evict_errors, 1);
-		rcl_lru_node_init(&o->lru);
-		wb_free_push(o->cache, o);
+		wb_release(r, o);
 		o = next;
 	}
 }
@@ -4358,7 +4357,6 @@ static int wb_measure(enum wb_mode mode, const struct wb_params *p,
 	int ret, err = 0;
 
 	memset(res, 0, sizeof(*res));
-	res->rounds = 1;
 	r = zalloc64(sizeof(*r));
 	if (!r) {
 		fprintf(stderr, "rcl-bench: out of memory\n");
@@ -4530,11 +4528,6 @@ static void wb_pool(struct wb_result *acc, const struct wb_result *x)
 {
 	size_t i, k;
 
-	if (!acc->rounds) {
-		*acc = *x;
-		return;
-	}
-	acc->rounds += x->rounds;
 	acc->other = acc->other > x->other ? acc->other : x->other;
 	acc->disturbed = acc->disturbed || x->disturbed;
 	acc->secs += x->secs;
@@ -4805,7 +4798,10 @@ static int cmd_writeback(int argc, char **argv)
 				(unsigned long long)(one->vm.writes_from_reclaim +
 						     one->vm.writes_flusher),
 				(unsigned long long)one->vm.flusher_wakeups);
-			wb_pool(&res[m], one);
+			if (k == 0)
+				res[m] = *one;
+			else
+				wb_pool(&res[m], one);
 		}
 	}
 	if (disturbed)

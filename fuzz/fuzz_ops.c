@@ -1043,15 +1043,27 @@ static void op_add(const uint8_t *a, bool refault)
 		      "NOBATCH add not listed");
 }
 
-static void op_del(const uint8_t *a)
+/*
+ * The object and lruvec an operation names: a[0] the object (a free one is
+ * taken from the pool first), a[1] the lruvec (NLV: the one without ops).
+ */
+static struct fobj *op_obj(const uint8_t *a, unsigned *v)
 {
 	struct fobj *o = &pool[a[0] % NOBJ];
-	unsigned v = a[1] % (NLV + 1);
-	bool wait = a[2] & 1;
-	int rc;
 
+	*v = a[1] % (NLV + 1);
 	if (o->state == O_FREE)
 		obj_take(o);
+	return o;
+}
+
+static void op_del(const uint8_t *a)
+{
+	unsigned v;
+	bool wait = a[2] & 1;
+	int rc;
+	struct fobj *o = op_obj(a, &v);
+
 	if (!on_lv(o, v)) {
 		rc = wait ? rcl_lruvec_del_wait(&lvs[v], &o->lru)
 			  : rcl_lruvec_del(&lvs[v], &o->lru);
@@ -1078,12 +1090,10 @@ static void op_del(const uint8_t *a)
 
 static void op_access(const uint8_t *a)
 {
-	struct fobj *o = &pool[a[0] % NOBJ];
-	unsigned v = a[1] % (NLV + 1);
+	unsigned v;
 	int n = 1 + (a[2] & 3);
+	struct fobj *o = op_obj(a, &v);
 
-	if (o->state == O_FREE)
-		obj_take(o);
 	for (int i = 0; i < n; i++)
 		CHECK_RC(rcl_lruvec_mark_accessed(&lvs[v], &o->lru),
 			 on_lv(o, v) ? 0 : -ENOENT);
@@ -1091,12 +1101,10 @@ static void op_access(const uint8_t *a)
 
 static void op_move(const uint8_t *a)
 {
-	struct fobj *o = &pool[a[0] % NOBJ];
-	unsigned v = a[1] % (NLV + 1), how = a[2] & 3;
+	unsigned v, how = a[2] & 3;
 	int rc, want;
+	struct fobj *o = op_obj(a, &v);
 
-	if (o->state == O_FREE)
-		obj_take(o);
 	switch (how) {
 	case 0:
 		rc = rcl_lruvec_rotate(&lvs[v], &o->lru);
@@ -1126,12 +1134,10 @@ static void op_move(const uint8_t *a)
 
 static void op_set_dirty(const uint8_t *a)
 {
-	struct fobj *o = &pool[a[0] % NOBJ];
-	unsigned v = a[1] % (NLV + 1);
+	unsigned v;
 	int n = 1 + (a[2] & 1);
+	struct fobj *o = op_obj(a, &v);
 
-	if (o->state == O_FREE)
-		obj_take(o);
 	for (int i = 0; i < n; i++)	/* idempotent */
 		CHECK_RC(rcl_lruvec_set_dirty(&lvs[v], &o->lru),
 			 on_lv(o, v) ? 0 : -ENOENT);
@@ -1151,12 +1157,10 @@ static void op_set_dirty(const uint8_t *a)
 
 static void op_wb_start(const uint8_t *a)
 {
-	struct fobj *o = &pool[a[0] % NOBJ];
-	unsigned v = a[1] % (NLV + 1);
+	unsigned v;
 	int rc;
+	struct fobj *o = op_obj(a, &v);
 
-	if (o->state == O_FREE)
-		obj_take(o);
 	rc = rcl_lruvec_writeback_start(&lvs[v], &o->lru);
 	if (!on_lv(o, v)) {
 		CHECK_RC2(rc, -ENOENT, -EINVAL);
@@ -1176,12 +1180,10 @@ static void op_wb_start(const uint8_t *a)
 
 static void op_wb_end(const uint8_t *a)
 {
-	struct fobj *o = &pool[a[0] % NOBJ];
-	unsigned v = a[1] % (NLV + 1);
+	unsigned v;
 	int err = (a[2] & 1) ? -EIO : 0, rc;
+	struct fobj *o = op_obj(a, &v);
 
-	if (o->state == O_FREE)
-		obj_take(o);
 	rc = rcl_lruvec_writeback_end(&lvs[v], &o->lru, err);
 	if (!on_lv(o, v)) {
 		CHECK_RC2(rc, -ENOENT, -EINVAL);

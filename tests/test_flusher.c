@@ -2148,6 +2148,19 @@ static void *thr_main(void *arg)
 }
 
 /*
+ * Start a reclaimer thread on @d and wait until it sleeps throttled on @fc,
+ * the @nwaiters-th to do so.
+ */
+static void thr_start(struct rcl_thr *r, pthread_t *t, struct rcl_domain *d,
+		      struct rcl_fake_clock *fc, unsigned nwaiters)
+{
+	memset(r, 0, sizeof(*r));
+	r->d = d;
+	assert_int_equal(pthread_create(t, NULL, thr_main, r), 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == nwaiters);
+}
+
+/*
  * 8192 objects; the @ntail oldest and the @nhead newest under writeback,
  * the rest clean.  Priority 12 takes the 2 oldest: a batch of writeback
  * objects only, so the reclaimer waits.
@@ -2177,9 +2190,7 @@ static void test_flusher_throttle_writeback(void **state)
 	(void)state;
 	/* Ended by 32 writeback completions (one throttled reclaimer). */
 	thr_cache(&c, d, 2, 30);
-	r.d = d;
-	assert_int_equal(pthread_create(&t, NULL, thr_main, &r), 0);
-	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	thr_start(&r, &t, d, fc, 1);
 	assert_int_equal(vmstat(d).writeback_throttled, 1);
 	assert_int_equal(dwr_of(O(&c, 0)), RCL_LRU_F_WRITEBACK | RCL_LRU_F_RECLAIM);
 	/* 31 completions: it still waits. */
@@ -2206,10 +2217,7 @@ static void test_flusher_throttle_writeback(void **state)
 
 	/* Ended by the 100 ms timeout. */
 	thr_cache(&c, d, 2, 0);
-	memset(&r, 0, sizeof(r));
-	r.d = d;
-	assert_int_equal(pthread_create(&t, NULL, thr_main, &r), 0);
-	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	thr_start(&r, &t, d, fc, 1);
 	assert_int_equal(vmstat(d).writeback_throttled, 2);
 	rcl_fake_clock_advance(fc, 99 * RCL_NSEC_PER_MSEC);
 	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
@@ -2254,9 +2262,7 @@ static void test_flusher_throttle_writeback_drained(void **state)
 
 	(void)state;
 	thr_cache(&c, d, 2, 10);
-	r.d = d;
-	assert_int_equal(pthread_create(&t, NULL, thr_main, &r), 0);
-	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	thr_start(&r, &t, d, fc, 1);
 	assert_int_equal(vmstat(d).writeback_throttled, 1);
 	/* 11 of the 12 complete: one is still in flight, so it waits. */
 	wb_end(&c, 0, 0);
@@ -2297,11 +2303,8 @@ static void test_flusher_throttle_writeback_two(void **state)
 
 	(void)state;
 	thr_cache(&c, d, 4, 60);
-	r1.d = r2.d = d;
-	assert_int_equal(pthread_create(&t1, NULL, thr_main, &r1), 0);
-	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
-	assert_int_equal(pthread_create(&t2, NULL, thr_main, &r2), 0);
-	WAIT_FOR(rcl_fake_clock_waiters(fc) == 2);
+	thr_start(&r1, &t1, d, fc, 1);
+	thr_start(&r2, &t2, d, fc, 2);
 	assert_int_equal(vmstat(d).writeback_throttled, 2);
 
 	for (i = 8192 - 60; i < 8192; i++, ended++)
