@@ -168,6 +168,8 @@ static bool g_write_dirty;		/* shrink_inactive with WRITE_DIRTY */
 static bool g_no_evict;			/* an evict callback now is a bug */
 static unsigned g_cb_freed, g_cb_busy, g_cb_act;
 static uint64_t g_cb_wfreed;
+/* weight shrinker callbacks uncharged from g_pass_dom (a pass's progress) */
+static uint64_t g_cb_slab_w;
 static int g_cb_depth;
 /* FREED answers since the last batch_end, by callback depth (re-entry). */
 #define FUZZ_MAX_DEPTH (NOBJ + 2)	/* each level holds one object */
@@ -216,6 +218,8 @@ static void dom_uncharge(int d, uint64_t w)
 	CHECK(doms[d].usage >= w, "model uncharge below zero");
 	CHECK_RC(rcl_domain_uncharge(doms[d].d, w), 0);
 	doms[d].usage -= w;
+	if (g_in_shr >= 0 && d == g_pass_dom)
+		g_cb_slab_w += w;
 }
 
 /* The object leaves the library for good; back to the pool. */
@@ -1300,7 +1304,7 @@ static void op_iso_edit(const uint8_t *a)
 static void begin_cb(void)
 {
 	g_cb_freed = g_cb_busy = g_cb_act = 0;
-	g_cb_wfreed = 0;
+	g_cb_wfreed = g_cb_slab_w = 0;
 }
 
 static void op_shrink_inactive(const uint8_t *a)
@@ -1537,6 +1541,11 @@ static void op_reclaim(const uint8_t *a)
 	      "reclaimed %llu, callbacks freed %u",
 	      (unsigned long long)res.nr_reclaimed, g_cb_freed);
 	CHECK(res.priority >= 0 && res.priority <= RCL_DEF_PRIORITY, "priority");
+	/* Shrinker progress: exactly what their callbacks uncharged. */
+	CHECK(res.slab_weight == g_cb_slab_w, "slab weight %llu, uncharged %llu",
+	      (unsigned long long)res.slab_weight,
+	      (unsigned long long)g_cb_slab_w);
+	CHECK(res.slab_reclaimed <= res.slab_weight, "slab_reclaimed");
 }
 
 static void op_flush(const uint8_t *a)

@@ -161,6 +161,12 @@ struct rcl_domain {
 /* The pass this thread is inside, if any (for -EDEADLK and recursion). */
 static RCL__TLS const struct rcl_domain *tls_pass_domain;
 static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
+/*
+ * Weight this thread uncharged from tls_pass_domain while inside its pass:
+ * a shrinker's progress is the difference across its calls.  Only ever
+ * grows (wraps harmlessly: differences are taken modulo 2^64).
+ */
+static RCL__TLS uint64_t tls_pass_uncharged;
 static RCL__TLS const struct rcl_domain *tls_reclaimer_of;
 static RCL__TLS const struct rcl_domain *tls_flusher_of;
 static RCL__TLS const struct rcl_domain *tls_writing_of;
@@ -596,12 +602,20 @@ static uint64_t avg_weight(struct rcl_domain *d)
 	return objs && weight >= objs ? weight / objs : 1;
 }
 
-/* Objects to reclaim to free @deficit units of weight: at least 32. */
-static uint64_t goal_objects(struct rcl_domain *d, uint64_t deficit)
+/*
+ * Objects to reclaim to free @deficit units of weight, at an average object
+ * weight of @w: at least 32.
+ */
+static uint64_t goal_objects_w(uint64_t deficit, uint64_t w)
 {
-	uint64_t w = avg_weight(d), n = deficit / w + (deficit % w != 0);
+	uint64_t n = deficit / w + (deficit % w != 0);
 
 	return RCL_MAX(n, (uint64_t)RCL_SCAN_CHUNK);
+}
+
+static uint64_t goal_objects(struct rcl_domain *d, uint64_t deficit)
+{
+	return goal_objects_w(deficit, avg_weight(d));
 }
 
 /* ------------------------------------------------------------------------- */
@@ -611,7 +625,49 @@ static uint64_t goal_objects(struct rcl_domain *d, uint64_t deficit)
 struct pass {
 	struct rcl_scan_control sc;	/* summed over lruvecs */
 	uint64_t slab_scanned, slab_freed;
+	/*
+	 * Shrinker progress toward the goal: the weight their callbacks
+	 * uncharged from the domain on this thread, plus what they reported
+	 * (sc->weight_freed), in objects of @avg_w (>= 1) each.
+	 */
+	uint64_t avg_w;
+	uint64_t slab_weight;
 };
+
+/* Shrinker progress of pass @ps, in objects. */
+static uint64_t slab_objects(const struct pass *ps)
+{
+	return ps->slab_weight / ps->avg_w;
+}
+
+/*
+ * The shrinker walk's goal (struct rcl__shrink_goal): enough once the
+ * callbacks have uncharged or reported @need units of weight since @start.
+ * With @stop false (the LRUs met the pass's goal already) it only counts, so
+ * that the shrinkers feel the priority's full pressure, as the LRUs did.
+ */
+struct slab_goal {
+	uint64_t start;		/* tls_pass_uncharged before the walk */
+	uint64_t reported;	/* sum of sc->weight_freed */
+	uint64_t need;
+	bool stop;
+};
+
+static uint64_t slab_goal_weight(const struct slab_goal *g)
+{
+	uint64_t w = (tls_pass_uncharged - g->start) + g->reported;
+
+	return w < g->reported ? UINT64_MAX : w;
+}
+
+static bool slab_goal_enough(void *arg, uint64_t reported)
+{
+	struct slab_goal *g = arg;
+
+	g->reported = g->reported + reported < g->reported ? UINT64_MAX
+							   : g->reported + reported;
+	return g->stop && slab_goal_weight(g) >= g->need;
+}
 
 /* Objects on an lruvec's evictable lists. */
 static uint64_t lruvec_size(const struct rcl_lruvec *lv)
@@ -718,8 +774,27 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 		}
 		slot_put(d, s);
 	}
-	/* Slab-like caches feel the same pressure, after the LRUs. */
-	rcl_shrinker_registry_shrink(d->reg, p, priority, context, &res);
+	/*
+	 * Slab-like caches feel the same pressure, after the LRUs.  What
+	 * they free counts toward the goal (the kernel's reclaim_state): if
+	 * the LRUs left part of it, the walk stops once that part is freed,
+	 * rather than emptying every shrinker's cache at priority 0.
+	 */
+	{
+		uint64_t got = ps->sc.nr_reclaimed + slab_objects(ps);
+		struct slab_goal g = { .start = tls_pass_uncharged };
+		struct rcl__shrink_goal hook = { slab_goal_enough, &g, false };
+
+		if (got < goal) {
+			g.stop = true;
+			g.need = goal - got > UINT64_MAX / ps->avg_w
+					 ? UINT64_MAX
+					 : (goal - got) * ps->avg_w;
+		}
+		rcl__shrinker_registry_shrink_goal(d->reg, p, priority, context,
+						   &res, &hook);
+		ps->slab_weight += slab_goal_weight(&g);
+	}
 	tls_pass_domain = pd;
 	tls_pass_lv = pl;
 	ps->slab_scanned += res.scanned;
@@ -752,7 +827,7 @@ static void direct_reclaim(struct rcl_domain *d, uint64_t goal,
 			   uint64_t context, struct rcl_reclaim_result *res)
 {
 	unsigned flags = RCL_SCAN_DIRECT;
-	uint64_t reclaimed = 0;
+	uint64_t reclaimed = 0, w;
 	int prio;
 	unsigned p;
 
@@ -764,18 +839,21 @@ static void direct_reclaim(struct rcl_domain *d, uint64_t goal,
 	memset(res, 0, sizeof(*res));
 	res->nr_to_reclaim = goal;
 	res->priority = RCL_DEF_PRIORITY;
+	w = avg_weight(d);
 	for (prio = RCL_DEF_PRIORITY; prio >= 0; prio--) {
-		struct pass ps = { 0 };
+		struct pass ps = { .avg_w = w };
 
 		for (p = 0; p < d->nr_partitions; p++)
 			shrink_partition(d, p, prio, goal - RCL_MIN(reclaimed, goal),
 					 context, flags, &ps);
 		account_pass(d, &ps, true);
-		reclaimed += ps.sc.nr_reclaimed;
+		reclaimed += ps.sc.nr_reclaimed + slab_objects(&ps);
 		res->nr_reclaimed += ps.sc.nr_reclaimed;
 		res->weight_reclaimed += ps.sc.weight_reclaimed;
 		res->nr_scanned += ps.sc.nr_scanned;
 		res->slab_freed += ps.slab_freed;
+		res->slab_weight += ps.slab_weight;
+		res->slab_reclaimed += slab_objects(&ps);
 		res->last_round_lists = ps.sc.last_round_lists;
 		res->priority = prio;
 		if (reclaimed >= goal)
@@ -861,7 +939,8 @@ static void balance(struct rcl_domain *d)
 
 		if (!deficit)
 			break;
-		goal = goal_objects(d, deficit);
+		ps.avg_w = avg_weight(d);
+		goal = goal_objects_w(deficit, ps.avg_w);
 		for (p = 0; p < d->nr_partitions; p++)
 			shrink_partition(d, p, prio, goal, RCL_CTX_CAPABLE,
 					 flags, &ps);
@@ -1147,6 +1226,9 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 	while (!atomic_compare_exchange_weak(&d->usage, &u,
 					     u > amount ? u - amount : 0))
 		;
+	/* Inside this domain's pass: the pass's progress (shrink_partition). */
+	if (tls_pass_domain == d)
+		tls_pass_uncharged += RCL_MIN(u, (unsigned long long)amount);
 	return 0;
 }
 

@@ -266,12 +266,31 @@ void rcl__domain_put(struct rcl_domain *d);
 
 /* Shrinkers allocated in a registry and not yet freed (lib/shrinker.c). */
 struct rcl_shrinker_registry;
+struct rcl_shrink_result;
 unsigned rcl__shrinker_registry_count(const struct rcl_shrinker_registry *reg);
 /* Memory from (and back to) a registry's allocator, for objects tied to it. */
 void *rcl__shrinker_registry_alloc(struct rcl_shrinker_registry *reg,
 				   size_t size);
 void rcl__shrinker_registry_release(struct rcl_shrinker_registry *reg,
 				    void *p);
+/*
+ * A reclaim pass's goal, seen by the shrinker walk: after each scan_objects
+ * call that made progress, enough(arg, reported) is asked (@reported: the
+ * weight the call put in sc->weight_freed); true ends the walk there, and
+ * the part of the call's fresh scan target left undone is dropped, not
+ * deferred (the goal made it unnecessary, no context refused it).
+ */
+struct rcl__shrink_goal {
+	bool (*enough)(void *arg, uint64_t reported);
+	void *arg;
+	bool met;	/* set when enough() said so */
+};
+/* rcl_shrinker_registry_shrink() that stops once @goal (may be NULL) is met. */
+int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
+				       unsigned partition, int priority,
+				       uint64_t context,
+				       struct rcl_shrink_result *res,
+				       struct rcl__shrink_goal *goal);
 
 /* ------------------------------------------------------------------------- */
 /* Per-thread reclaim context                                                 */

@@ -516,15 +516,18 @@ struct shrink_args {
 	unsigned partition;
 	int priority;
 	uint64_t context;
+	struct rcl__shrink_goal *goal;	/* NULL: no goal, the whole target */
 };
 
 /*
  * Scan @total objects in batches, the kernel's loop: whole batches, and a
  * sub-batch remainder only while total >= freeable (@sub_batch).  Returns the
- * objects scanned; *freed and *stopped are set.
+ * objects scanned; *freed and *stopped are set.  With a goal, the loop also
+ * ends after the call that met it (a.goal->met is then set).
  */
 static unsigned long scan_loop(struct rcl_shrinker *s,
 			       struct rcl_shrink_control *sc,
+			       const struct shrink_args *a,
 			       unsigned long total, unsigned long freeable,
 			       unsigned long batch, bool sub_batch,
 			       unsigned long *freed, bool *stopped)
@@ -538,6 +541,7 @@ static unsigned long scan_loop(struct rcl_shrinker *s,
 
 		sc->nr_to_scan = n;
 		sc->nr_scanned = n;
+		sc->weight_freed = 0;
 		ret = call_scan(s, sc);
 		if (ret == RCL_SHRINK_STOP) {
 			*stopped = true;
@@ -554,8 +558,31 @@ static unsigned long scan_loop(struct rcl_shrinker *s,
 			break;	/* no progress: do not spin */
 		total -= done;
 		scanned += done;
+		/*
+		 * The kernel counts slab memory freed during a pass toward
+		 * its goal (reclaim_state) and stops the pass once it is met;
+		 * this stops even within the shrinker, so that beyond the goal
+		 * a pass frees at most one batch of each shrinker.
+		 */
+		if (a->goal && a->goal->enough(a->goal->arg, sc->weight_freed)) {
+			a->goal->met = true;
+			break;
+		}
 	}
 	return scanned;
+}
+
+/*
+ * What is left of a scan target that a met goal cut short: the claimed
+ * backlog less what was scanned beyond the fresh @delta.  The fresh part's
+ * remainder is dropped: no context refused that work, it was not needed.
+ */
+static unsigned long goal_leftover(unsigned long nr, unsigned long delta,
+				   unsigned long scanned)
+{
+	unsigned long done = RCL_MAX(scanned, delta);
+
+	return sat_add(nr, delta) > done ? sat_add(nr, delta) - done : 0;
 }
 
 static unsigned long modern_delta(const struct rcl_shrinker *s,
@@ -634,10 +661,12 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, total, freeable, s->batch, true,
+		scanned = scan_loop(s, &sc, a, total, freeable, s->batch, true,
 				    &freed, &stopped);
 		next = sat_add(nr, delta);
 		next = next > scanned ? next - scanned : 0;
+		if (a->goal && a->goal->met)
+			next = goal_leftover(nr, delta, scanned);
 		next = RCL_MIN(next, 2 * freeable);
 		ev.new_backlog = next;
 		break;
@@ -653,10 +682,12 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, total, freeable, s->batch, false,
+		scanned = scan_loop(s, &sc, a, total, freeable, s->batch, false,
 				    &freed, &stopped);
 		/* Put back what is left of the (clamped) target. */
 		next = total - RCL_MIN(scanned, total);
+		if (a->goal && a->goal->met)
+			next = RCL_MIN(next, goal_leftover(nr, delta, scanned));
 		ev.new_backlog = next;
 		break;
 
@@ -685,11 +716,13 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, total, freeable, eb, true, &freed,
+		scanned = scan_loop(s, &sc, a, total, freeable, eb, true, &freed,
 				    &stopped);
 		next = nr + d_fp;
 		next = next > (scanned << FP_SHIFT) ? next - (scanned << FP_SHIFT)
 						    : 0;
+		if (a->goal && a->goal->met)
+			next = goal_leftover(nr, d_fp, scanned << FP_SHIFT);
 		next = RCL_MIN(next, f_fp / 2);
 		ev.new_backlog = next >> FP_SHIFT;
 		break;
@@ -730,12 +763,13 @@ static int check_args(const struct rcl_shrinker_registry *reg,
 	return 0;
 }
 
-RCL_API int rcl_shrinker_registry_shrink(struct rcl_shrinker_registry *reg,
-					 unsigned partition, int priority,
-					 uint64_t context,
-					 struct rcl_shrink_result *res)
+int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
+				       unsigned partition, int priority,
+				       uint64_t context,
+				       struct rcl_shrink_result *res,
+				       struct rcl__shrink_goal *goal)
 {
-	struct shrink_args a = { partition, priority, context };
+	struct shrink_args a = { partition, priority, context, goal };
 	struct rcl_shrink_result local = { 0 };
 	unsigned i, high;
 	int err = check_args(reg, partition, priority);
@@ -743,7 +777,7 @@ RCL_API int rcl_shrinker_registry_shrink(struct rcl_shrinker_registry *reg,
 	if (err)
 		return err;
 	high = atomic_load_explicit(&reg->high, memory_order_acquire);
-	for (i = 0; i < high; i++) {
+	for (i = 0; i < high && !(goal && goal->met); i++) {
 		struct slot *sl = slot_at(reg, i);
 		struct rcl_shrinker *s;
 
@@ -764,11 +798,20 @@ RCL_API int rcl_shrinker_registry_shrink(struct rcl_shrinker_registry *reg,
 	return 0;
 }
 
+RCL_API int rcl_shrinker_registry_shrink(struct rcl_shrinker_registry *reg,
+					 unsigned partition, int priority,
+					 uint64_t context,
+					 struct rcl_shrink_result *res)
+{
+	return rcl__shrinker_registry_shrink_goal(reg, partition, priority,
+						  context, res, NULL);
+}
+
 RCL_API int rcl_shrinker_shrink(struct rcl_shrinker *s, unsigned partition,
 				int priority, uint64_t context,
 				struct rcl_shrink_result *res)
 {
-	struct shrink_args a = { partition, priority, context };
+	struct shrink_args a = { partition, priority, context, NULL };
 	struct rcl_shrink_result local = { 0 };
 	struct slot *sl;
 	int err;

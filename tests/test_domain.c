@@ -2353,6 +2353,306 @@ static void test_domain_null_and_small_functions(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+/* ------------------------------------------------------------------------- */
+/* 13. What shrinkers free counts toward a pass's goal                        */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * A real slab-like cache behind a shrinker: @objects of @weight each,
+ * charged to the domain.  A scan frees min(nr_to_scan, left) of them and
+ * uncharges them (or, with @report, leaves them charged - someone else will
+ * uncharge them later - and reports their weight in sc->weight_freed).
+ */
+struct slabc {
+	struct rcl_shrinker *s;
+	struct rcl_domain *d;
+	atomic_ulong objects;
+	uint64_t weight;
+	bool report;
+	atomic_ulong scans, freed;
+	atomic_ullong unreported;	/* weight freed but still charged */
+};
+
+static unsigned long slabc_count(struct rcl_shrinker *s,
+				 struct rcl_shrink_control *sc)
+{
+	struct slabc *c = sc->priv;
+	unsigned long n = atomic_load(&c->objects);
+
+	T_PEQ(s, c->s);
+	return n ? n : RCL_SHRINK_EMPTY;
+}
+
+static unsigned long slabc_scan(struct rcl_shrinker *s,
+				struct rcl_shrink_control *sc)
+{
+	struct slabc *c = sc->priv;
+	unsigned long have = atomic_load(&c->objects), n;
+
+	T_PEQ(s, c->s);
+	T_EQ(sc->weight_freed, 0);
+	do {
+		n = have < sc->nr_to_scan ? have : sc->nr_to_scan;
+	} while (!atomic_compare_exchange_weak(&c->objects, &have, have - n));
+	atomic_fetch_add(&c->scans, 1);
+	atomic_fetch_add(&c->freed, n);
+	if (c->report) {
+		sc->weight_freed = n * c->weight;
+		atomic_fetch_add(&c->unreported, n * c->weight);
+	} else {
+		T_EQ(rcl_domain_uncharge(c->d, n * c->weight), 0);
+	}
+	sc->nr_scanned = n;
+	return n;
+}
+
+static const struct rcl_shrinker_ops slabc_ops = {
+	.count_objects = slabc_count,
+	.scan_objects = slabc_scan,
+};
+
+/* Charge @n objects of @weight (without reclaim), then register. */
+static void slabc_new(struct slabc *c, struct rcl_domain *d, unsigned long n,
+		      uint64_t weight, bool report)
+{
+	struct rcl_shrinker_config cfg = {
+		.ops = &slabc_ops,
+		.priv = c,
+		.name = "slabc",
+		.seeks = RCL_DEFAULT_SEEKS,
+	};
+	unsigned long i;
+
+	memset(c, 0, sizeof(*c));
+	c->d = d;
+	c->weight = weight;
+	c->report = report;
+	for (i = 0; i < n; i++)
+		assert_int_equal(rcl_domain_charge(d, weight, 0, NULL), 0);
+	atomic_store(&c->objects, n);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(d), &cfg, &c->s), 0);
+	assert_int_equal(rcl_shrinker_register(c->s), 0);
+}
+
+static void slabc_free(struct slabc *c)
+{
+	assert_int_equal(rcl_shrinker_free(c->s), 0);
+	assert_int_equal(rcl_domain_uncharge(c->d, atomic_load(&c->objects) *
+							   c->weight +
+						   atomic_load(&c->unreported)),
+			 0);
+}
+
+/*
+ * The user-cache issue's first scenario: a 1 MiB domain whose memory is all
+ * behind one shrinker (264-byte objects, default watermarks).  The cache is
+ * filled to just above min; two charges that cross min reclaim directly,
+ * aiming at min + the charge: two objects' worth.  Before the fix the first
+ * of them emptied the cache to 1 object (slabs_freed 3,968); now a pass
+ * stops at its goal, and beyond it frees at most one batch (128).
+ */
+static void test_domain_goal_counts_shrinker_frees_in_charge(void **state)
+{
+	const uint64_t ow = 264;
+	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, NULL);
+	struct rcl_watermarks wm = wmarks(d);
+	unsigned long n = (rcl_domain_budget(d) - wm.min) / ow, left;
+	struct rcl_vmstat v;
+	struct slabc c;
+	int i;
+
+	(void)state;
+	slabc_new(&c, d, n, ow, false);
+	assert_true(headroom(d) >= wm.min);
+	assert_true(headroom(d) < wm.min + ow);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(rcl_domain_charge(d, ow, RCL_CTX_CAPABLE, NULL),
+				 0);
+		assert_true(headroom(d) >= wm.min);
+	}
+	left = atomic_load(&c.objects);
+	v = vmstat(d);
+	print_message("1 MiB of %u-byte objects behind a shrinker: %lu cached,"
+		      " 2 charges across min: %lu left (%.1f%%), slabs_freed "
+		      "%llu, allocstall %llu\n", (unsigned)ow, n, left,
+		      100.0 * left / n, (unsigned long long)v.slabs_freed,
+		      (unsigned long long)v.allocstall);
+	assert_true(v.allocstall >= 1);
+	assert_int_equal(v.slabs_freed, n - left);
+	/* At least 96 % kept: at most one batch beyond the goal. */
+	assert_true(left * 100 >= n * 96);
+	assert_true(n - left <= RCL_SHRINK_BATCH);
+	assert_true(n - left >= 2);
+	/* Exactly what was freed is uncharged: nothing lost. */
+	assert_int_equal(rcl_domain_usage(d), (left + 2) * ow);
+
+	slabc_free(&c);
+	assert_int_equal(rcl_domain_uncharge(d, 2 * ow), 0);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * The second: rcl_domain_reclaim() with a goal of 1 object on a 1,000-object
+ * shrinker cache (no lruvec: 1 unit of weight per object) used to free all
+ * 1,000.  Now one batch, and the result says why it stopped.
+ */
+static void test_domain_goal_counts_shrinker_frees_explicit(void **state)
+{
+	struct rcl_domain *d = dom_new(10000000, RCL_CHARGE_STRICT, NULL);
+	struct rcl_reclaim_result res;
+	struct slabc c;
+	unsigned long freed;
+
+	(void)state;
+	slabc_new(&c, d, 1000, 1, false);
+	assert_int_equal(rcl_domain_reclaim(d, 1, RCL_CTX_CAPABLE, &res), 0);
+	freed = 1000 - atomic_load(&c.objects);
+	print_message("goal 1 on 1000 shrinker objects: freed %lu (result: "
+		      "slab_freed %llu, slab_weight %llu, slab_reclaimed %llu, "
+		      "priority %d)\n", freed,
+		      (unsigned long long)res.slab_freed,
+		      (unsigned long long)res.slab_weight,
+		      (unsigned long long)res.slab_reclaimed, res.priority);
+	assert_true(freed >= 1);
+	assert_true(freed <= RCL_SHRINK_BATCH);
+	assert_int_equal(res.nr_to_reclaim, 1);
+	assert_int_equal(res.nr_reclaimed, 0);
+	assert_int_equal(res.slab_freed, freed);
+	assert_int_equal(res.slab_weight, freed);
+	assert_int_equal(res.slab_reclaimed, freed);
+	/* It stopped in the pass that met the goal. */
+	assert_int_equal(atomic_load(&c.scans), 1);
+	assert_int_equal(rcl_domain_usage(d), 1000 - freed);
+
+	/* A larger goal: met in whole batches, never one more than needed. */
+	assert_int_equal(rcl_domain_reclaim(d, 300, RCL_CTX_CAPABLE, &res), 0);
+	assert_true(res.slab_reclaimed >= 300);
+	assert_true(res.slab_reclaimed < 300 + RCL_SHRINK_BATCH);
+	assert_int_equal(res.slab_reclaimed, res.slab_freed);
+
+	slabc_free(&c);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * The third: a goal of 32 with an lruvec whose objects are all dirty (no
+ * flusher: nothing cleans them) used to free 2,000 of 2,000 shrinker
+ * objects.  The LRU's objects set the average weight (100); the shrinker's
+ * are 100 too, so each counts as one object.
+ */
+static void test_domain_goal_counts_shrinker_frees_dirty_lru(void **state)
+{
+	struct rcl_domain *d = dom_new(10000000, RCL_CHARGE_STRICT, NULL);
+	struct rcl_reclaim_result res;
+	struct slabc c;
+	struct tcache t;
+	unsigned long freed;
+	unsigned i;
+
+	(void)state;
+	tc_init(&t, d, 1000, W, 0);
+	tc_fill(&t, 1000, 0, 0);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(rcl_lruvec_set_dirty(&t.lv, &t.objs[i].lru), 0);
+	slabc_new(&c, d, 2000, W, false);
+	assert_int_equal(rcl_domain_reclaim(d, 32, RCL_CTX_CAPABLE, &res), 0);
+	freed = 2000 - atomic_load(&c.objects);
+	print_message("goal 32, 1000 dirty LRU objects, 2000 shrinker objects: "
+		      "LRU freed %llu, shrinker freed %lu (slab_reclaimed %llu)\n",
+		      (unsigned long long)res.nr_reclaimed, freed,
+		      (unsigned long long)res.slab_reclaimed);
+	assert_int_equal(res.nr_reclaimed, 0);
+	assert_int_equal(tc_cached(&t), 1000);
+	assert_true(freed >= 32);
+	assert_true(freed <= RCL_SHRINK_BATCH);
+	assert_int_equal(res.slab_reclaimed, freed);
+	assert_int_equal(res.slab_weight, freed * W);
+
+	slabc_free(&c);
+	for (i = 0; i < 1000; i++) {
+		assert_int_equal(rcl_lruvec_writeback_start(&t.lv,
+							    &t.objs[i].lru), 0);
+		assert_int_equal(rcl_lruvec_writeback_end(&t.lv, &t.objs[i].lru,
+							  0), 0);
+	}
+	tc_destroy(&t, true);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * The same with every LRU object pinned (the evict callback keeps them all),
+ * and with a shrinker that frees memory to be uncharged later and reports
+ * its weight instead: the report counts, and the goal stops the pass.
+ */
+static void test_domain_goal_counts_reported_weight_pinned_lru(void **state)
+{
+	struct rcl_domain *d = dom_new(10000000, RCL_CHARGE_STRICT, NULL);
+	struct rcl_reclaim_result res;
+	struct slabc c;
+	struct tcache t;
+	unsigned long freed;
+
+	(void)state;
+	tc_init(&t, d, 1000, W, 0);
+	atomic_store(&t.mode, EV_BUSY);
+	tc_fill(&t, 1000, 0, 0);
+	slabc_new(&c, d, 2000, W, true);
+	assert_int_equal(rcl_domain_reclaim(d, 32, RCL_CTX_CAPABLE, &res), 0);
+	freed = 2000 - atomic_load(&c.objects);
+	assert_int_equal(res.nr_reclaimed, 0);
+	assert_true(atomic_load(&t.busy) > 0);
+	assert_true(freed >= 32);
+	assert_true(freed <= RCL_SHRINK_BATCH);
+	assert_int_equal(res.slab_weight, freed * W);
+	assert_int_equal(res.slab_reclaimed, freed);
+	/* Reported, not uncharged: the usage is the caller's to lower. */
+	assert_int_equal(rcl_domain_usage(d), (1000 + 2000) * (uint64_t)W);
+
+	slabc_free(&c);
+	atomic_store(&t.mode, EV_FREE);
+	tc_destroy(&t, true);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * A shrinker of objects that are not charged to the domain (it reports
+ * nothing) cannot meet the goal: it is shrunk as before, priority by
+ * priority, since freeing it does not help the budget.  And when the LRU
+ * meets the goal, the shrinker still gets the priority's full pressure.
+ */
+static void test_domain_goal_uncharged_shrinker_and_lru_met(void **state)
+{
+	struct rcl_domain *d = dom_new(10000000, RCL_CHARGE_STRICT, NULL);
+	struct rcl_reclaim_result res;
+	struct sh_model m;
+	struct tcache t;
+	struct rcl_shrinker_stats st;
+
+	(void)state;
+	sh_new(&m, d, 1, 1000, 0);	/* seeks 0: half its size per call */
+	assert_int_equal(rcl_domain_reclaim(d, 1, RCL_CTX_CAPABLE, &res), 0);
+	assert_int_equal(res.priority, 0);
+	assert_int_equal(res.slab_weight, 0);
+	assert_int_equal(res.slab_reclaimed, 0);
+	assert_int_equal(rcl_shrinker_stats(m.s, &st), 0);
+	assert_int_equal(st.calls, RCL_DEF_PRIORITY + 1);
+
+	/* An lruvec that meets the goal at priority 12: 500 scanned. */
+	tc_init(&t, d, 4096, W, 0);
+	tc_fill(&t, 4096, 0, 0);
+	memset(&res, 0, sizeof(res));
+	assert_int_equal(rcl_domain_reclaim(d, 1, RCL_CTX_CAPABLE, &res), 0);
+	assert_int_equal(res.priority, RCL_DEF_PRIORITY);
+	assert_true(res.nr_reclaimed >= 1);
+	/* seeks 0: freeable / 2 = 500 scanned, in batches: not cut short. */
+	assert_int_equal(res.slab_freed, 500);
+
+	assert_int_equal(rcl_shrinker_free(m.s), 0);
+	tc_destroy(&t, true);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2392,6 +2692,11 @@ int main(void)
 		cmocka_unit_test(test_domain_reclaimer_start_stop),
 		cmocka_unit_test(test_domain_reclaimer_stop_from_own_callback),
 		cmocka_unit_test(test_domain_null_and_small_functions),
+		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_in_charge),
+		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_explicit),
+		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_dirty_lru),
+		cmocka_unit_test(test_domain_goal_counts_reported_weight_pinned_lru),
+		cmocka_unit_test(test_domain_goal_uncharged_shrinker_and_lru_met),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

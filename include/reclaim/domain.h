@@ -363,9 +363,28 @@ RCL_API int rcl_domain_set_swappiness(struct rcl_domain *d, unsigned swappiness)
  * @nr_reclaimed: LRU objects freed
  * @weight_reclaimed: their weight
  * @nr_scanned: inactive LRU objects scanned
- * @slab_freed: objects freed by shrinkers (reported separately)
+ * @slab_freed: objects freed by shrinkers (the sum of their scan_objects
+ *	answers; not counted toward the goal: a shrinker's objects need not
+ *	be charged to this domain)
  * @last_round_lists: lists scanned in the last round of the last lruvec
  * @priority: the lowest priority reached
+ * @slab_weight: the weight shrinkers freed for this domain: what their
+ *	callbacks rcl_domain_uncharge()d from it on the reclaiming thread
+ *	during the passes, plus what they reported in sc->weight_freed
+ * @slab_reclaimed: @slab_weight in objects, at the average object weight of
+ *	the attached lruvecs when the reclaim began (1 unit of weight per
+ *	object when none is attached or they are empty); counted toward the
+ *	goal with @nr_reclaimed
+ *
+ * The goal is met when @nr_reclaimed + @slab_reclaimed reaches
+ * @nr_to_reclaim.  A pass stops at the goal even inside the shrinker walk,
+ * so beyond it a pass frees at most one scan_objects batch of one shrinker
+ * (the one whose batch met it).  When the lruvecs alone meet a pass's goal,
+ * the shrinkers are still shrunk at that priority's full pressure, as in the
+ * kernel, so that slab-like caches age with the LRUs.
+ *
+ * Members are only ever added at the end; until 1.0 (soname 1), programs
+ * are rebuilt when it grows.
  */
 struct rcl_reclaim_result {
 	uint64_t nr_to_reclaim;
@@ -375,6 +394,8 @@ struct rcl_reclaim_result {
 	uint64_t slab_freed;
 	unsigned last_round_lists;
 	int priority;
+	uint64_t slab_weight;
+	uint64_t slab_reclaimed;
 };
 
 /**
@@ -386,6 +407,10 @@ struct rcl_reclaim_result {
  *
  * Priority 12 down to 0 over every partition until the goal is met, as the
  * kernel's do_try_to_free_pages(); counts as direct reclaim (allocstall).
+ * What the shrinkers free for the domain counts toward the goal (see
+ * &struct rcl_reclaim_result: @slab_reclaimed), as the kernel counts slab
+ * pages freed during a pass (reclaim_state), and a pass stops once the goal
+ * is met, also in the middle of the shrinker walk.
  *
  * Context: any thread except this domain's own evict callbacks (-EDEADLK);
  * runs callbacks.

@@ -149,6 +149,15 @@ struct rcl_shrinker_registry;
  * @context: the reclaimer's capability mask (RCL_CTX_*).  A scan that needs
  *	a capability the mask lacks returns RCL_SHRINK_STOP.
  * @priv: the shrinker's &rcl_shrinker_config.priv
+ * @weight_freed: scan_objects: preset to 0; the callee may set it to the
+ *	weight (the domain's charge units) of what it freed but did not
+ *	rcl_domain_uncharge() itself in this call on this thread, for
+ *	instance memory it hands to another thread or an RCU-like grace
+ *	period to free.  Within a domain's reclaim pass (domain.h), the weight
+ *	that the callback uncharges from that domain on the reclaiming thread,
+ *	plus this, counts toward the pass's goal, and the pass stops once the
+ *	goal is met.  Report nothing twice: weight uncharged in the call is
+ *	already counted.  Ignored outside a domain's pass.
  *
  * The library allocates this struct for each call; members are only ever
  * added at the end.
@@ -160,6 +169,7 @@ struct rcl_shrink_control {
 	int priority;
 	uint64_t context;
 	void *priv;
+	uint64_t weight_freed;
 };
 
 /**
