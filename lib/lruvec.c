@@ -28,6 +28,7 @@
  * documented in the header and counted (active_rotated).
  */
 #include "internal.h"
+#include "refusal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -448,7 +449,7 @@ RCL_API int rcl_lruvec_destroy(struct rcl_lruvec *lv)
 	if (!lruvec_live(lv))
 		return 0;
 	if (rcl__tls_evicting == lv)
-		return -EDEADLK;
+		return RCL__REFUSE(-EDEADLK, "called from this lruvec's own evict callback");
 
 	/* No batch may keep a pointer to @lv once it is gone. */
 	rcl__tbatch_drain_all(lv);
@@ -459,7 +460,7 @@ RCL_API int rcl_lruvec_destroy(struct rcl_lruvec *lv)
 		!atomic_load_explicit(&lv->__domain, memory_order_relaxed);
 	rcl__lruvec_unlock(lv);
 	if (!empty)
-		return -EBUSY;
+		return RCL__REFUSE(-EBUSY, "objects are still on it (delete them first) or it is attached to a domain (detach it first)");
 
 	atomic_store_explicit(&lv->__magic, 0, memory_order_release);
 	id_free(lv->__id);
@@ -505,7 +506,7 @@ RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 				rcl__tbatch_unlock(b);
 			else
 				rcl__lruvec_unlock(lv);
-			return -EBUSY;
+			return RCL__REFUSE(-EBUSY, "the node is on an lruvec, isolated or in a batch already (double add, or not initialised with rcl_lru_node_init())");
 		}
 		nf = (f & F_KEEP_IDLE) | type |
 		     ((uint32_t)lv->__id << F_ID_SHIFT);
@@ -567,7 +568,8 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 		if (!node_on(lv, f, F_STATE))
 			return -ENOENT;
 		if (!wait && node_held(lv, f))
-			return -EBUSY;
+			return rcl__refuse("rcl_lruvec_del", -EBUSY,
+					   "a reclaimer holds the node isolated or it is under writeback (use rcl_lruvec_del_wait())");
 		if ((f & F_PENDING) && !(f & (F_DIRTY | F_WRITEBACK))) {
 			/* Not on a list: only the batch entry refers to it. */
 			if (!node_cas(node, &f, f & (F_KEEP_IDLE | F_QUEUED)))
@@ -588,7 +590,8 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			 */
 			if (rcl__tls_evicting || rcl__tls_writing) {
 				rcl__lruvec_unlock(lv);
-				return -EDEADLK;
+				return rcl__refuse("rcl_lruvec_del_wait", -EDEADLK,
+						   "would wait for an isolated or written node from an evict or write callback");
 			}
 			/*
 			 * Wait for the putback (or the end of the writeback),
@@ -610,7 +613,8 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 		}
 		if (node_held(lv, f)) {
 			rcl__lruvec_unlock(lv);
-			return -EBUSY;
+			return rcl__refuse(wait ? "rcl_lruvec_del_wait" : "rcl_lruvec_del",
+					   -EBUSY, "a reclaimer holds the node isolated or it is under writeback");
 		}
 		if (node_on(lv, f, F_PENDING)) {
 			/* Pending and dirty: account under the lock. */
@@ -634,7 +638,8 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 		return 0;
 	}
 	/* Another thread keeps changing the node: the caller races itself. */
-	return -EBUSY;
+	return rcl__refuse(wait ? "rcl_lruvec_del_wait" : "rcl_lruvec_del", -EBUSY,
+			   "other threads kept changing the node's state (concurrent calls on one node)");
 }
 
 RCL_API int rcl_lruvec_del(struct rcl_lruvec *lv, struct rcl_lru_node *node)
@@ -729,7 +734,7 @@ RCL_API int rcl_lruvec_mark_accessed(struct rcl_lruvec *lv,
  * with the lock not held.
  */
 static int lock_listed(struct rcl_lruvec *lv, struct rcl_lru_node *node,
-		       uint32_t *fp)
+		       uint32_t *fp, const char *who)
 {
 	unsigned tries;
 
@@ -746,7 +751,7 @@ static int lock_listed(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 		}
 		rcl__lruvec_unlock(lv);
 		if (node_on(lv, f, F_ISOLATED))
-			return -EBUSY;
+			return rcl__refuse(who, -EBUSY, "a reclaimer holds the node isolated");
 		if (!node_on(lv, f, F_PENDING))
 			return -ENOENT;
 		/* Pending: bring it to its list, ours first. */
@@ -754,13 +759,14 @@ static int lock_listed(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 		if (node_on(lv, node_flags(node), F_PENDING))
 			rcl__tbatch_drain_all(lv);
 	}
-	return -EBUSY;
+	return rcl__refuse(who, -EBUSY,
+			   "other threads kept changing the node's state (concurrent calls on one node)");
 }
 
 RCL_API int rcl_lruvec_rotate(struct rcl_lruvec *lv, struct rcl_lru_node *node)
 {
 	uint32_t f;
-	int err = lock_listed(lv, node, &f);
+	int err = lock_listed(lv, node, &f, "rcl_lruvec_rotate");
 
 	if (err)
 		return err;
@@ -780,7 +786,7 @@ RCL_API int rcl_lruvec_deactivate(struct rcl_lruvec *lv,
 				  struct rcl_lru_node *node)
 {
 	uint32_t f;
-	int err = lock_listed(lv, node, &f);
+	int err = lock_listed(lv, node, &f, "rcl_lruvec_deactivate");
 
 	if (err)
 		return err;
@@ -800,7 +806,7 @@ RCL_API int rcl_lruvec_mark_unevictable(struct rcl_lruvec *lv,
 					struct rcl_lru_node *node)
 {
 	uint32_t f;
-	int err = lock_listed(lv, node, &f);
+	int err = lock_listed(lv, node, &f, "rcl_lruvec_mark_unevictable");
 
 	if (err)
 		return err;
@@ -814,7 +820,7 @@ RCL_API int rcl_lruvec_unmark_unevictable(struct rcl_lruvec *lv,
 					  struct rcl_lru_node *node)
 {
 	uint32_t f;
-	int err = lock_listed(lv, node, &f);
+	int err = lock_listed(lv, node, &f, "rcl_lruvec_unmark_unevictable");
 
 	if (err)
 		return err;
@@ -961,7 +967,8 @@ static int wait_evicting_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node
 	int cs;
 
 	if (rcl__tls_evicting)
-		return -EDEADLK;
+		return rcl__refuse("rcl_lruvec_set_dirty", -EDEADLK,
+				   "would wait for a node in an evict callback's hands from an evict callback");
 	/* Not a cancellation point: see do_del(). */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	atomic_fetch_add_explicit(&lv->__nr_waiters, 1, memory_order_relaxed);
@@ -1064,6 +1071,8 @@ RCL_API int rcl_lruvec_writeback_start(struct rcl_lruvec *lv,
 	rcl__lruvec_lock(lv);
 	err = rcl__lruvec_writeback_start_locked(lv, node);
 	rcl__lruvec_unlock(lv);
+	if (err == -EBUSY)
+		return RCL__REFUSE(err, "the node is under writeback already, or an evict callback is writing it");
 	return err;
 }
 
@@ -1286,7 +1295,7 @@ RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,
 		 */
 		if (f & F_WRITEBACK) {
 			rcl__lruvec_unlock(lv);
-			return -EBUSY;
+			return RCL__REFUSE(-EBUSY, "the node is under writeback: its writer holds it until rcl_lruvec_writeback_end()");
 		}
 	} while (!node_cas(node, &f, f & F_KEEP_IDLE));
 	unlink_node(node);

@@ -27,6 +27,7 @@
  * mutex, which reclaimers never take (except to wake a waiting freer).
  */
 #include "internal.h"
+#include "refusal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -253,7 +254,7 @@ RCL_API int rcl_shrinker_registry_free(struct rcl_shrinker_registry *reg)
 	if (!reg)
 		return 0;
 	if (atomic_load(&reg->nr_shrinkers))
-		return -EBUSY;
+		return RCL__REFUSE(-EBUSY, "shrinkers of this registry are not freed yet (rcl_shrinker_free() them first)");
 	a = reg->alloc;
 	for (i = 0; i < MAX_CHUNKS; i++) {
 		struct chunk *c = atomic_load(&reg->chunks[i]);
@@ -344,7 +345,7 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 	reg = s->reg;
 	pthread_mutex_lock(&reg->lock);
 	if (atomic_load(&s->slot) >= 0) {
-		err = -EBUSY;
+		err = RCL__REFUSE(-EBUSY, "the shrinker is registered already");
 		goto out;
 	}
 	/* Reuse the lowest free slot; grow the table if there is none. */
@@ -389,7 +390,7 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		return 0;
 	for (f = tls_frames; f; f = f->up)
 		if (f->s == s)
-			return -EDEADLK;
+			return RCL__REFUSE(-EDEADLK, "called from the shrinker's own callback, which it would wait for");
 	reg = s->reg;
 
 	pthread_mutex_lock(&reg->lock);
@@ -412,7 +413,7 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 			atomic_store(&sl->ptr, s);
 			atomic_fetch_sub(&reg->nr_freeing, 1);
 			pthread_mutex_unlock(&reg->lock);
-			return -EDEADLK;
+			return RCL__REFUSE(-EDEADLK, "called from another shrinker's callback while this one's callback runs: the two could wait for each other");
 		}
 		while (slot_refs(sl))
 			pthread_cond_wait(&reg->released, &reg->lock);

@@ -33,6 +33,38 @@ static void test_api_version(void **state)
 	assert_int_equal(rcl_version_number(), RCL_VERSION_NUMBER);
 }
 
+static void api_refusal_fn(void *arg, const char *func, int err,
+			   const char *rule)
+{
+	(void)func;
+	(void)rule;
+	*(int *)arg = err;
+}
+
+static void test_api_refusal(void **state)
+{
+	static int seen;
+	static const struct rcl_refusal_log log = { api_refusal_fn, &seen };
+	struct rcl_lruvec_config cfg = { .ops = &api_ops };
+	struct rcl_lruvec lv;
+	struct rcl_lru_node a;
+
+	(void)state;
+	rcl_clear_refusal();
+	assert_null(rcl_last_refusal());
+	assert_int_equal(rcl_set_refusal_log(&log), 0);
+	rcl_lru_node_init(&a);
+	assert_int_equal(rcl_lruvec_init(&lv, &cfg), 0);
+	assert_int_equal(rcl_lruvec_add(&lv, &a, 0, 1, RCL_LRU_ADD_NOBATCH), 0);
+	assert_int_equal(rcl_lruvec_add(&lv, &a, 0, 1, 0), -EBUSY);
+	assert_non_null(rcl_last_refusal());
+	assert_int_equal(seen, -EBUSY);
+	assert_int_equal(rcl_set_refusal_log(NULL), 0);
+	assert_int_equal(rcl_lruvec_del(&lv, &a), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+	rcl_clear_refusal();
+}
+
 static void test_api_every_lruvec_symbol(void **state)
 {
 	struct rcl_lruvec_config cfg = { .ops = &api_ops };
@@ -229,6 +261,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_version),
+		cmocka_unit_test(test_api_refusal),
 		cmocka_unit_test(test_api_every_lruvec_symbol),
 		cmocka_unit_test(test_api_every_shrinker_symbol),
 		cmocka_unit_test(test_api_every_domain_scan_clock_symbol),

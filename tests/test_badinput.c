@@ -205,6 +205,30 @@ static void test_badinput_version(void **state)
 }
 
 /* ========================================================================= */
+/* refusal.h                                                                  */
+/* ========================================================================= */
+
+static void test_badinput_refusal(void **state)
+{
+	const struct rcl_refusal_log no_fn = { NULL, NULL };
+
+	(void)state;
+	/* A hook without a function is refused (and nothing installed). */
+	assert_int_equal(rcl_set_refusal_log(&no_fn), -EINVAL);
+	/* NULL removes the hook: also when none is installed, twice. */
+	assert_int_equal(rcl_set_refusal_log(NULL), 0);
+	assert_int_equal(rcl_set_refusal_log(NULL), 0);
+	/* Clearing twice, reading with nothing recorded: total functions. */
+	rcl_clear_refusal();
+	rcl_clear_refusal();
+	assert_null(rcl_last_refusal());
+	/* A refusal with a bad hook attempt in between is still recorded. */
+	assert_int_equal(rcl_shrinker_register(NULL), -EINVAL);
+	assert_int_equal(rcl_lruvec_destroy(NULL), 0);
+	assert_null(rcl_last_refusal());
+}
+
+/* ========================================================================= */
 /* clock.h                                                                    */
 /* ========================================================================= */
 
@@ -2739,6 +2763,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_badinput_version),
+		cmocka_unit_test(test_badinput_refusal),
 		cmocka_unit_test(test_badinput_clock),
 		cmocka_unit_test(test_badinput_fake_clock_start_forever),
 		cmocka_unit_test(test_badinput_node_helpers),
