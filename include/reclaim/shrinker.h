@@ -37,11 +37,13 @@
  *	{
  *		struct my_cache *c = sc->priv;
  *		unsigned long n = atomic_load(&c->nr_unused);	// no lock: may be stale
+ *		(void)s;					// see "Unused parameters"
  *		return n ? n : RCL_SHRINK_EMPTY;
  *	}
  *	static unsigned long my_scan(struct rcl_shrinker *s, struct rcl_shrink_control *sc)
  *	{
  *		struct my_cache *c = sc->priv;
+ *		(void)s;
  *		if (!(sc->context & RCL_CTX_MAY_BLOCK) || !my_trylock(c))
  *			return RCL_SHRINK_STOP;			// deferred, not lost
  *		unsigned long freed = my_free_oldest(c, sc->nr_to_scan, &sc->nr_scanned);
@@ -65,6 +67,15 @@
  *	...
  *	rcl_shrinker_free(s);
  *	rcl_shrinker_registry_free(reg);
+ *
+ * Unused parameters.  Both callbacks receive the shrinker and the control
+ * block; most use only sc->priv, and -Wextra (-Wunused-parameter) then warns
+ * about the other.  Mark it used with a cast to void, as above, or omit its
+ * name (C23 and C++ allow an unnamed parameter in a definition).  The
+ * prototypes stay as they are: the shrinker pointer is what a callback needs
+ * to call rcl_shrinker_name() or to tell apart shrinkers that share one ops
+ * table, and a callback type that differs from the kernel's would only move
+ * the warning elsewhere.
  *
  * Synchronization.  Every function is thread-safe.  No library lock is held
  * while a callback runs, and the reclaim path takes no lock at all: walkers
