@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /** The longest reason, with its terminating NUL. */
-#define RCL_REFUSAL_MAX 160
+#define RCL_REFUSAL_MAX 256
 
 /**
  * rcl_last_refusal() - why this thread's most recent refused call was refused
