@@ -28,6 +28,7 @@
  * documented in the header and counted (active_rotated).
  */
 #include "internal.h"
+#include "probes.h"
 #include "refusal.h"
 
 #include <errno.h>
@@ -1415,6 +1416,11 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 
 	saved = rcl__tls_evicting;
 	remaining = sc->nr_to_scan;
+#if defined(RCL_HAVE_USDT) && RCL_HAVE_USDT
+	/* This call's share of the (cumulative) outputs, for the probe. */
+	const size_t p_scanned = sc->nr_scanned, p_freed = sc->nr_freed,
+		     p_dirty = sc->nr_dirty, p_wb = sc->nr_writeback;
+#endif
 	while (remaining > 0) {
 		struct rcl_lru_isolated iso;
 		struct rcl_lru_node keep;
@@ -1537,6 +1543,10 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		sc->nr_rotated += rotated;
 		sc->nr_activated += activated;
 	}
+	RCL_PROBE7(mm_vmscan_lru_shrink_inactive, lv->__id, sc->type,
+		   sc->nr_scanned - p_scanned, sc->nr_freed - p_freed,
+		   sc->nr_dirty - p_dirty, sc->nr_writeback - p_wb,
+		   sc->priority);
 	return 0;
 }
 

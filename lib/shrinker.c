@@ -27,6 +27,7 @@
  * mutex, which reclaimers never take (except to wake a waiting freer).
  */
 #include "internal.h"
+#include "probes.h"
 #include "refusal.h"
 
 #include <errno.h>
@@ -598,6 +599,13 @@ static void trace_event(struct rcl_shrinker *s, const struct shrink_args *a,
 			struct rcl_shrink_trace *ev,
 			enum rcl_shrink_trace_phase phase)
 {
+	if (phase == RCL_SHRINK_TRACE_START)
+		RCL_PROBE8(mm_shrink_slab_start, s->name, s, a->partition,
+			   ev->freeable, ev->backlog, ev->delta, ev->total_scan,
+			   a->priority);
+	else
+		RCL_PROBE6(mm_shrink_slab_end, s->name, s, a->partition,
+			   ev->freed, ev->scanned, ev->new_backlog);
 	if (!s->reg->trace)
 		return;
 	ev->phase = phase;

@@ -18,6 +18,7 @@
  * kernel buckets its clock to fit fewer bits; 44 bits need no buckets.
  */
 #include "internal.h"
+#include "probes.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -244,6 +245,8 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 			}
 			if (out & RCL_REFAULT_ACTIVATE)
 				flags |= RCL_LRU_ADD_ACTIVE;
+			RCL_PROBE4(workingset_refault, lv->__id, type,
+				   (out & RCL_REFAULT_ACTIVATE) != 0, distance);
 		}
 		if (restore)
 			out |= RCL_REFAULT_RESTORE;
