@@ -268,24 +268,19 @@ int bench_median_of_runs(unsigned nimpls, unsigned nvalues, unsigned reps,
 	return 0;
 }
 
-int bench_retry_disturbed(const char *name, int width, unsigned tries,
-			  bool check_other, bench_measure_fn *measure,
-			  void *arg, bool *disturbed)
+/* Was the loop of stream's and writeback's main, each over its own modes. */
+bool bench_retry_again(struct bench_retry *rt, const char *name, int width,
+		       double other)
 {
-	double other = 0.0;
-	unsigned a;
-
-	for (a = 0; a < tries; a++) {
-		if (measure(arg, &other))
-			return -1;
-		if (!check_other || other <= BENCH_OTHER_MAX)
-			break;
-		fprintf(stderr, "  %-*s disturbed: others used %.0f%% of the CPU time%s\n",
-			width, name, other * 100.0,
-			a + 1 < tries ? "; repeating" : "");
-	}
-	*disturbed = check_other && other > BENCH_OTHER_MAX;
-	return 0;
+	rt->disturbed = false;
+	if (!rt->check_other || other <= BENCH_OTHER_MAX)
+		return false;
+	rt->done++;
+	fprintf(stderr, "  %-*s disturbed: others used %.0f%% of the CPU time%s\n",
+		width, name, other * 100.0,
+		rt->done < rt->tries ? "; repeating" : "");
+	rt->disturbed = true;
+	return rt->done < rt->tries;
 }
 
 void bench_warn_disturbed(unsigned n, const char *what, const char *verb)

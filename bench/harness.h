@@ -58,7 +58,7 @@
  * Other load on the machine: a run during which other processes (or the
  * hypervisor: steal time) used more than BENCH_OTHER_MAX of the CPU time
  * available is repeated, up to BENCH_TRIES times as many runs as wanted in
- * all (bench_median_of_runs(), bench_retry_disturbed()).
+ * all (bench_median_of_runs(), bench_retry_again()).
  */
 #define BENCH_OTHER_MAX 0.10
 #define BENCH_TRIES 3u
@@ -222,20 +222,39 @@ int bench_median_of_runs(unsigned nimpls, unsigned nvalues, unsigned reps,
 			 const char *const *labels, struct bench_figure *out,
 			 unsigned *redone);
 
-/* One measurement; *@other: bench_cpu_other() over it.  0, or -1. */
-typedef int bench_measure_fn(void *arg, double *other);
-
 /*
  * One measurement, made again (up to @tries in all) while others used more
- * than BENCH_OTHER_MAX of the CPU time, saying so on standard error
- * ("  NAME disturbed: ...", @name padded to @width).  Without @check_other
- * (runs too short for /proc/stat's ticks) one measurement.  The last one
- * stands; *@disturbed: it was disturbed too.  Returns 0, or -1 if a
- * measurement failed.
+ * than BENCH_OTHER_MAX of the CPU time; the last one stands:
+ *
+ *	struct bench_retry rt = BENCH_RETRY_INIT(BENCH_TRIES, check_other);
+ *
+ *	do {
+ *		if (measure(&res))
+ *			return 1;
+ *	} while (bench_retry_again(&rt, name, 15, res.other));
+ *	res.disturbed = rt.disturbed;
+ *
+ * Without check_other (runs too short for /proc/stat's ticks) one
+ * measurement.
  */
-int bench_retry_disturbed(const char *name, int width, unsigned tries,
-			  bool check_other, bench_measure_fn *measure,
-			  void *arg, bool *disturbed);
+struct bench_retry {
+	unsigned tries;		/* measurements at most */
+	bool check_other;
+	unsigned done;		/* disturbed measurements so far */
+	bool disturbed;		/* the last one was disturbed, too */
+};
+
+#define BENCH_RETRY_INIT(tries_, check_other_)                                \
+	{ .tries = (tries_), .check_other = (check_other_), .done = 0,        \
+	  .disturbed = false }
+
+/*
+ * After a measurement that others took @other of the CPU time of: true to
+ * measure again.  A disturbed one is said on standard error ("  NAME
+ * disturbed: ...", @name padded to @width).
+ */
+bool bench_retry_again(struct bench_retry *rt, const char *name, int width,
+		       double other);
 
 /*
  * The warning after the runs if @n measurements were disturbed: "@n @what

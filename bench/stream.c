@@ -1012,23 +1012,6 @@ static void st_print_table(const struct st_result *res,
 		       BENCH_OTHER_MAX * 100.0);
 }
 
-/* What bench_retry_disturbed() measures: one mode. */
-struct st_measure_arg {
-	enum st_mode mode;
-	const struct st_params *p;
-	struct st_result *res;
-};
-
-static int st_measure_once(void *arg, double *other)
-{
-	const struct st_measure_arg *a = arg;
-
-	if (st_measure(a->mode, a->p, a->res))
-		return -1;
-	*other = a->res->other;
-	return 0;
-}
-
 int cmd_stream(int argc, char **argv)
 {
 	struct st_params p = {
@@ -1064,14 +1047,15 @@ int cmd_stream(int argc, char **argv)
 		rcl_version(), ST_THREADS,
 		(unsigned long long)(p.budget >> 10), p.passes, p.or_calls);
 	for (m = 0; m < ST_NR_MODES; m++) {
-		struct st_measure_arg arg = { (enum st_mode)m, &p, &res[m] };
-		bool dist;
+		struct bench_retry rt = BENCH_RETRY_INIT(BENCH_TRIES,
+							 check_other);
 
-		if (bench_retry_disturbed(st_mode_names[m], 15, BENCH_TRIES,
-					  check_other, st_measure_once, &arg,
-					  &dist))
-			return 1;
-		res[m].disturbed = dist;
+		do {
+			if (st_measure((enum st_mode)m, &p, &res[m]))
+				return 1;
+		} while (bench_retry_again(&rt, st_mode_names[m], 15,
+					   res[m].other));
+		res[m].disturbed = rt.disturbed;
 		disturbed += res[m].disturbed;
 		fprintf(stderr, "  %-15s %.0f ops/s, hot hits %.4f, bg scans %.2f%%, efficiency %.2f%%, allocstall %llu, over-reclaim %.2f%%\n",
 			st_mode_names[m], res[m].ops_per_s,

@@ -1371,23 +1371,6 @@ static void wb_print_table(const struct wb_result *res,
 		       BENCH_OTHER_MAX * 100.0);
 }
 
-/* What bench_retry_disturbed() measures: one mode, one round. */
-struct wb_measure_arg {
-	enum wb_mode mode;
-	const struct wb_params *p;
-	struct wb_result *res;
-};
-
-static int wb_measure_once(void *arg, double *other)
-{
-	const struct wb_measure_arg *a = arg;
-
-	if (wb_measure(a->mode, a->p, a->res))
-		return -1;
-	*other = a->res->other;
-	return 0;
-}
-
 int cmd_writeback(int argc, char **argv)
 {
 	static const char *const syncs[] = { "batch", "object", NULL };
@@ -1444,14 +1427,15 @@ int cmd_writeback(int argc, char **argv)
 	/* The rounds interleave the modes, so that drift hits them alike. */
 	for (k = 0; k < p.rounds; k++) {
 		for (m = 0; m < WB_NR_MODES; m++) {
-			struct wb_measure_arg arg = { (enum wb_mode)m, &p, one };
-			bool dist;
+			struct bench_retry rt =
+				BENCH_RETRY_INIT(BENCH_TRIES, check_other);
 
-			if (bench_retry_disturbed(wb_mode_names[m], 20,
-						  BENCH_TRIES, check_other,
-						  wb_measure_once, &arg, &dist))
-				goto out;
-			one->disturbed = dist;
+			do {
+				if (wb_measure((enum wb_mode)m, &p, one))
+					goto out;
+			} while (bench_retry_again(&rt, wb_mode_names[m], 20,
+						   one->other));
+			one->disturbed = rt.disturbed;
 			disturbed += one->disturbed;
 			fprintf(stderr, "  %-20s round %u: write p99 %.1f us, alloc p95 %.2f us, writes from reclaim %llu of %llu, flusher wakeups %llu\n",
 				wb_mode_names[m], k + 1, one->write_us[2],
