@@ -15,7 +15,7 @@
  * charge path takes it only to wake the reclaimer, and only when no wakeup
  * is pending already.
  */
-#include "internal.h"
+#include "domain_internal.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -30,50 +30,8 @@
 __extension__ typedef unsigned __int128 u128;
 
 /* ------------------------------------------------------------------------- */
-/* Types                                                                      */
+/* Counter names (rcl_domain_vmstat_format())                                 */
 /* ------------------------------------------------------------------------- */
-
-struct att_slot {
-	_Atomic(struct rcl_lruvec *) lv;
-	unsigned partition;	/* written before lv is published */
-	atomic_uint pins;
-	bool used;		/* domain mutex */
-};
-
-enum vm_item {
-	VM_PGSCAN_KSWAPD,
-	VM_PGSCAN_DIRECT,
-	VM_PGSTEAL_KSWAPD,
-	VM_PGSTEAL_DIRECT,
-	VM_PGREFILL,
-	VM_PGACTIVATE,
-	VM_PGDEACTIVATE,
-	VM_PGROTATED,
-	VM_SLABS_SCANNED,
-	VM_SLABS_FREED,
-	VM_ALLOCSTALL,
-	VM_PAGEOUTRUN,
-	VM_KSWAPD_WAKEUPS,
-	VM_KSWAPD_FAILURES,
-	VM_KSWAPD_HOPELESS,
-	VM_CHARGE_FAILURES,
-	VM_CHARGE_OVERSHOOTS,
-	VM_NR_DIRTY_SCANNED,
-	VM_NR_UNQUEUED_DIRTY,
-	VM_NR_WRITEBACK_SCANNED,
-	VM_NR_IMMEDIATE,
-	VM_FLUSH_REQUESTS,
-	VM_FLUSH_REQUESTS_VMSCAN,
-	VM_FLUSH_COALESCED,
-	VM_FLUSHER_WAKEUPS,
-	VM_WRITEBACK_THROTTLED,
-	VM_WRITEBACK_THROTTLE_TIMEOUTS,
-	VM_DIRTY_THROTTLED,
-	VM_DIRTY_THROTTLE_TIMEOUTS,
-	VM_WRITES_FROM_RECLAIM,
-	VM_WRITES_FLUSHER,
-	NR_VM_ITEMS
-};
 
 static const char *const vm_names[NR_VM_ITEMS] = {
 	"pgscan_kswapd",  "pgscan_direct",   "pgsteal_kswapd",
@@ -89,98 +47,22 @@ static const char *const vm_names[NR_VM_ITEMS] = {
 	"dirty_throttle_timeouts", "writes_from_reclaim", "writes_flusher",
 };
 
-struct rcl_domain {
-	struct rcl_allocator alloc;
-	const struct rcl_clock *clock;
-	unsigned nr_partitions;
-	unsigned max_lruvecs;
-	enum rcl_charge_mode mode;
-	unsigned flags;
-	unsigned scale;
-	atomic_uint swappiness;
+/* ------------------------------------------------------------------------- */
+/* Per-thread state                                                           */
+/* ------------------------------------------------------------------------- */
 
-	atomic_ullong usage;
-	atomic_ullong budget;
-	atomic_ullong wmin, wlow, whigh;
-	atomic_uint wm_seq;	/* odd while a writer (under lock) stores them */
-
-	struct rcl_shrinker_registry *reg;
-
-	pthread_mutex_t lock;
-	pthread_cond_t cond;		/* reclaimer wakeups; detach waits */
-	bool running, stop;
-	pthread_t thread;
-	unsigned failures;
-	atomic_bool hopeless;
-	atomic_bool wake_pending;
-	atomic_uint nr_detaching;
-	atomic_uint high;		/* slots [0, high) may be used */
-
-	atomic_ullong vm[NR_VM_ITEMS];
-
-	/* Dirty accounting (flusher.h): sums over the attached lruvecs. */
-	atomic_ullong dirty[4];		/* nr, weight; writeback nr, weight */
-	unsigned bg_ratio, hard_ratio;
-	uint64_t dirty_timeout;
-	enum rcl_flush_policy flush_policy;
-	const struct rcl_flusher_ops *fops;
-	void *fpriv;
-	/*
-	 * Writeback progress and the dirty weight, for the throttles: their
-	 * waits sleep on wbcond under wblock.  A leaf lock, so that the paths
-	 * that lower the dirty weight wake them under the lruvec lock.
-	 */
-	pthread_mutex_t wblock;
-	pthread_cond_t wbcond;
-	atomic_ullong written;
-	atomic_uint nr_throttled;
-	atomic_uint nr_dirty_waiters;
-	/* The flusher thread's batches: odd while one is under writeback. */
-	atomic_ullong fl_batch_seq;
-	atomic_uint nr_wball_waiters;	/* rcl_domain_writeback_all() */
-	/* Calls still using the domain after an lruvec lock (rcl__domain_get). */
-	atomic_uint users;
-	/* Flush requests: one in flight, one pending (under flock). */
-	pthread_mutex_t flock;
-	pthread_cond_t fcond;		/* the library's flusher thread */
-	bool inflight, pending;
-	struct rcl_flush_request cur, pend;
-	uint64_t seq;
-	atomic_bool flush_busy;		/* inflight || pending */
-	/* The library's flusher thread (under flock). */
-	bool fl_running, fl_work;
-	atomic_bool fl_stop;		/* also read between batches */
-	pthread_t fl_thread;
-	struct rcl_writeback_ops wops;
-	void *wpriv;
-	unsigned wbatch;
-
-	struct att_slot slots[];
-};
-
-/* The pass this thread is inside, if any (for -EDEADLK and recursion). */
-static RCL__TLS const struct rcl_domain *tls_pass_domain;
+RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
+/* The lruvec that pass is scanning, if any. */
 static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
-/*
- * Weight this thread uncharged from tls_pass_domain while inside its pass:
- * a shrinker's progress is the difference across its calls.  Only ever
- * grows (wraps harmlessly: differences are taken modulo 2^64).
- */
-static RCL__TLS uint64_t tls_pass_uncharged;
-static RCL__TLS const struct rcl_domain *tls_reclaimer_of;
-static RCL__TLS const struct rcl_domain *tls_flusher_of;
-static RCL__TLS const struct rcl_domain *tls_writing_of;
+RCL__TLS uint64_t rcl__tls_pass_uncharged;
+RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
+RCL__TLS const struct rcl_domain *rcl__tls_flusher_of;
+RCL__TLS const struct rcl_domain *rcl__tls_writing_of;
 
 static void flush_request(struct rcl_domain *d, uint64_t nr,
 			  enum rcl_flush_reason reason);
 static void throttle_writeback(struct rcl_domain *d);
 static void dirty_wake(struct rcl_domain *d);
-
-static void vm_add(struct rcl_domain *d, enum vm_item i, uint64_t v)
-{
-	if (v)
-		atomic_fetch_add_explicit(&d->vm[i], v, memory_order_relaxed);
-}
 
 /* ------------------------------------------------------------------------- */
 /* Memory                                                                     */
@@ -239,29 +121,6 @@ static void store_watermarks(struct rcl_domain *d, const struct rcl_watermarks *
 	atomic_store_explicit(&d->wlow, wm->low, memory_order_relaxed);
 	atomic_store_explicit(&d->whigh, wm->high, memory_order_relaxed);
 	atomic_store_explicit(&d->wm_seq, seq + 2, memory_order_release);
-}
-
-static uint64_t headroom(const struct rcl_domain *d)
-{
-	uint64_t b = atomic_load(&((struct rcl_domain *)d)->budget);
-	uint64_t u = atomic_load(&((struct rcl_domain *)d)->usage);
-
-	return b > u ? b - u : 0;
-}
-
-/*
- * How much must be freed for the headroom to reach @level: usage + level -
- * budget, which counts what usage is over the budget, unlike a clamped
- * headroom.
- */
-static uint64_t need(const struct rcl_domain *d, uint64_t level)
-{
-	uint64_t b = atomic_load(&((struct rcl_domain *)d)->budget);
-	uint64_t u = atomic_load(&((struct rcl_domain *)d)->usage);
-
-	if (u + level < u)
-		return UINT64_MAX;
-	return u + level > b ? u + level - b : 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -395,7 +254,7 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	 * cannot free the domain its batch is using (checked before
 	 * anything: a failing call changes nothing).
 	 */
-	if (tls_reclaimer_of == d || tls_flusher_of == d || tls_writing_of == d)
+	if (rcl__tls_reclaimer_of == d || rcl__tls_flusher_of == d || rcl__tls_writing_of == d)
 		return -EDEADLK;
 	high = atomic_load(&d->high);
 	for (i = 0; i < high; i++)
@@ -435,13 +294,6 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d)
 {
 	return d ? d->reg : NULL;
-}
-
-/* Something changed: a hopeless reclaimer may have work again. */
-static void revive_locked(struct rcl_domain *d)
-{
-	d->failures = 0;
-	atomic_store(&d->hopeless, false);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -536,7 +388,7 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 	 * and two callbacks detaching each other's lruvec would wait for each
 	 * other.
 	 */
-	if (tls_pass_domain == d)
+	if (rcl__tls_pass_domain == d)
 		return -EDEADLK;
 	pthread_mutex_lock(&d->lock);
 	high = atomic_load(&d->high);
@@ -560,22 +412,6 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 	}
 	pthread_mutex_unlock(&d->lock);
 	return err;
-}
-
-static struct rcl_lruvec *slot_get(struct att_slot *s)
-{
-	atomic_fetch_add(&s->pins, 1);
-	return atomic_load(&s->lv);
-}
-
-static void slot_put(struct rcl_domain *d, struct att_slot *s)
-{
-	atomic_fetch_sub(&s->pins, 1);
-	if (atomic_load(&d->nr_detaching)) {
-		pthread_mutex_lock(&d->lock);
-		pthread_cond_broadcast(&d->cond);
-		pthread_mutex_unlock(&d->lock);
-	}
 }
 
 /* Average object weight over the attached lruvecs (>= 1). */
@@ -647,7 +483,7 @@ static uint64_t slab_objects(const struct pass *ps)
  * that the shrinkers feel the priority's full pressure, as the LRUs did.
  */
 struct slab_goal {
-	uint64_t start;		/* tls_pass_uncharged before the walk */
+	uint64_t start;		/* rcl__tls_pass_uncharged before the walk */
 	uint64_t reported;	/* sum of sc->weight_freed */
 	uint64_t need;
 	bool stop;
@@ -655,7 +491,7 @@ struct slab_goal {
 
 static uint64_t slab_goal_weight(const struct slab_goal *g)
 {
-	uint64_t w = (tls_pass_uncharged - g->start) + g->reported;
+	uint64_t w = (rcl__tls_pass_uncharged - g->start) + g->reported;
 
 	return w < g->reported ? UINT64_MAX : w;
 }
@@ -692,7 +528,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			     uint64_t goal, uint64_t context, unsigned flags,
 			     struct pass *ps)
 {
-	const struct rcl_domain *pd = tls_pass_domain;
+	const struct rcl_domain *pd = rcl__tls_pass_domain;
 	const struct rcl_lruvec *pl = tls_pass_lv;
 	unsigned i, high = atomic_load(&d->high);
 	struct rcl_shrink_result res = { 0 };
@@ -710,7 +546,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 		slot_put(d, s);
 	}
 
-	tls_pass_domain = d;
+	rcl__tls_pass_domain = d;
 	for (i = 0; i < high; i++) {
 		struct att_slot *s = &d->slots[i];
 		struct rcl_scan_control sc = {
@@ -761,7 +597,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			}
 			if (sc.nr_writeback_batches &&
 			    (context & RCL_CTX_MAY_BLOCK) &&
-			    tls_flusher_of != d)
+			    rcl__tls_flusher_of != d)
 				throttle_writeback(d);
 			ps->sc.nr_scanned += sc.nr_scanned;
 			ps->sc.nr_reclaimed += sc.nr_reclaimed;
@@ -782,7 +618,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 	 */
 	{
 		uint64_t got = ps->sc.nr_reclaimed + slab_objects(ps);
-		struct slab_goal g = { .start = tls_pass_uncharged };
+		struct slab_goal g = { .start = rcl__tls_pass_uncharged };
 		struct rcl__shrink_goal hook = { slab_goal_enough, &g, false };
 
 		if (got < goal) {
@@ -795,7 +631,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 						   &res, &hook);
 		ps->slab_weight += slab_goal_weight(&g);
 	}
-	tls_pass_domain = pd;
+	rcl__tls_pass_domain = pd;
 	tls_pass_lv = pl;
 	ps->slab_scanned += res.scanned;
 	ps->slab_freed += res.freed;
@@ -881,7 +717,7 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 	 * attached to @d however it is being shrunk: the reclaim would
 	 * shrink that lruvec again from inside its own callback.
 	 */
-	if (tls_pass_domain == d ||
+	if (rcl__tls_pass_domain == d ||
 	    (rcl__tls_evicting &&
 	     atomic_load_explicit(&rcl__tls_evicting->__domain,
 				  memory_order_relaxed) == (void *)d))
@@ -969,7 +805,7 @@ static void *reclaimer_main(void *arg)
 {
 	struct rcl_domain *d = arg;
 
-	tls_reclaimer_of = d;
+	rcl__tls_reclaimer_of = d;
 	pthread_mutex_lock(&d->lock);
 	while (!d->stop) {
 		if (!atomic_load(&d->wake_pending)) {
@@ -1022,7 +858,7 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 
 	if (!d)
 		return -EINVAL;
-	if (tls_reclaimer_of == d)
+	if (rcl__tls_reclaimer_of == d)
 		return -EDEADLK;
 	pthread_mutex_lock(&d->lock);
 	if (!d->running) {
@@ -1114,7 +950,7 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 	bool drained = false;
 	unsigned tries;
 
-	if (!(context & RCL_CTX_MAY_BLOCK) || tls_pass_domain == d)
+	if (!(context & RCL_CTX_MAY_BLOCK) || rcl__tls_pass_domain == d)
 		return;
 	for (tries = 0; tries < CHARGE_RECLAIM_TRIES; tries++) {
 		struct rcl_reclaim_result res;
@@ -1201,8 +1037,8 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 
 		if ((woke || (atomic_load(&d->wake_pending) &&
 			      room < min + (low - min) / 2)) &&
-		    (context & RCL_CTX_MAY_BLOCK) && tls_pass_domain != d &&
-		    tls_reclaimer_of != d)
+		    (context & RCL_CTX_MAY_BLOCK) && rcl__tls_pass_domain != d &&
+		    rcl__tls_reclaimer_of != d)
 			sched_yield();
 	}
 
@@ -1227,8 +1063,8 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 					     u > amount ? u - amount : 0))
 		;
 	/* Inside this domain's pass: the pass's progress (shrink_partition). */
-	if (tls_pass_domain == d)
-		tls_pass_uncharged += RCL_MIN(u, (unsigned long long)amount);
+	if (rcl__tls_pass_domain == d)
+		rcl__tls_pass_uncharged += RCL_MIN(u, (unsigned long long)amount);
 	return 0;
 }
 
@@ -1261,7 +1097,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	if (headroom(d) < wm.low) {
 		if (bg) {
 			wake_reclaimer(d);
-		} else if (tls_pass_domain != d) {
+		} else if (rcl__tls_pass_domain != d) {
 			struct rcl_reclaim_result res;
 
 			direct_reclaim(d, goal_objects(d, need(d, wm.high)),
@@ -1562,7 +1398,7 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 	    !atomic_load(&d->flush_busy))
 		flush_request(d, 0, RCL_FLUSH_BACKGROUND);
 	if (!dirty_exceeded(d) || !(context & RCL_CTX_MAY_BLOCK) ||
-	    tls_flusher_of == d || tls_pass_domain == d)
+	    rcl__tls_flusher_of == d || rcl__tls_pass_domain == d)
 		return 0;
 
 	vm_add(d, VM_DIRTY_THROTTLED, 1);
@@ -1942,15 +1778,15 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 		 * rcl_lruvec_del_wait() from these would wait for itself,
 		 * and rcl_domain_free() would pull @d from under this call.
 		 */
-		prev_writing = tls_writing_of;
-		tls_writing_of = d;
+		prev_writing = rcl__tls_writing_of;
+		rcl__tls_writing_of = d;
 		rcl__tls_writing++;
 		for (i = 0; i < n; i++)
 			it[i].err = ops->write(priv, it[i].node);
 		if (ops->sync)
 			serr = ops->sync(priv);
 		rcl__tls_writing--;
-		tls_writing_of = prev_writing;
+		rcl__tls_writing_of = prev_writing;
 		for (i = 0; i < n; i++) {
 			int e = it[i].err ? it[i].err : serr;
 
@@ -1989,7 +1825,7 @@ static void *flusher_main(void *arg)
 {
 	struct rcl_domain *d = arg;
 
-	tls_flusher_of = d;
+	rcl__tls_flusher_of = d;
 	pthread_mutex_lock(&d->flock);
 	while (!atomic_load(&d->fl_stop)) {
 		struct rcl_flush_request req;
@@ -2060,7 +1896,7 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 
 	if (!d)
 		return -EINVAL;
-	if (tls_flusher_of == d)
+	if (rcl__tls_flusher_of == d)
 		return -EDEADLK;
 	pthread_mutex_lock(&d->flock);
 	if (!d->fl_running) {
@@ -2147,7 +1983,7 @@ RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 		 * over: a failed object is not tried twice.
 		 */
 		s1 = atomic_load(&d->fl_batch_seq);
-		if ((s0 == s1 && !(s1 & 1)) || tls_flusher_of == d)
+		if ((s0 == s1 && !(s1 & 1)) || rcl__tls_flusher_of == d)
 			break;	/* none; or it is this thread's own batch */
 		if (s1 & 1) {
 			e = wait_flusher_batch(d, s1);
