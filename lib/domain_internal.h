@@ -145,9 +145,9 @@ extern RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
 extern RCL__TLS uint64_t rcl__tls_pass_uncharged;
 /* The domain whose background reclaimer the calling thread is. */
 extern RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
-/* The domain whose flusher thread the calling thread is. */
+/* The domain whose flusher thread the calling thread is (lib/flusher.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_flusher_of;
-/* The domain whose objects the calling thread's write callbacks hold. */
+/* The domain whose write callbacks the calling thread runs (lib/flusher.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_writing_of;
 
 /* ------------------------------------------------------------------------- */
@@ -212,5 +212,24 @@ static inline void slot_put(struct rcl_domain *d, struct att_slot *s)
 		pthread_mutex_unlock(&d->lock);
 	}
 }
+
+/* ------------------------------------------------------------------------- */
+/* Calls between the domain's files                                          */
+/* ------------------------------------------------------------------------- */
+
+/* lib/domain.c */
+
+/* Put every thread's pending adds for @d's attached lruvecs on their lists. */
+void rcl__domain_drain_all(struct rcl_domain *d);
+
+/* lib/flusher.c */
+
+/* Ask for @nr objects (0: all) to be written; merges into a pending request. */
+void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
+			       enum rcl_flush_reason reason);
+/* Reclaim met only writeback: sleep until writes progress (at most 100 ms). */
+void rcl__domain_throttle_writeback(struct rcl_domain *d);
+/* The dirty weight fell or its limit rose: wake rcl_domain_balance_dirty(). */
+void rcl__domain_dirty_wake(struct rcl_domain *d);
 
 #endif /* RECLAIM_DOMAIN_INTERNAL_H */
