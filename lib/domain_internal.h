@@ -135,7 +135,7 @@ struct rcl_domain {
 /* Per-thread state                                                           */
 /* ------------------------------------------------------------------------- */
 
-/* The pass this thread is inside, if any (for -EDEADLK and recursion). */
+/* The pass this thread is inside, if any (-EDEADLK, recursion; vmscan.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
 /*
  * Weight this thread uncharged from rcl__tls_pass_domain while inside its
@@ -143,11 +143,11 @@ extern RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
  * grows (wraps harmlessly: differences are taken modulo 2^64).
  */
 extern RCL__TLS uint64_t rcl__tls_pass_uncharged;
-/* The domain whose background reclaimer the calling thread is. */
+/* The domain whose background reclaimer the calling thread is (vmscan.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
-/* The domain whose flusher thread the calling thread is (lib/flusher.c). */
+/* The domain whose flusher thread the calling thread is (flusher.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_flusher_of;
-/* The domain whose write callbacks the calling thread runs (lib/flusher.c). */
+/* The domain whose write callbacks the calling thread runs (flusher.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_writing_of;
 
 /* ------------------------------------------------------------------------- */
@@ -221,6 +221,17 @@ static inline void slot_put(struct rcl_domain *d, struct att_slot *s)
 
 /* Put every thread's pending adds for @d's attached lruvecs on their lists. */
 void rcl__domain_drain_all(struct rcl_domain *d);
+
+/* lib/vmscan.c */
+
+/* Objects to reclaim to free @deficit units of weight: at least 32. */
+uint64_t rcl__domain_goal_objects(struct rcl_domain *d, uint64_t deficit);
+/* do_try_to_free_pages(): passes from priority 12 down until @goal freed. */
+void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
+				uint64_t context,
+				struct rcl_reclaim_result *res);
+/* Wake the background reclaimer; true if this call did (none was pending). */
+bool rcl__domain_wake_reclaimer(struct rcl_domain *d);
 
 /* lib/flusher.c */
 
