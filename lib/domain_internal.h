@@ -214,7 +214,7 @@ static inline void slot_put(struct rcl_domain *d, struct att_slot *s)
 }
 
 /* ------------------------------------------------------------------------- */
-/* Calls between the domain's files                                          */
+/* Calls between the domain's files                                           */
 /* ------------------------------------------------------------------------- */
 
 /* lib/domain.c */
