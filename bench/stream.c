@@ -70,7 +70,7 @@
  * refills start at or above the min watermark and so never reclaim by
  * themselves (checked).  Over-reclaim = (sum of nr_reclaimed - sum of goals)
  * / sum of goals.  The human table adds the same figure derived for the
- * charges from lib/domain.c (see st_measure()).
+ * charges from lib/domain.c and lib/vmscan.c (see st_measure()).
  */
 #define ST_THREADS 2u
 #define ST_OBJ_SIZE 4096u			/* weight and payload, bytes */
@@ -833,7 +833,8 @@ static int st_measure(enum st_mode mode, const struct st_params *p,
 	res->charge_max_us = bench_hist_quantile(hist, res->charges, 1.0) / 1e3;
 	/*
 	 * The goal of the direct reclaim inside a charge is not reported, but
-	 * lib/domain.c derives it: goal_objects(min - headroom), that is
+	 * lib/domain.c derives it with lib/vmscan.c's
+	 * rcl__domain_goal_objects(min - headroom), that is
 	 * max(ceil(deficit / 4096), RCL_SCAN_CHUNK) objects, and the deficit
 	 * is at most min.  While min is at most RCL_SCAN_CHUNK objects (16 at
 	 * 64 MiB), every goal is RCL_SCAN_CHUNK and each is one allocstall.
@@ -1001,7 +1002,7 @@ static void st_print_table(const struct st_result *res,
 	       "Over-reclaim (explicit, the JSON figure): %u rcl_domain_reclaim(goal %u)\n"
 	       "calls after the timed passes, (freed - goals) / goals.  The domain does\n"
 	       "not report the goals of the direct reclaim inside charges; (charges)\n"
-	       "derives them from lib/domain.c (32 per allocstall while min <= 32\n"
+	       "derives them from lib/vmscan.c (32 per allocstall while min <= 32\n"
 	       "objects): (pgsteal direct - 32 x allocstall) / (32 x allocstall).\n",
 	       p->or_calls, (unsigned)ST_OR_GOAL);
 	for (m = 0; m < ST_NR_MODES; m++)

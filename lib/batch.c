@@ -16,6 +16,14 @@
  * registry lock, so no walker can miss entries that are about to move.
  *
  * Lock order: registry > batch > lruvec.
+ *
+ * Circle: lib/lruvec.c queues entries here (rcl__tbatch_*), and a drain
+ * applies each one back through rcl__lruvec_apply_locked(), under the
+ * lruvec lock.  The kernel has the same circle inside one file, mm/swap.c:
+ * folio_add_lru() and folio_activate() queue into per-CPU folio batches,
+ * and folio_batch_move_lru() calls the move function for each folio.
+ * Here the registry and the thread-exit drain make the batches a file of
+ * their own, and the way back stays one function.
  */
 #include "internal.h"
 

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory domains: a budget with watermarks, explicit charging, direct
- * reclaim in the charging thread and an optional background reclaimer, after
- * the kernel's page allocator slow path, kswapd and do_try_to_free_pages().
+ * Memory domains: a budget with watermarks, explicit charging, attach and
+ * detach of lruvecs, the counters and the lifecycle, after the kernel's page
+ * allocator (mm/page_alloc.c: the watermarks of __setup_per_zone_wmarks(),
+ * and the allocation path that wakes kswapd below low and reclaims in the
+ * allocating thread below min) and its vmstat counters.  The reclaim passes
+ * and the background reclaimer are lib/vmscan.c's, dirty accounting and
+ * writeback lib/flusher.c's; struct rcl_domain and what the three files
+ * share are in lib/domain_internal.h.
  *
  * Attached lruvecs live in a fixed table of slots, like the shrinker
  * registry's: a reclaim pass pins a slot with an atomic count and reads its
@@ -10,12 +15,31 @@
  * (a Dekker handshake on seq_cst atomics).  So reclaim passes hold no domain
  * lock while callbacks run, and attach/detach work while others reclaim.
  *
- * The domain mutex guards the background reclaimer's state (running, stop,
- * failures, hopeless) and is the mutex of its condition variable.  The
- * charge path takes it only to wake the reclaimer, and only when no wakeup
- * is pending already.
+ * Locks: the domain mutex serialises attach and detach (the slots' used
+ * flags), the watermark writers and the background reclaimer's state; its
+ * condition variable carries the reclaimer's wakeups and detach's wait for
+ * the pins.  Charging takes no lock: usage moves by CAS, the watermarks are
+ * read under a sequence count, and the mutex is taken only to wake the
+ * reclaimer, when no wakeup is pending already.  Threads: none of its own;
+ * any thread may charge, and the reclaimer (vmscan.c) and the flusher thread
+ * (flusher.c) call in here too.
+ *
+ * Calls between modules:
+ * - domain.c -> vmscan.c: a charge below min reclaims directly, below low
+ *   it wakes the reclaimer (rcl__domain_direct_reclaim(),
+ *   rcl__domain_goal_objects(), rcl__domain_wake_reclaimer()); vmscan.c
+ *   calls nothing back, only the inline helpers of lib/domain_internal.h.
+ * - domain.c <-> flusher.c: the budget and detach wake the dirty throttle
+ *   (rcl__domain_dirty_wake()), and the writer drains pending adds with
+ *   rcl__domain_drain_all(); lib/flusher.c explains why that circle stays.
+ * - domain.c <-> lruvec.c: the domain moves an lruvec's dirty counts under
+ *   its lock and asks it for drains and isolated counts; the lruvec calls
+ *   back only rcl__domain_get()/put(), a reference count that keeps its
+ *   domain alive for a call made after its lock is dropped.  That hook is
+ *   as narrow as it gets, so the circle stays; the rest of the lruvec's
+ *   calls into the domain are dirty accounting, lib/flusher.c's.
  */
-#include "internal.h"
+#include "domain_internal.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -27,53 +51,9 @@
 #include <reclaim/flusher.h>
 #include <reclaim/scan.h>
 
-__extension__ typedef unsigned __int128 u128;
-
 /* ------------------------------------------------------------------------- */
-/* Types                                                                      */
+/* Counter names (rcl_domain_vmstat_format())                                 */
 /* ------------------------------------------------------------------------- */
-
-struct att_slot {
-	_Atomic(struct rcl_lruvec *) lv;
-	unsigned partition;	/* written before lv is published */
-	atomic_uint pins;
-	bool used;		/* domain mutex */
-};
-
-enum vm_item {
-	VM_PGSCAN_KSWAPD,
-	VM_PGSCAN_DIRECT,
-	VM_PGSTEAL_KSWAPD,
-	VM_PGSTEAL_DIRECT,
-	VM_PGREFILL,
-	VM_PGACTIVATE,
-	VM_PGDEACTIVATE,
-	VM_PGROTATED,
-	VM_SLABS_SCANNED,
-	VM_SLABS_FREED,
-	VM_ALLOCSTALL,
-	VM_PAGEOUTRUN,
-	VM_KSWAPD_WAKEUPS,
-	VM_KSWAPD_FAILURES,
-	VM_KSWAPD_HOPELESS,
-	VM_CHARGE_FAILURES,
-	VM_CHARGE_OVERSHOOTS,
-	VM_NR_DIRTY_SCANNED,
-	VM_NR_UNQUEUED_DIRTY,
-	VM_NR_WRITEBACK_SCANNED,
-	VM_NR_IMMEDIATE,
-	VM_FLUSH_REQUESTS,
-	VM_FLUSH_REQUESTS_VMSCAN,
-	VM_FLUSH_COALESCED,
-	VM_FLUSHER_WAKEUPS,
-	VM_WRITEBACK_THROTTLED,
-	VM_WRITEBACK_THROTTLE_TIMEOUTS,
-	VM_DIRTY_THROTTLED,
-	VM_DIRTY_THROTTLE_TIMEOUTS,
-	VM_WRITES_FROM_RECLAIM,
-	VM_WRITES_FLUSHER,
-	NR_VM_ITEMS
-};
 
 static const char *const vm_names[NR_VM_ITEMS] = {
 	"pgscan_kswapd",  "pgscan_direct",   "pgsteal_kswapd",
@@ -88,99 +68,6 @@ static const char *const vm_names[NR_VM_ITEMS] = {
 	"writeback_throttle_timeouts", "dirty_throttled",
 	"dirty_throttle_timeouts", "writes_from_reclaim", "writes_flusher",
 };
-
-struct rcl_domain {
-	struct rcl_allocator alloc;
-	const struct rcl_clock *clock;
-	unsigned nr_partitions;
-	unsigned max_lruvecs;
-	enum rcl_charge_mode mode;
-	unsigned flags;
-	unsigned scale;
-	atomic_uint swappiness;
-
-	atomic_ullong usage;
-	atomic_ullong budget;
-	atomic_ullong wmin, wlow, whigh;
-	atomic_uint wm_seq;	/* odd while a writer (under lock) stores them */
-
-	struct rcl_shrinker_registry *reg;
-
-	pthread_mutex_t lock;
-	pthread_cond_t cond;		/* reclaimer wakeups; detach waits */
-	bool running, stop;
-	pthread_t thread;
-	unsigned failures;
-	atomic_bool hopeless;
-	atomic_bool wake_pending;
-	atomic_uint nr_detaching;
-	atomic_uint high;		/* slots [0, high) may be used */
-
-	atomic_ullong vm[NR_VM_ITEMS];
-
-	/* Dirty accounting (flusher.h): sums over the attached lruvecs. */
-	atomic_ullong dirty[4];		/* nr, weight; writeback nr, weight */
-	unsigned bg_ratio, hard_ratio;
-	uint64_t dirty_timeout;
-	enum rcl_flush_policy flush_policy;
-	const struct rcl_flusher_ops *fops;
-	void *fpriv;
-	/*
-	 * Writeback progress and the dirty weight, for the throttles: their
-	 * waits sleep on wbcond under wblock.  A leaf lock, so that the paths
-	 * that lower the dirty weight wake them under the lruvec lock.
-	 */
-	pthread_mutex_t wblock;
-	pthread_cond_t wbcond;
-	atomic_ullong written;
-	atomic_uint nr_throttled;
-	atomic_uint nr_dirty_waiters;
-	/* The flusher thread's batches: odd while one is under writeback. */
-	atomic_ullong fl_batch_seq;
-	atomic_uint nr_wball_waiters;	/* rcl_domain_writeback_all() */
-	/* Calls still using the domain after an lruvec lock (rcl__domain_get). */
-	atomic_uint users;
-	/* Flush requests: one in flight, one pending (under flock). */
-	pthread_mutex_t flock;
-	pthread_cond_t fcond;		/* the library's flusher thread */
-	bool inflight, pending;
-	struct rcl_flush_request cur, pend;
-	uint64_t seq;
-	atomic_bool flush_busy;		/* inflight || pending */
-	/* The library's flusher thread (under flock). */
-	bool fl_running, fl_work;
-	atomic_bool fl_stop;		/* also read between batches */
-	pthread_t fl_thread;
-	struct rcl_writeback_ops wops;
-	void *wpriv;
-	unsigned wbatch;
-
-	struct att_slot slots[];
-};
-
-/* The pass this thread is inside, if any (for -EDEADLK and recursion). */
-static RCL__TLS const struct rcl_domain *tls_pass_domain;
-static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
-/*
- * Weight this thread uncharged from tls_pass_domain while inside its pass:
- * a shrinker's progress is the difference across its calls.  Only ever
- * grows (wraps harmlessly: differences are taken modulo 2^64).
- */
-static RCL__TLS uint64_t tls_pass_uncharged;
-static RCL__TLS const struct rcl_domain *tls_reclaimer_of;
-static RCL__TLS const struct rcl_domain *tls_flusher_of;
-static RCL__TLS const struct rcl_domain *tls_writing_of;
-
-static void flush_request(struct rcl_domain *d, uint64_t nr,
-			  enum rcl_flush_reason reason);
-static void throttle_writeback(struct rcl_domain *d);
-static void dirty_wake(struct rcl_domain *d);
-
-static void vm_add(struct rcl_domain *d, enum vm_item i, uint64_t v)
-{
-	if (v)
-		atomic_fetch_add_explicit(&d->vm[i], v, memory_order_relaxed);
-}
 
 /* ------------------------------------------------------------------------- */
 /* Memory                                                                     */
@@ -239,29 +126,6 @@ static void store_watermarks(struct rcl_domain *d, const struct rcl_watermarks *
 	atomic_store_explicit(&d->wlow, wm->low, memory_order_relaxed);
 	atomic_store_explicit(&d->whigh, wm->high, memory_order_relaxed);
 	atomic_store_explicit(&d->wm_seq, seq + 2, memory_order_release);
-}
-
-static uint64_t headroom(const struct rcl_domain *d)
-{
-	uint64_t b = atomic_load(&((struct rcl_domain *)d)->budget);
-	uint64_t u = atomic_load(&((struct rcl_domain *)d)->usage);
-
-	return b > u ? b - u : 0;
-}
-
-/*
- * How much must be freed for the headroom to reach @level: usage + level -
- * budget, which counts what usage is over the budget, unlike a clamped
- * headroom.
- */
-static uint64_t need(const struct rcl_domain *d, uint64_t level)
-{
-	uint64_t b = atomic_load(&((struct rcl_domain *)d)->budget);
-	uint64_t u = atomic_load(&((struct rcl_domain *)d)->usage);
-
-	if (u + level < u)
-		return UINT64_MAX;
-	return u + level > b ? u + level - b : 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -395,7 +259,8 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	 * cannot free the domain its batch is using (checked before
 	 * anything: a failing call changes nothing).
 	 */
-	if (tls_reclaimer_of == d || tls_flusher_of == d || tls_writing_of == d)
+	if (rcl__tls_reclaimer_of == d || rcl__tls_flusher_of == d ||
+	    rcl__tls_writing_of == d)
 		return -EDEADLK;
 	high = atomic_load(&d->high);
 	for (i = 0; i < high; i++)
@@ -437,11 +302,15 @@ RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d)
 	return d ? d->reg : NULL;
 }
 
-/* Something changed: a hopeless reclaimer may have work again. */
-static void revive_locked(struct rcl_domain *d)
+void rcl__domain_get(struct rcl_domain *d)
 {
-	d->failures = 0;
-	atomic_store(&d->hopeless, false);
+	atomic_fetch_add(&d->users, 1);
+}
+
+void rcl__domain_put(struct rcl_domain *d)
+{
+	/* The last access: rcl_domain_free() may free @d right after it. */
+	atomic_fetch_sub(&d->users, 1);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -536,7 +405,7 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 	 * and two callbacks detaching each other's lruvec would wait for each
 	 * other.
 	 */
-	if (tls_pass_domain == d)
+	if (rcl__tls_pass_domain == d)
 		return -EDEADLK;
 	pthread_mutex_lock(&d->lock);
 	high = atomic_load(&d->high);
@@ -554,502 +423,13 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 		atomic_fetch_sub(&d->nr_detaching, 1);
 		(void)transfer_dirty(d, lv, false);
 		s->used = false;
-		dirty_wake(d);	/* its dirty weight is no longer ours */
+		/* Its dirty weight is no longer ours. */
+		rcl__domain_dirty_wake(d);
 		err = 0;
 		break;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return err;
-}
-
-static struct rcl_lruvec *slot_get(struct att_slot *s)
-{
-	atomic_fetch_add(&s->pins, 1);
-	return atomic_load(&s->lv);
-}
-
-static void slot_put(struct rcl_domain *d, struct att_slot *s)
-{
-	atomic_fetch_sub(&s->pins, 1);
-	if (atomic_load(&d->nr_detaching)) {
-		pthread_mutex_lock(&d->lock);
-		pthread_cond_broadcast(&d->cond);
-		pthread_mutex_unlock(&d->lock);
-	}
-}
-
-/* Average object weight over the attached lruvecs (>= 1). */
-static uint64_t avg_weight(struct rcl_domain *d)
-{
-	uint64_t objs = 0, weight = 0;
-	unsigned i, high = atomic_load(&d->high);
-
-	for (i = 0; i < high; i++) {
-		struct att_slot *s = &d->slots[i];
-		struct rcl_lruvec *lv = slot_get(s);
-		unsigned l;
-
-		if (lv) {
-			for (l = 0; l < RCL_LRU_UNEVICTABLE; l++) {
-				uint64_t w;
-
-				objs += rcl_lruvec_count(lv, l, &w);
-				weight += w;
-			}
-		}
-		slot_put(d, s);
-	}
-	return objs && weight >= objs ? weight / objs : 1;
-}
-
-/*
- * Objects to reclaim to free @deficit units of weight, at an average object
- * weight of @w: at least 32.
- */
-static uint64_t goal_objects_w(uint64_t deficit, uint64_t w)
-{
-	uint64_t n = deficit / w + (deficit % w != 0);
-
-	return RCL_MAX(n, (uint64_t)RCL_SCAN_CHUNK);
-}
-
-static uint64_t goal_objects(struct rcl_domain *d, uint64_t deficit)
-{
-	return goal_objects_w(deficit, avg_weight(d));
-}
-
-/* ------------------------------------------------------------------------- */
-/* Reclaim passes                                                             */
-/* ------------------------------------------------------------------------- */
-
-struct pass {
-	struct rcl_scan_control sc;	/* summed over lruvecs */
-	uint64_t slab_scanned, slab_freed;
-	/*
-	 * Shrinker progress toward the goal: the weight their callbacks
-	 * uncharged from the domain on this thread, plus what they reported
-	 * (sc->weight_freed), in objects of @avg_w (>= 1) each.
-	 */
-	uint64_t avg_w;
-	uint64_t slab_weight;
-};
-
-/* Shrinker progress of pass @ps, in objects. */
-static uint64_t slab_objects(const struct pass *ps)
-{
-	return ps->slab_weight / ps->avg_w;
-}
-
-/*
- * The shrinker walk's goal (struct rcl__shrink_goal): enough once the
- * callbacks have uncharged or reported @need units of weight since @start.
- * With @stop false (the LRUs met the pass's goal already) it only counts, so
- * that the shrinkers feel the priority's full pressure, as the LRUs did.
- */
-struct slab_goal {
-	uint64_t start;		/* tls_pass_uncharged before the walk */
-	uint64_t reported;	/* sum of sc->weight_freed */
-	uint64_t need;
-	bool stop;
-};
-
-static uint64_t slab_goal_weight(const struct slab_goal *g)
-{
-	uint64_t w = (tls_pass_uncharged - g->start) + g->reported;
-
-	return w < g->reported ? UINT64_MAX : w;
-}
-
-static bool slab_goal_enough(void *arg, uint64_t reported)
-{
-	struct slab_goal *g = arg;
-
-	g->reported = g->reported + reported < g->reported ? UINT64_MAX
-							   : g->reported + reported;
-	return g->stop && slab_goal_weight(g) >= g->need;
-}
-
-/* Objects on an lruvec's evictable lists. */
-static uint64_t lruvec_size(const struct rcl_lruvec *lv)
-{
-	uint64_t n = 0;
-	unsigned l;
-
-	for (l = 0; l < RCL_LRU_UNEVICTABLE; l++)
-		n += rcl_lruvec_count(lv, l, NULL);
-	return n;
-}
-
-/*
- * shrink_node(): every lruvec of the partition, then the partition's
- * shrinkers at the same priority.  Each lruvec is asked for its share of the
- * goal, in proportion to its size, so that a goal met early by one lruvec
- * does not spare the others: lruvecs are scanned in proportion to their
- * sizes, as the lists within one lruvec are.  The whole pass, shrinkers
- * included, runs with this thread marked as inside a pass of @d.
- */
-static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
-			     uint64_t goal, uint64_t context, unsigned flags,
-			     struct pass *ps)
-{
-	const struct rcl_domain *pd = tls_pass_domain;
-	const struct rcl_lruvec *pl = tls_pass_lv;
-	unsigned i, high = atomic_load(&d->high);
-	struct rcl_shrink_result res = { 0 };
-	uint64_t total = 0;
-
-	for (i = 0; i < high; i++) {
-		struct att_slot *s = &d->slots[i];
-		struct rcl_lruvec *lv;
-
-		if (!atomic_load_explicit(&s->lv, memory_order_relaxed))
-			continue;
-		lv = slot_get(s);
-		if (lv && s->partition == p)
-			total += lruvec_size(lv);
-		slot_put(d, s);
-	}
-
-	tls_pass_domain = d;
-	for (i = 0; i < high; i++) {
-		struct att_slot *s = &d->slots[i];
-		struct rcl_scan_control sc = {
-			.priority = priority,
-			.swappiness = atomic_load(&d->swappiness),
-			.context = context,
-			.flags = flags,
-		};
-		struct rcl_lruvec *lv;
-
-		if (!atomic_load_explicit(&s->lv, memory_order_relaxed))
-			continue;
-		lv = slot_get(s);
-		if (lv && s->partition == p) {
-			uint64_t size = lruvec_size(lv);
-
-			/* ceil(goal * size / total); the whole goal if alone */
-			sc.nr_to_reclaim =
-				total ? (uint64_t)(((u128)goal * size + total - 1) /
-						   total)
-				      : goal;
-			tls_pass_lv = lv;
-			rcl_scan_lruvec(lv, &sc);
-			tls_pass_lv = NULL;
-			ps->sc.nr_taken += sc.nr_taken;
-			ps->sc.nr_dirty += sc.nr_dirty;
-			ps->sc.nr_unqueued_dirty += sc.nr_unqueued_dirty;
-			ps->sc.nr_writeback += sc.nr_writeback;
-			ps->sc.nr_immediate += sc.nr_immediate;
-			if (flags & RCL_SCAN_WRITE_DIRTY) {
-				/* The baseline: the callback wrote them. */
-				vm_add(d, VM_WRITES_FROM_RECLAIM,
-				       sc.nr_unqueued_dirty);
-			} else if (sc.nr_dirty_batches) {
-				/*
-				 * A batch was all dirty and unqueued: LRU aging
-				 * outstrips writeback.  Wake the flusher.
-				 */
-				uint64_t nr = 0;
-
-				if (d->flush_policy == RCL_FLUSH_PROPORTIONAL)
-					nr = RCL_MAX(sc.nr_unqueued_dirty,
-						     (sc.nr_to_reclaim *
-							      sc.nr_unqueued_dirty +
-						      sc.nr_taken - 1) /
-							     RCL_MAX(sc.nr_taken, 1));
-				flush_request(d, nr, RCL_FLUSH_VMSCAN);
-			}
-			if (sc.nr_writeback_batches &&
-			    (context & RCL_CTX_MAY_BLOCK) &&
-			    tls_flusher_of != d)
-				throttle_writeback(d);
-			ps->sc.nr_scanned += sc.nr_scanned;
-			ps->sc.nr_reclaimed += sc.nr_reclaimed;
-			ps->sc.weight_reclaimed += sc.weight_reclaimed;
-			ps->sc.nr_refill += sc.nr_refill;
-			ps->sc.nr_rotated += sc.nr_rotated;
-			ps->sc.nr_activated += sc.nr_activated;
-			ps->sc.nr_deactivated += sc.nr_deactivated;
-			ps->sc.last_round_lists = sc.last_round_lists;
-		}
-		slot_put(d, s);
-	}
-	/*
-	 * Slab-like caches feel the same pressure, after the LRUs.  What
-	 * they free counts toward the goal (the kernel's reclaim_state): if
-	 * the LRUs left part of it, the walk stops once that part is freed,
-	 * rather than emptying every shrinker's cache at priority 0.
-	 */
-	{
-		uint64_t got = ps->sc.nr_reclaimed + slab_objects(ps);
-		struct slab_goal g = { .start = tls_pass_uncharged };
-		struct rcl__shrink_goal hook = { slab_goal_enough, &g, false };
-
-		if (got < goal) {
-			g.stop = true;
-			g.need = goal - got > UINT64_MAX / ps->avg_w
-					 ? UINT64_MAX
-					 : (goal - got) * ps->avg_w;
-		}
-		rcl__shrinker_registry_shrink_goal(d->reg, p, priority, context,
-						   &res, &hook);
-		ps->slab_weight += slab_goal_weight(&g);
-	}
-	tls_pass_domain = pd;
-	tls_pass_lv = pl;
-	ps->slab_scanned += res.scanned;
-	ps->slab_freed += res.freed;
-}
-
-static void account_pass(struct rcl_domain *d, const struct pass *ps,
-			 bool direct)
-{
-	vm_add(d, direct ? VM_PGSCAN_DIRECT : VM_PGSCAN_KSWAPD, ps->sc.nr_scanned);
-	vm_add(d, direct ? VM_PGSTEAL_DIRECT : VM_PGSTEAL_KSWAPD,
-	       ps->sc.nr_reclaimed);
-	vm_add(d, VM_PGREFILL, ps->sc.nr_refill);
-	vm_add(d, VM_PGACTIVATE, ps->sc.nr_activated);
-	vm_add(d, VM_PGDEACTIVATE, ps->sc.nr_deactivated);
-	vm_add(d, VM_PGROTATED, ps->sc.nr_rotated);
-	vm_add(d, VM_SLABS_SCANNED, ps->slab_scanned);
-	vm_add(d, VM_SLABS_FREED, ps->slab_freed);
-	vm_add(d, VM_NR_DIRTY_SCANNED, ps->sc.nr_dirty);
-	vm_add(d, VM_NR_UNQUEUED_DIRTY, ps->sc.nr_unqueued_dirty);
-	vm_add(d, VM_NR_WRITEBACK_SCANNED, ps->sc.nr_writeback);
-	vm_add(d, VM_NR_IMMEDIATE, ps->sc.nr_immediate);
-}
-
-/*
- * do_try_to_free_pages(): priority 12 down to 0 over every partition until
- * @goal objects are freed.  At most 13 passes.
- */
-static void direct_reclaim(struct rcl_domain *d, uint64_t goal,
-			   uint64_t context, struct rcl_reclaim_result *res)
-{
-	unsigned flags = RCL_SCAN_DIRECT;
-	uint64_t reclaimed = 0, w;
-	int prio;
-	unsigned p;
-
-	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
-		flags |= RCL_SCAN_NONPROPORTIONAL;
-	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
-		flags |= RCL_SCAN_WRITE_DIRTY;
-	vm_add(d, VM_ALLOCSTALL, 1);
-	memset(res, 0, sizeof(*res));
-	res->nr_to_reclaim = goal;
-	res->priority = RCL_DEF_PRIORITY;
-	w = avg_weight(d);
-	for (prio = RCL_DEF_PRIORITY; prio >= 0; prio--) {
-		struct pass ps = { .avg_w = w };
-
-		for (p = 0; p < d->nr_partitions; p++)
-			shrink_partition(d, p, prio, goal - RCL_MIN(reclaimed, goal),
-					 context, flags, &ps);
-		account_pass(d, &ps, true);
-		reclaimed += ps.sc.nr_reclaimed + slab_objects(&ps);
-		res->nr_reclaimed += ps.sc.nr_reclaimed;
-		res->weight_reclaimed += ps.sc.weight_reclaimed;
-		res->nr_scanned += ps.sc.nr_scanned;
-		res->slab_freed += ps.slab_freed;
-		res->slab_weight += ps.slab_weight;
-		res->slab_reclaimed += slab_objects(&ps);
-		res->last_round_lists = ps.sc.last_round_lists;
-		res->priority = prio;
-		if (reclaimed >= goal)
-			break;
-	}
-	if (res->nr_reclaimed || res->slab_freed) {
-		/* Progress revives a hopeless background reclaimer. */
-		if (atomic_load(&d->hopeless)) {
-			pthread_mutex_lock(&d->lock);
-			revive_locked(d);
-			pthread_mutex_unlock(&d->lock);
-		}
-	}
-}
-
-RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
-			       uint64_t context, struct rcl_reclaim_result *res)
-{
-	struct rcl_reclaim_result local;
-
-	if (!d || !nr_to_reclaim)
-		return -EINVAL;
-	/*
-	 * Within a pass of @d, and from the evict callback of an lruvec
-	 * attached to @d however it is being shrunk: the reclaim would
-	 * shrink that lruvec again from inside its own callback.
-	 */
-	if (tls_pass_domain == d ||
-	    (rcl__tls_evicting &&
-	     atomic_load_explicit(&rcl__tls_evicting->__domain,
-				  memory_order_relaxed) == (void *)d))
-		return -EDEADLK;
-	direct_reclaim(d, nr_to_reclaim, context, res ? res : &local);
-	return 0;
-}
-
-/* ------------------------------------------------------------------------- */
-/* The background reclaimer                                                   */
-/* ------------------------------------------------------------------------- */
-
-/* Returns true if this call woke the reclaimer (it was not pending). */
-static bool wake_reclaimer(struct rcl_domain *d)
-{
-	bool woke = false;
-
-	/* Lock-free filters: a wakeup is pending, or nobody listens. */
-	if (atomic_load(&d->wake_pending) || atomic_load(&d->hopeless))
-		return false;
-	pthread_mutex_lock(&d->lock);
-	if (d->running && !d->stop && !atomic_load(&d->wake_pending) &&
-	    !atomic_load(&d->hopeless)) {
-		atomic_store(&d->wake_pending, true);
-		vm_add(d, VM_KSWAPD_WAKEUPS, 1);
-		pthread_cond_broadcast(&d->cond);
-		woke = true;
-	}
-	pthread_mutex_unlock(&d->lock);
-	return woke;
-}
-
-/*
- * balance_pgdat(): reclaim until headroom is back above high.  Priority
- * starts at 12 and goes down only when a pass scanned less than its goal or
- * freed nothing ("no need to raise the scanning priority if enough pages are
- * already being scanned").  Bounded: at most 13 lowerings and 64 passes.
- */
-static void balance(struct rcl_domain *d)
-{
-	unsigned flags = 0, passes;
-	uint64_t freed = 0;
-	int prio = RCL_DEF_PRIORITY;
-
-	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
-		flags |= RCL_SCAN_NONPROPORTIONAL;
-	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
-		flags |= RCL_SCAN_WRITE_DIRTY;
-	vm_add(d, VM_PAGEOUTRUN, 1);
-	for (passes = 0; passes < 64 && prio >= 0; passes++) {
-		uint64_t deficit = need(d, atomic_load(&d->whigh));
-		uint64_t goal;
-		struct pass ps = { 0 };
-		unsigned p;
-
-		if (!deficit)
-			break;
-		ps.avg_w = avg_weight(d);
-		goal = goal_objects_w(deficit, ps.avg_w);
-		for (p = 0; p < d->nr_partitions; p++)
-			shrink_partition(d, p, prio, goal, RCL_CTX_CAPABLE,
-					 flags, &ps);
-		account_pass(d, &ps, false);
-		freed += ps.sc.nr_reclaimed + ps.slab_freed;
-		if (!(ps.sc.nr_reclaimed + ps.slab_freed) ||
-		    ps.sc.nr_scanned < goal)
-			prio--;
-	}
-
-	pthread_mutex_lock(&d->lock);
-	if (freed) {
-		d->failures = 0;
-	} else if (headroom(d) < atomic_load(&d->whigh)) {
-		vm_add(d, VM_KSWAPD_FAILURES, 1);
-		if (++d->failures >= RCL_MAX_RECLAIM_RETRIES &&
-		    !atomic_load(&d->hopeless)) {
-			atomic_store(&d->hopeless, true);
-			vm_add(d, VM_KSWAPD_HOPELESS, 1);
-		}
-	}
-	pthread_mutex_unlock(&d->lock);
-}
-
-static void *reclaimer_main(void *arg)
-{
-	struct rcl_domain *d = arg;
-
-	tls_reclaimer_of = d;
-	pthread_mutex_lock(&d->lock);
-	while (!d->stop) {
-		if (!atomic_load(&d->wake_pending)) {
-			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
-				       RCL_CLOCK_FOREVER);
-			continue;
-		}
-		atomic_store(&d->wake_pending, false);
-		pthread_mutex_unlock(&d->lock);
-		balance(d);
-		pthread_mutex_lock(&d->lock);
-	}
-	pthread_mutex_unlock(&d->lock);
-	return NULL;
-}
-
-RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
-{
-	int err = 0;
-
-	if (!d)
-		return -EINVAL;
-	pthread_mutex_lock(&d->lock);
-	if (d->running) {
-		err = -EBUSY;
-	} else {
-		d->stop = false;
-		/*
-		 * The thread waits for this lock before it looks at anything,
-		 * so the wakeup can be posted after it exists: a start that
-		 * fails leaves no wakeup pending (and counts none).
-		 */
-		if (rcl__thread_create(&d->thread, reclaimer_main, d) != 0) {
-			err = -EAGAIN;
-		} else {
-			d->running = true;
-			if (headroom(d) < atomic_load(&d->wlow)) {
-				atomic_store(&d->wake_pending, true);
-				vm_add(d, VM_KSWAPD_WAKEUPS, 1);
-			}
-		}
-	}
-	pthread_mutex_unlock(&d->lock);
-	return err;
-}
-
-RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
-{
-	pthread_t t;
-
-	if (!d)
-		return -EINVAL;
-	if (tls_reclaimer_of == d)
-		return -EDEADLK;
-	pthread_mutex_lock(&d->lock);
-	if (!d->running) {
-		pthread_mutex_unlock(&d->lock);
-		return 0;
-	}
-	d->stop = true;
-	t = d->thread;
-	pthread_cond_broadcast(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-	pthread_join(t, NULL);
-	pthread_mutex_lock(&d->lock);
-	d->running = false;
-	atomic_store(&d->wake_pending, false);
-	pthread_mutex_unlock(&d->lock);
-	return 0;
-}
-
-RCL_API int rcl_domain_wakeup(struct rcl_domain *d)
-{
-	if (!d)
-		return -EINVAL;
-	pthread_mutex_lock(&d->lock);
-	revive_locked(d);
-	pthread_mutex_unlock(&d->lock);
-	wake_reclaimer(d);
-	return 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1073,7 +453,7 @@ RCL_API int rcl_domain_wakeup(struct rcl_domain *d)
  * most of what could be reclaimed.  The kernel drains its per-CPU lists the
  * same way when direct reclaim fails (drain_all_pages()).
  */
-static void drain_all(struct rcl_domain *d)
+void rcl__domain_drain_all(struct rcl_domain *d)
 {
 	unsigned i, high = atomic_load(&d->high);
 
@@ -1114,7 +494,7 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 	bool drained = false;
 	unsigned tries;
 
-	if (!(context & RCL_CTX_MAY_BLOCK) || tls_pass_domain == d)
+	if (!(context & RCL_CTX_MAY_BLOCK) || rcl__tls_pass_domain == d)
 		return;
 	for (tries = 0; tries < CHARGE_RECLAIM_TRIES; tries++) {
 		struct rcl_reclaim_result res;
@@ -1124,10 +504,12 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 
 		if (!deficit)
 			return;
-		direct_reclaim(d, goal_objects(d, deficit), context, &res);
+		rcl__domain_direct_reclaim(d,
+					   rcl__domain_goal_objects(d, deficit),
+					   context, &res);
 		if (!res.nr_reclaimed && !res.slab_freed) {
 			if (!drained) {
-				drain_all(d);
+				rcl__domain_drain_all(d);
 				drained = true;
 			} else if (others_isolated(d)) {
 				sched_yield();
@@ -1196,13 +578,13 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 		 * than 5 % of the charges fell in the window of a prompt
 		 * reclaimer's wakeup (rcl-bench writeback, bench/README.md).
 		 */
-		bool woke = wake_reclaimer(d);
+		bool woke = rcl__domain_wake_reclaimer(d);
 		uint64_t min = atomic_load(&d->wmin);
 
 		if ((woke || (atomic_load(&d->wake_pending) &&
 			      room < min + (low - min) / 2)) &&
-		    (context & RCL_CTX_MAY_BLOCK) && tls_pass_domain != d &&
-		    tls_reclaimer_of != d)
+		    (context & RCL_CTX_MAY_BLOCK) && rcl__tls_pass_domain != d &&
+		    rcl__tls_reclaimer_of != d)
 			sched_yield();
 	}
 
@@ -1227,8 +609,9 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 					     u > amount ? u - amount : 0))
 		;
 	/* Inside this domain's pass: the pass's progress (shrink_partition). */
-	if (tls_pass_domain == d)
-		tls_pass_uncharged += RCL_MIN(u, (unsigned long long)amount);
+	if (rcl__tls_pass_domain == d)
+		rcl__tls_pass_uncharged +=
+			RCL_MIN(u, (unsigned long long)amount);
 	return 0;
 }
 
@@ -1256,16 +639,18 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	revive_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
-	dirty_wake(d);	/* the dirty thresholds follow the budget */
+	/* The dirty thresholds follow the budget. */
+	rcl__domain_dirty_wake(d);
 
 	if (headroom(d) < wm.low) {
 		if (bg) {
-			wake_reclaimer(d);
-		} else if (tls_pass_domain != d) {
+			rcl__domain_wake_reclaimer(d);
+		} else if (rcl__tls_pass_domain != d) {
 			struct rcl_reclaim_result res;
 
-			direct_reclaim(d, goal_objects(d, need(d, wm.high)),
-				       RCL_CTX_CAPABLE, &res);
+			rcl__domain_direct_reclaim(
+				d, rcl__domain_goal_objects(d, need(d, wm.high)),
+				RCL_CTX_CAPABLE, &res);
 		}
 	}
 	return 0;
@@ -1312,7 +697,7 @@ RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
 	revive_locked(d);
 	pthread_mutex_unlock(&d->lock);
 	if (headroom(d) < wm->low)
-		wake_reclaimer(d);
+		rcl__domain_wake_reclaimer(d);
 	return 0;
 }
 
@@ -1420,746 +805,4 @@ RCL_API int rcl_domain_vmstat_format(const struct rcl_domain *d, char *buf,
 	emit(buf, size, &len, "watermark_high %llu\n",
 	     (unsigned long long)wm.high);
 	return len > INT32_MAX ? INT32_MAX : (int)len;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Dirty accounting and limits (flusher.h)                                    */
-/* ------------------------------------------------------------------------- */
-
-/* Wake every thread sleeping on wbcond (both throttles). */
-static void wb_broadcast(struct rcl_domain *d)
-{
-	pthread_mutex_lock(&d->wblock);
-	pthread_cond_broadcast(&d->wbcond);
-	pthread_mutex_unlock(&d->wblock);
-}
-
-/*
- * Wake rcl_domain_balance_dirty() waiters: the dirty weight dropped, or the
- * threshold rose.  They sleep under wblock after counting themselves, and
- * the counters are seq_cst: either a waiter sees the change before it
- * sleeps, or this sees the waiter and wakes it.
- */
-static void dirty_wake(struct rcl_domain *d)
-{
-	if (atomic_load(&d->nr_dirty_waiters))
-		wb_broadcast(d);
-}
-
-/* Called under the lruvec lock (wblock is a leaf). */
-void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,
-			     int64_t wn, int64_t ww)
-{
-	/* Unsigned wrap-around adds the negative deltas. */
-	atomic_fetch_add(&d->dirty[0], (uint64_t)dn);
-	atomic_fetch_add(&d->dirty[1], (uint64_t)dw);
-	atomic_fetch_add(&d->dirty[2], (uint64_t)wn);
-	atomic_fetch_add(&d->dirty[3], (uint64_t)ww);
-	/* Deleted dirty objects, ended writes: what the hard limit compares. */
-	if (dw + ww < 0)
-		dirty_wake(d);
-}
-
-void rcl__domain_get(struct rcl_domain *d)
-{
-	atomic_fetch_add(&d->users, 1);
-}
-
-void rcl__domain_put(struct rcl_domain *d)
-{
-	/* The last access: rcl_domain_free() may free @d right after it. */
-	atomic_fetch_sub(&d->users, 1);
-}
-
-/* Dirty plus writeback weight: what the kernel's limits compare. */
-static uint64_t dirty_weight(const struct rcl_domain *d)
-{
-	struct rcl_domain *w = (struct rcl_domain *)d;
-
-	return atomic_load(&w->dirty[1]) + atomic_load(&w->dirty[3]);
-}
-
-static uint64_t ratio_of_budget(const struct rcl_domain *d, unsigned ratio)
-{
-	uint64_t b = atomic_load(&((struct rcl_domain *)d)->budget);
-
-	return b / 100 * ratio + b % 100 * ratio / 100;
-}
-
-/* Above the hard threshold of the budget as it is now. */
-static bool dirty_exceeded(const struct rcl_domain *d)
-{
-	return dirty_weight(d) >= ratio_of_budget(d, d->hard_ratio);
-}
-
-void rcl__domain_dirtied(struct rcl_domain *d)
-{
-	/* Lock-free filter: a request is pending or in flight already. */
-	if (atomic_load(&d->flush_busy))
-		return;
-	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio))
-		flush_request(d, 0, RCL_FLUSH_BACKGROUND);
-}
-
-/* Called under the lruvec lock (wblock is a leaf). */
-void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n)
-{
-	atomic_fetch_add(&d->written, n);
-	if (atomic_load(&d->nr_throttled) || atomic_load(&d->nr_dirty_waiters))
-		wb_broadcast(d);
-}
-
-/* Now plus @ns on the domain's clock; beyond the clock's range: no deadline. */
-static uint64_t deadline_in(const struct rcl_domain *d, uint64_t ns)
-{
-	uint64_t now = d->clock->now(d->clock->ctx);
-
-	return now + ns < now ? RCL_CLOCK_FOREVER : now + ns;
-}
-
-/*
- * reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): a batch took only objects
- * under writeback, so reclaim is outrunning it.  Wait until 32 objects per
- * throttled reclaimer have been written since this one started waiting, or
- * 100 ms - or, beyond the kernel, until no object of the domain is under
- * writeback any more: then no completion can come, and the kernel's waiter
- * would sleep out its 100 ms for nothing (small flush requests, such as
- * RCL_FLUSH_PROPORTIONAL's, often leave fewer than 32 in flight).
- * rcl__domain_writeback_done() broadcasts after the count has dropped.
- */
-static void throttle_writeback(struct rcl_domain *d)
-{
-	uint64_t start, deadline;
-	unsigned n;
-
-	vm_add(d, VM_WRITEBACK_THROTTLED, 1);
-	pthread_mutex_lock(&d->wblock);
-	start = atomic_load(&d->written);
-	n = atomic_fetch_add(&d->nr_throttled, 1) + 1;
-	deadline = deadline_in(d, 100 * RCL_NSEC_PER_MSEC);
-	while (atomic_load(&d->written) - start <
-		       (uint64_t)RCL_SCAN_CHUNK *
-			       RCL_MAX(n, atomic_load(&d->nr_throttled)) &&
-	       atomic_load(&d->dirty[2])) {
-		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
-				   deadline) == ETIMEDOUT) {
-			vm_add(d, VM_WRITEBACK_THROTTLE_TIMEOUTS, 1);
-			break;
-		}
-	}
-	atomic_fetch_sub(&d->nr_throttled, 1);
-	pthread_mutex_unlock(&d->wblock);
-}
-
-RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
-{
-	uint64_t deadline, kicked;
-	int err = 0;
-
-	if (!d)
-		return -EINVAL;
-	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio) &&
-	    !atomic_load(&d->flush_busy))
-		flush_request(d, 0, RCL_FLUSH_BACKGROUND);
-	if (!dirty_exceeded(d) || !(context & RCL_CTX_MAY_BLOCK) ||
-	    tls_flusher_of == d || tls_pass_domain == d)
-		return 0;
-
-	vm_add(d, VM_DIRTY_THROTTLED, 1);
-	pthread_mutex_lock(&d->wblock);
-	atomic_fetch_add(&d->nr_dirty_waiters, 1);
-	deadline = deadline_in(d, d->dirty_timeout);
-	kicked = atomic_load(&d->written);
-	/*
-	 * Woken when the dirty weight drops (writes end, dirty objects are
-	 * deleted, an lruvec is detached), the budget changes or the flusher
-	 * goes idle; the threshold is computed again each time.
-	 */
-	while (dirty_exceeded(d)) {
-		/*
-		 * The flusher went idle with the domain still over the limit
-		 * (a request is bounded, and objects dirtied after its last
-		 * batch asked for nothing): ask again, as the kernel's
-		 * balance_dirty_pages() starts background writeback on each
-		 * pass.  Only after progress, so that a flusher that cannot
-		 * write anything is not asked in a loop until the timeout.
-		 */
-		if (!atomic_load(&d->flush_busy) &&
-		    atomic_load(&d->written) != kicked) {
-			kicked = atomic_load(&d->written);
-			pthread_mutex_unlock(&d->wblock);
-			flush_request(d, 0, RCL_FLUSH_BACKGROUND);
-			pthread_mutex_lock(&d->wblock);
-			continue;
-		}
-		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
-				   deadline) == ETIMEDOUT) {
-			/* The timeout may have raced with the last wake-up. */
-			if (dirty_exceeded(d)) {
-				vm_add(d, VM_DIRTY_THROTTLE_TIMEOUTS, 1);
-				err = -ETIMEDOUT;
-			}
-			break;
-		}
-	}
-	atomic_fetch_sub(&d->nr_dirty_waiters, 1);
-	pthread_mutex_unlock(&d->wblock);
-	return err;
-}
-
-RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
-				   struct rcl_dirty_stats *out)
-{
-	struct rcl_domain *w = (struct rcl_domain *)d;
-
-	if (!d || !out)
-		return -EINVAL;
-	out->nr_dirty = atomic_load(&w->dirty[0]);
-	out->weight_dirty = atomic_load(&w->dirty[1]);
-	out->nr_writeback = atomic_load(&w->dirty[2]);
-	out->weight_writeback = atomic_load(&w->dirty[3]);
-	return 0;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Flush requests                                                             */
-/* ------------------------------------------------------------------------- */
-
-/*
- * The kernel's WB_start_all, for every request: one in flight (delivered and
- * not yet done) and one pending; more requests merge into the pending one
- * (the larger, 0 meaning "all", wins).  Delivery happens outside the lock.
- */
-static void deliver(struct rcl_domain *d, const struct rcl_flush_request *req,
-		    bool to_thread)
-{
-	vm_add(d, VM_FLUSHER_WAKEUPS, 1);
-	if (!to_thread)
-		d->fops->wakeup(d->fpriv, req);
-}
-
-static void flush_request(struct rcl_domain *d, uint64_t nr,
-			  enum rcl_flush_reason reason)
-{
-	struct rcl_flush_request req;
-	bool now = false, to_thread;
-
-	pthread_mutex_lock(&d->flock);
-	to_thread = d->fl_running;
-	if (!to_thread && !d->fops) {
-		pthread_mutex_unlock(&d->flock);
-		return;		/* nobody to ask */
-	}
-	vm_add(d, VM_FLUSH_REQUESTS, 1);
-	if (reason == RCL_FLUSH_VMSCAN)
-		vm_add(d, VM_FLUSH_REQUESTS_VMSCAN, 1);
-	d->seq++;
-	if (!d->inflight) {
-		d->inflight = true;
-		d->cur.nr_to_write = nr;
-		d->cur.reason = reason;
-		d->cur.seq = d->seq;
-		req = d->cur;
-		now = true;
-		if (to_thread) {
-			d->fl_work = true;
-			pthread_cond_broadcast(&d->fcond);
-		}
-	} else if (!d->pending) {
-		d->pending = true;
-		d->pend.nr_to_write = nr;
-		d->pend.reason = reason;
-		d->pend.seq = d->seq;
-	} else {
-		d->pend.nr_to_write = (!nr || !d->pend.nr_to_write)
-					      ? 0
-					      : RCL_MAX(nr, d->pend.nr_to_write);
-		d->pend.reason = reason;
-		vm_add(d, VM_FLUSH_COALESCED, 1);
-	}
-	atomic_store(&d->flush_busy, true);
-	pthread_mutex_unlock(&d->flock);
-	if (now)
-		deliver(d, &req, to_thread);
-}
-
-RCL_API int rcl_domain_flush_done(struct rcl_domain *d,
-				  const struct rcl_flush_request *req)
-{
-	struct rcl_flush_request next;
-	bool now = false, to_thread;
-
-	if (!d || !req)
-		return -EINVAL;
-	pthread_mutex_lock(&d->flock);
-	if (!d->inflight || req->seq != d->cur.seq) {
-		pthread_mutex_unlock(&d->flock);
-		return -ENOENT;
-	}
-	to_thread = d->fl_running;
-	if (d->pending) {
-		d->pending = false;
-		d->cur = d->pend;
-		next = d->cur;
-		now = true;
-		if (to_thread) {
-			d->fl_work = true;
-			pthread_cond_broadcast(&d->fcond);
-		}
-	} else {
-		d->inflight = false;
-		atomic_store(&d->flush_busy, false);
-	}
-	pthread_mutex_unlock(&d->flock);
-	if (now && (to_thread || d->fops))
-		deliver(d, &next, to_thread);
-	else
-		dirty_wake(d);	/* idle: balance_dirty() may ask again */
-	return 0;
-}
-
-RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write)
-{
-	bool any;
-
-	if (!d)
-		return -EINVAL;
-	pthread_mutex_lock(&d->flock);
-	any = d->fl_running || d->fops;
-	pthread_mutex_unlock(&d->flock);
-	if (!any)
-		return -ENODEV;
-	flush_request(d, nr_to_write, RCL_FLUSH_SYNC);
-	return 0;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Writing: the library's flusher thread and rcl_domain_writeback_all()       */
-/* ------------------------------------------------------------------------- */
-
-struct wb_item {
-	struct rcl_lruvec *lv;
-	struct rcl_lru_node *node;
-	int err;
-};
-
-/*
- * The objects whose write failed during one call.  Each batch is collected
- * from the oldest object on, and a failed object stays dirty where it is, so
- * a call that goes on after a failure would collect it again and again: it
- * skips these instead.  An open-addressing hash set of addresses, at most
- * half full; addresses are only compared, never dereferenced (an object
- * deleted meanwhile whose memory is reused is at worst skipped).
- */
-struct wb_skip {
-	uintptr_t *slot;
-	size_t nr, cap;		/* cap: 0 or a power of two */
-};
-
-static size_t wb_skip_hash(uintptr_t key, size_t cap)
-{
-	uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 32) & (cap - 1);
-}
-
-static bool wb_skipped(const struct wb_skip *sk, const struct rcl_lru_node *n)
-{
-	uintptr_t key = (uintptr_t)n;
-	size_t i;
-
-	if (!sk || !sk->nr)
-		return false;
-	/* At most half full: the probe meets an empty slot. */
-	for (i = wb_skip_hash(key, sk->cap); sk->slot[i];
-	     i = (i + 1) & (sk->cap - 1))
-		if (sk->slot[i] == key)
-			return true;
-	return false;
-}
-
-static void wb_skip_insert(uintptr_t *slot, size_t cap, uintptr_t key)
-{
-	size_t i;
-
-	for (i = wb_skip_hash(key, cap); slot[i] && slot[i] != key;
-	     i = (i + 1) & (cap - 1))
-		;
-	slot[i] = key;
-}
-
-static int wb_skip_add(struct rcl_domain *d, struct wb_skip *sk,
-		       const struct rcl_lru_node *n)
-{
-	if (wb_skipped(sk, n))
-		return 0;
-	if (2 * (sk->nr + 1) > sk->cap) {
-		size_t cap = sk->cap ? 2 * sk->cap : 64, i;
-		uintptr_t *slot = rcl__alloc(&d->alloc, cap * sizeof(*slot));
-
-		if (!slot)
-			return -ENOMEM;
-		memset(slot, 0, cap * sizeof(*slot));
-		for (i = 0; i < sk->cap; i++)
-			if (sk->slot[i])
-				wb_skip_insert(slot, cap, sk->slot[i]);
-		if (sk->slot)
-			d->alloc.free(d->alloc.ctx, sk->slot);
-		sk->slot = slot;
-		sk->cap = cap;
-	}
-	wb_skip_insert(sk->slot, sk->cap, (uintptr_t)n);
-	sk->nr++;
-	return 0;
-}
-
-static void wb_skip_free(struct rcl_domain *d, struct wb_skip *sk)
-{
-	if (sk->slot)
-		d->alloc.free(d->alloc.ctx, sk->slot);
-	sk->slot = NULL;
-	sk->nr = sk->cap = 0;
-}
-
-/*
- * Take up to @max dirty objects, oldest first (inactive tails, then active,
- * then unevictable), and start their writeback: from then on they are
- * pinned, so they stay valid after the locks are dropped.  Isolated and
- * pending objects are skipped (isolated ones are found later; write_batches()
- * drains pending ones once and looks again), and so are those in @skip.
- */
-static unsigned collect_dirty(struct rcl_domain *d, struct wb_item *it,
-			      unsigned max, const struct wb_skip *skip)
-{
-	unsigned i, high = atomic_load(&d->high), n = 0;
-
-	for (i = 0; i < high && n < max; i++) {
-		struct att_slot *s = &d->slots[i];
-		struct rcl_lruvec *lv = slot_get(s);
-		unsigned pass, l;
-
-		if (lv) {
-			for (pass = 0; pass < 3 && n < max; pass++) {
-				for (l = 0; l < RCL_LRU_NR_LISTS && n < max; l++) {
-					struct rcl_lru_node *head, *node, *prev;
-
-					if ((pass == 0 && ((l & 1) || l == RCL_LRU_UNEVICTABLE)) ||
-					    (pass == 1 && !(l & 1)) ||
-					    (pass == 2 && l != RCL_LRU_UNEVICTABLE))
-						continue;
-					/*
-					 * One walk under the lock: starting the
-					 * writeback does not move the node.
-					 */
-					rcl__lruvec_lock(lv);
-					head = &lv->__lists[l].head;
-					for (node = head->__prev; node != head && n < max;
-					     node = prev) {
-						uint32_t f = node_flags(node);
-
-						prev = node->__prev;
-						if ((f & F_DIRTY) && !(f & F_WRITEBACK) &&
-						    !wb_skipped(skip, node) &&
-						    rcl__lruvec_writeback_start_locked(
-							    lv, node) == 0) {
-							it[n].lv = lv;
-							it[n].node = node;
-							n++;
-						}
-					}
-					rcl__lruvec_unlock(lv);
-				}
-			}
-		}
-		slot_put(d, s);
-	}
-	return n;
-}
-
-/*
- * The flusher thread's batch has ended (its objects' writeback too): wake
- * rcl_domain_writeback_all() calls waiting for it.  They count themselves
- * before they look at the sequence, under wblock (seq_cst, as dirty_wake()).
- */
-static void flusher_batch_end(struct rcl_domain *d)
-{
-	atomic_fetch_add(&d->fl_batch_seq, 1);
-	if (atomic_load(&d->nr_wball_waiters))
-		wb_broadcast(d);
-}
-
-/*
- * Write dirty objects in batches of @batch until @limit are written (0: until
- * none is left), or @bound batches have run, or *@stop is set (checked
- * between batches).  A failed write does not end the call: the objects that
- * failed stay dirty and are not tried again in it.  Returns the first error,
- * or -ENOMEM if the call had to stop early because the set of failed objects
- * could not grow (it would collect them again and again otherwise).  That
- * set, @skip, is the caller's: rcl_domain_writeback_all() keeps it across
- * its passes.  Called with @stop by the flusher thread only, whose batches
- * move fl_batch_seq.
- */
-static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *ops,
-			 void *priv, unsigned batch, uint64_t limit,
-			 uint64_t bound, const atomic_bool *stop,
-			 struct wb_skip *skip, uint64_t *written)
-{
-	struct wb_item *it = rcl__alloc(&d->alloc, batch * sizeof(*it));
-	const struct rcl_domain *prev_writing;
-	uint64_t total = 0, b;
-	bool skip_full = false, drained = false;
-	int err = 0;
-
-	if (!it)
-		return -ENOMEM;
-	for (b = 0; b < bound && !skip_full && (!limit || total < limit); b++) {
-		unsigned max = (unsigned)RCL_MIN((uint64_t)batch,
-						 limit ? limit - total : batch);
-		unsigned n, i, ok = 0;
-		int serr = 0;
-
-		if (stop && atomic_load(stop))
-			break;
-		if (stop)	/* the flusher thread: a batch begins */
-			atomic_fetch_add(&d->fl_batch_seq, 1);
-		n = collect_dirty(d, it, max, skip);
-		if (n < max && !drained && atomic_load(&d->dirty[0])) {
-			/*
-			 * Dirty objects left behind may still wait in some
-			 * thread's add batch (pending, not on a list): put
-			 * them on their lists, once per call.
-			 */
-			drained = true;
-			drain_all(d);
-			n += collect_dirty(d, it + n, max - n, skip);
-		}
-		if (!n) {
-			if (stop)
-				flusher_batch_end(d);
-			break;
-		}
-		/*
-		 * rcl_lruvec_del_wait() from these would wait for itself,
-		 * and rcl_domain_free() would pull @d from under this call.
-		 */
-		prev_writing = tls_writing_of;
-		tls_writing_of = d;
-		rcl__tls_writing++;
-		for (i = 0; i < n; i++)
-			it[i].err = ops->write(priv, it[i].node);
-		if (ops->sync)
-			serr = ops->sync(priv);
-		rcl__tls_writing--;
-		tls_writing_of = prev_writing;
-		for (i = 0; i < n; i++) {
-			int e = it[i].err ? it[i].err : serr;
-
-			/*
-			 * Only the address is kept.  Without room for it,
-			 * this batch is the last: the object would be
-			 * collected again and again.
-			 */
-			if (e && wb_skip_add(d, skip, it[i].node))
-				skip_full = true;
-			rcl_lruvec_writeback_end(it[i].lv, it[i].node, e);
-			if (e && !err)
-				err = e;
-			else if (!e)
-				ok++;
-		}
-		if (stop)
-			flusher_batch_end(d);
-		total += ok;
-		vm_add(d, VM_WRITES_FLUSHER, ok);
-	}
-	/*
-	 * Stopped early for want of memory, with objects perhaps left
-	 * unwritten: say so, or the caller would take a write error for the
-	 * whole story ("the others were written").
-	 */
-	if (skip_full)
-		err = -ENOMEM;
-	d->alloc.free(d->alloc.ctx, it);
-	if (written)
-		*written = total;
-	return err;
-}
-
-static void *flusher_main(void *arg)
-{
-	struct rcl_domain *d = arg;
-
-	tls_flusher_of = d;
-	pthread_mutex_lock(&d->flock);
-	while (!atomic_load(&d->fl_stop)) {
-		struct rcl_flush_request req;
-		struct wb_skip skip;
-		uint64_t dirty;
-
-		if (!d->fl_work) {
-			d->clock->wait(d->clock->ctx, &d->fcond, &d->flock,
-				       RCL_CLOCK_FOREVER);
-			continue;
-		}
-		d->fl_work = false;
-		req = d->cur;
-		pthread_mutex_unlock(&d->flock);
-
-		/* At most twice the dirty objects of now: bounded. */
-		dirty = atomic_load(&d->dirty[0]);
-		skip = (struct wb_skip){ 0 };
-		write_batches(d, &d->wops, d->wpriv, d->wbatch, req.nr_to_write,
-			      2 * dirty / d->wbatch + 2, &d->fl_stop, &skip,
-			      NULL);
-		wb_skip_free(d, &skip);
-		rcl_domain_flush_done(d, &req);
-		pthread_mutex_lock(&d->flock);
-	}
-	pthread_mutex_unlock(&d->flock);
-	return NULL;
-}
-
-RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
-				     const struct rcl_writeback_ops *ops,
-				     void *priv, unsigned batch)
-{
-	int err = 0;
-
-	if (!d || !ops || !ops->write || batch > RCL_WRITEBACK_MAX_BATCH)
-		return -EINVAL;
-	pthread_mutex_lock(&d->flock);
-	if (d->fl_running) {
-		err = -EBUSY;
-	} else {
-		d->wops = *ops;
-		d->wpriv = priv;
-		d->wbatch = batch ? batch : 64;
-		atomic_store(&d->fl_stop, false);
-		d->fl_work = false;
-		/*
-		 * The thread waits for this lock before it looks at anything.
-		 * Only once it exists are the requests owed to the
-		 * application's flusher dropped: a start that fails leaves
-		 * them in flight, to be acknowledged as before.
-		 */
-		if (rcl__thread_create(&d->fl_thread, flusher_main, d) != 0) {
-			err = -EAGAIN;
-		} else {
-			d->inflight = d->pending = false;
-			atomic_store(&d->flush_busy, false);
-			d->fl_running = true;
-		}
-	}
-	pthread_mutex_unlock(&d->flock);
-	return err;
-}
-
-RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
-{
-	pthread_t t;
-
-	if (!d)
-		return -EINVAL;
-	if (tls_flusher_of == d)
-		return -EDEADLK;
-	pthread_mutex_lock(&d->flock);
-	if (!d->fl_running) {
-		pthread_mutex_unlock(&d->flock);
-		return 0;
-	}
-	atomic_store(&d->fl_stop, true);
-	t = d->fl_thread;
-	pthread_cond_broadcast(&d->fcond);
-	pthread_mutex_unlock(&d->flock);
-	pthread_join(t, NULL);
-	pthread_mutex_lock(&d->flock);
-	d->fl_running = false;
-	d->inflight = d->pending = false;
-	atomic_store(&d->flush_busy, false);
-	pthread_mutex_unlock(&d->flock);
-	return 0;
-}
-
-/* Passes of rcl_domain_writeback_all() (see there). */
-#define WBALL_PASSES 4
-
-/* The shortest bound of rcl_domain_writeback_all()'s wait for a batch. */
-#define WBALL_WAIT_MIN_NS (1000 * RCL_NSEC_PER_MSEC)
-
-/*
- * Wait until the flusher thread's batch under way at sequence @seq (odd)
- * has ended, or the domain's dirty timeout passes (at least 1 s: a
- * shutdown path, not a throttle).  Returns 0 or -ETIMEDOUT.
- */
-static int wait_flusher_batch(struct rcl_domain *d, uint64_t seq)
-{
-	uint64_t deadline =
-		deadline_in(d, RCL_MAX(d->dirty_timeout, WBALL_WAIT_MIN_NS));
-	int err = 0;
-
-	pthread_mutex_lock(&d->wblock);
-	atomic_fetch_add(&d->nr_wball_waiters, 1);
-	while (atomic_load(&d->fl_batch_seq) == seq) {
-		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
-				   deadline) == ETIMEDOUT) {
-			if (atomic_load(&d->fl_batch_seq) == seq)
-				err = -ETIMEDOUT;
-			break;
-		}
-	}
-	atomic_fetch_sub(&d->nr_wball_waiters, 1);
-	pthread_mutex_unlock(&d->wblock);
-	return err;
-}
-
-RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
-				     const struct rcl_writeback_ops *ops,
-				     void *priv, uint64_t *written)
-{
-	struct wb_skip skip = { 0 };
-	uint64_t total = 0;
-	unsigned pass;
-	int err = 0;
-
-	if (written)
-		*written = 0;
-	if (!d || !ops || !ops->write)
-		return -EINVAL;
-	/* Pending adds reach the lists first, so that none is missed. */
-	drain_all(d);
-	for (pass = 0; pass < WBALL_PASSES; pass++) {
-		uint64_t s0 = atomic_load(&d->fl_batch_seq), s1, n = 0;
-		uint64_t dirty = atomic_load(&d->dirty[0]);
-		int e;
-
-		e = write_batches(d, ops, priv, 64, 0, 2 * dirty / 64 + 2, NULL,
-				  &skip, &n);
-		total += n;
-		if (e && !err)
-			err = e;
-		if (e == -ENOMEM)
-			break;
-		/*
-		 * A batch of the flusher thread overlapped this pass: the
-		 * objects it held were skipped, and one dirtied during its
-		 * write is dirty again when it ends.  Wait for the batch
-		 * under way, if any, and pass again.  The skip set carries
-		 * over: a failed object is not tried twice.
-		 */
-		s1 = atomic_load(&d->fl_batch_seq);
-		if ((s0 == s1 && !(s1 & 1)) || tls_flusher_of == d)
-			break;	/* none; or it is this thread's own batch */
-		if (s1 & 1) {
-			e = wait_flusher_batch(d, s1);
-			if (e) {
-				if (!err)
-					err = e;
-				break;
-			}
-		}
-	}
-	wb_skip_free(d, &skip);
-	if (written)
-		*written = total;
-	return err;
 }

@@ -250,7 +250,7 @@ static inline uint64_t rcl__share_of(uint64_t total, unsigned share)
 	return (total >> 16) * share + (((total & 0xffff) * share) >> 16);
 }
 
-/* Dirty accounting and the flusher trigger (lib/domain.c). */
+/* Dirty accounting and the flusher trigger (lib/flusher.c). */
 struct rcl_domain;
 void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,
 			     int64_t wn, int64_t ww);
@@ -259,7 +259,7 @@ void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n);
 /*
  * Keep @d alive for a call made after dropping the lock of an lruvec that
  * found it attached (get under that lock): rcl_domain_free() waits for it,
- * as the lruvec may be detached meanwhile.
+ * as the lruvec may be detached meanwhile (lib/domain.c).
  */
 void rcl__domain_get(struct rcl_domain *d);
 void rcl__domain_put(struct rcl_domain *d);
@@ -300,7 +300,7 @@ int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
 extern RCL__TLS struct rcl_lruvec *rcl__tls_evicting;
 /*
  * Non-zero while the calling thread runs the write or sync callback of a
- * batch whose objects it holds under writeback (lib/domain.c).
+ * batch whose objects it holds under writeback (lib/flusher.c).
  */
 extern RCL__TLS unsigned rcl__tls_writing;
 

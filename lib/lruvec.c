@@ -26,6 +26,14 @@
  * cache without that information (workingset comes later) keeps its hot set
  * better if a referenced active object gets one more trip.  The rule is
  * documented in the header and counted (active_rotated).
+ *
+ * Calls back into this file, each explained where the other side lives:
+ * lib/batch.c applies queued adds and activations through
+ * rcl__lruvec_apply_locked(); lib/workingset.c, which this file tells of
+ * evictions and activations, re-adds refaulting objects; lib/flusher.c,
+ * which this file tells of dirty and writeback changes, starts and ends
+ * writeback here.  The domain (lib/domain.c) is only pinned from here
+ * (rcl__domain_get()/put()).  Nothing in lib/scan.c calls back.
  */
 #include "internal.h"
 #include "probes.h"

@@ -4,6 +4,15 @@
  * shrink_lruvec(), generalised from two LRU types (anon, file) to up to
  * RCL_LRU_MAX_TYPES, with proportional chunks instead of the kernel's equal
  * 32-object chunks plus rescale (see scan.h for why).
+ *
+ * The caller is lib/vmscan.c's pass over a partition (shrink_node()).  This
+ * file calls lib/lruvec.c (the list sizes, shrink_inactive/_active,
+ * rcl__lruvec_add_cost()), which never calls back.  The circle scan ->
+ * lruvec -> workingset -> scan closes through rcl_lruvec_note_cost(), which
+ * lib/workingset.c calls on a refault: the kernel's, where get_scan_count()
+ * reads the costs that workingset_refault() notes with
+ * lru_note_cost_refault(), and reclaim (__remove_mapping()) calls
+ * workingset_eviction().
  */
 #include "internal.h"
 

@@ -16,6 +16,14 @@
  * been active), bits 60-61 type, bits 44-59 lruvec id, bits 0-43 the clock
  * (it wraps after 2^44 evictions; distances are taken modulo 2^44).  The
  * kernel buckets its clock to fit fewer bits; 44 bits need no buckets.
+ *
+ * Circle: lib/lruvec.c ages the clock and takes shadows here at activations
+ * and evictions (rcl__workingset_age(), _shadow(), _evicted(), _target()),
+ * and a refault goes back through the public rcl_lruvec_add() and
+ * rcl_lruvec_note_cost() (lib/scan.c).  The kernel's mm/workingset.c is in
+ * the same circle with the LRU code: reclaim calls workingset_eviction(),
+ * and workingset_refault() notes the refault's cost for get_scan_count()
+ * (lru_note_cost_refault()) before the folio is added back to the LRU.
  */
 #include "internal.h"
 #include "probes.h"

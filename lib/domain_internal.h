@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The memory domain's internals: struct rcl_domain and what its three source
+ * files share.  lib/domain.c holds the budget, the watermarks, charging,
+ * attach/detach, the counters and the lifecycle; lib/vmscan.c the reclaim
+ * passes and the background reclaimer; lib/flusher.c dirty accounting, flush
+ * requests and writeback.  Nothing here is part of the API; names are rcl__
+ * (cross-file) or static inline, for the helpers that the charge path and
+ * the passes' slot walks must keep inline.
+ */
+#ifndef RECLAIM_DOMAIN_INTERNAL_H
+#define RECLAIM_DOMAIN_INTERNAL_H
+
+#include "internal.h"
+
+#include <reclaim/domain.h>
+#include <reclaim/flusher.h>
+
+/* ------------------------------------------------------------------------- */
+/* Types                                                                      */
+/* ------------------------------------------------------------------------- */
+
+struct att_slot {
+	_Atomic(struct rcl_lruvec *) lv;
+	unsigned partition;	/* written before lv is published */
+	atomic_uint pins;
+	bool used;		/* domain mutex */
+};
+
+enum vm_item {
+	VM_PGSCAN_KSWAPD,
+	VM_PGSCAN_DIRECT,
+	VM_PGSTEAL_KSWAPD,
+	VM_PGSTEAL_DIRECT,
+	VM_PGREFILL,
+	VM_PGACTIVATE,
+	VM_PGDEACTIVATE,
+	VM_PGROTATED,
+	VM_SLABS_SCANNED,
+	VM_SLABS_FREED,
+	VM_ALLOCSTALL,
+	VM_PAGEOUTRUN,
+	VM_KSWAPD_WAKEUPS,
+	VM_KSWAPD_FAILURES,
+	VM_KSWAPD_HOPELESS,
+	VM_CHARGE_FAILURES,
+	VM_CHARGE_OVERSHOOTS,
+	VM_NR_DIRTY_SCANNED,
+	VM_NR_UNQUEUED_DIRTY,
+	VM_NR_WRITEBACK_SCANNED,
+	VM_NR_IMMEDIATE,
+	VM_FLUSH_REQUESTS,
+	VM_FLUSH_REQUESTS_VMSCAN,
+	VM_FLUSH_COALESCED,
+	VM_FLUSHER_WAKEUPS,
+	VM_WRITEBACK_THROTTLED,
+	VM_WRITEBACK_THROTTLE_TIMEOUTS,
+	VM_DIRTY_THROTTLED,
+	VM_DIRTY_THROTTLE_TIMEOUTS,
+	VM_WRITES_FROM_RECLAIM,
+	VM_WRITES_FLUSHER,
+	NR_VM_ITEMS
+};
+
+struct rcl_domain {
+	struct rcl_allocator alloc;
+	const struct rcl_clock *clock;
+	unsigned nr_partitions;
+	unsigned max_lruvecs;
+	enum rcl_charge_mode mode;
+	unsigned flags;
+	unsigned scale;
+	atomic_uint swappiness;
+
+	atomic_ullong usage;
+	atomic_ullong budget;
+	atomic_ullong wmin, wlow, whigh;
+	atomic_uint wm_seq;	/* odd while a writer (under lock) stores them */
+
+	struct rcl_shrinker_registry *reg;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* reclaimer wakeups; detach waits */
+	bool running, stop;
+	pthread_t thread;
+	unsigned failures;
+	atomic_bool hopeless;
+	atomic_bool wake_pending;
+	atomic_uint nr_detaching;
+	atomic_uint high;		/* slots [0, high) may be used */
+
+	atomic_ullong vm[NR_VM_ITEMS];
+
+	/* Dirty accounting (flusher.h): sums over the attached lruvecs. */
+	atomic_ullong dirty[4];		/* nr, weight; writeback nr, weight */
+	unsigned bg_ratio, hard_ratio;
+	uint64_t dirty_timeout;
+	enum rcl_flush_policy flush_policy;
+	const struct rcl_flusher_ops *fops;
+	void *fpriv;
+	/*
+	 * Writeback progress and the dirty weight, for the throttles: their
+	 * waits sleep on wbcond under wblock.  A leaf lock, so that the paths
+	 * that lower the dirty weight wake them under the lruvec lock.
+	 */
+	pthread_mutex_t wblock;
+	pthread_cond_t wbcond;
+	atomic_ullong written;
+	atomic_uint nr_throttled;
+	atomic_uint nr_dirty_waiters;
+	/* The flusher thread's batches: odd while one is under writeback. */
+	atomic_ullong fl_batch_seq;
+	atomic_uint nr_wball_waiters;	/* rcl_domain_writeback_all() */
+	/* Calls still using the domain after an lruvec lock (rcl__domain_get). */
+	atomic_uint users;
+	/* Flush requests: one in flight, one pending (under flock). */
+	pthread_mutex_t flock;
+	pthread_cond_t fcond;		/* the library's flusher thread */
+	bool inflight, pending;
+	struct rcl_flush_request cur, pend;
+	uint64_t seq;
+	atomic_bool flush_busy;		/* inflight || pending */
+	/* The library's flusher thread (under flock). */
+	bool fl_running, fl_work;
+	atomic_bool fl_stop;		/* also read between batches */
+	pthread_t fl_thread;
+	struct rcl_writeback_ops wops;
+	void *wpriv;
+	unsigned wbatch;
+
+	struct att_slot slots[];
+};
+
+/* ------------------------------------------------------------------------- */
+/* Per-thread state                                                           */
+/* ------------------------------------------------------------------------- */
+
+/* The pass this thread is inside, if any (-EDEADLK, recursion; vmscan.c). */
+extern RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
+/*
+ * Weight this thread uncharged from rcl__tls_pass_domain while inside its
+ * pass: a shrinker's progress is the difference across its calls.  Only ever
+ * grows (wraps harmlessly: differences are taken modulo 2^64).
+ */
+extern RCL__TLS uint64_t rcl__tls_pass_uncharged;
+/* The domain whose background reclaimer the calling thread is (vmscan.c). */
+extern RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
+/* The domain whose flusher thread the calling thread is (flusher.c). */
+extern RCL__TLS const struct rcl_domain *rcl__tls_flusher_of;
+/* The domain whose write callbacks the calling thread runs (flusher.c). */
+extern RCL__TLS const struct rcl_domain *rcl__tls_writing_of;
+
+/* ------------------------------------------------------------------------- */
+/* Helpers                                                                    */
+/* ------------------------------------------------------------------------- */
+
+/* Count @v events of counter @i (relaxed: statistics only). */
+static inline void vm_add(struct rcl_domain *d, enum vm_item i, uint64_t v)
+{
+	if (v)
+		atomic_fetch_add_explicit(&d->vm[i], v, memory_order_relaxed);
+}
+
+/* Budget minus usage: 0 when usage is at or over the budget. */
+static inline uint64_t headroom(const struct rcl_domain *d)
+{
+	uint64_t b = atomic_load(&((struct rcl_domain *)d)->budget);
+	uint64_t u = atomic_load(&((struct rcl_domain *)d)->usage);
+
+	return b > u ? b - u : 0;
+}
+
+/*
+ * How much must be freed for the headroom to reach @level: usage + level -
+ * budget, which counts what usage is over the budget, unlike a clamped
+ * headroom.
+ */
+static inline uint64_t need(const struct rcl_domain *d, uint64_t level)
+{
+	uint64_t b = atomic_load(&((struct rcl_domain *)d)->budget);
+	uint64_t u = atomic_load(&((struct rcl_domain *)d)->usage);
+
+	if (u + level < u)
+		return UINT64_MAX;
+	return u + level > b ? u + level - b : 0;
+}
+
+/* Something changed: a hopeless reclaimer may have work again. */
+static inline void revive_locked(struct rcl_domain *d)
+{
+	d->failures = 0;
+	atomic_store(&d->hopeless, false);
+}
+
+/*
+ * Pin slot @s and read its lruvec (NULL: free or being detached); pair with
+ * slot_put().  Dekker with rcl_domain_detach(): it clears the pointer, then
+ * waits for the pins to drain.
+ */
+static inline struct rcl_lruvec *slot_get(struct att_slot *s)
+{
+	atomic_fetch_add(&s->pins, 1);
+	return atomic_load(&s->lv);
+}
+
+static inline void slot_put(struct rcl_domain *d, struct att_slot *s)
+{
+	atomic_fetch_sub(&s->pins, 1);
+	if (atomic_load(&d->nr_detaching)) {
+		pthread_mutex_lock(&d->lock);
+		pthread_cond_broadcast(&d->cond);
+		pthread_mutex_unlock(&d->lock);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Calls between the domain's files                                           */
+/* ------------------------------------------------------------------------- */
+
+/* lib/domain.c */
+
+/* Put every thread's pending adds for @d's attached lruvecs on their lists. */
+void rcl__domain_drain_all(struct rcl_domain *d);
+
+/* lib/vmscan.c */
+
+/* Objects to reclaim to free @deficit units of weight: at least 32. */
+uint64_t rcl__domain_goal_objects(struct rcl_domain *d, uint64_t deficit);
+/* do_try_to_free_pages(): passes from priority 12 down until @goal freed. */
+void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
+				uint64_t context,
+				struct rcl_reclaim_result *res);
+/* Wake the background reclaimer; true if this call did (none was pending). */
+bool rcl__domain_wake_reclaimer(struct rcl_domain *d);
+
+/* lib/flusher.c */
+
+/* Ask for @nr objects (0: all) to be written; merges into a pending request. */
+void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
+			       enum rcl_flush_reason reason);
+/* Reclaim met only writeback: sleep until writes progress (at most 100 ms). */
+void rcl__domain_throttle_writeback(struct rcl_domain *d);
+/* The dirty weight fell or its limit rose: wake rcl_domain_balance_dirty(). */
+void rcl__domain_dirty_wake(struct rcl_domain *d);
+
+#endif /* RECLAIM_DOMAIN_INTERNAL_H */

@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reclaim passes over a memory domain, after the kernel's mm/vmscan.c: the
+ * proportional pass over one partition's lruvecs and shrinkers
+ * (shrink_node()), direct reclaim in the charging thread
+ * (do_try_to_free_pages()) and the background reclaimer (kswapd and
+ * balance_pgdat()).  The scan of one lruvec, get_scan_count() and
+ * shrink_lruvec(), is lib/scan.c's.
+ *
+ * A pass asks each lruvec of the partition for its share of the goal, in
+ * proportion to its size, then walks the partition's shrinkers at the same
+ * priority; what they free counts toward the goal (the kernel's
+ * reclaim_state), and their walk stops once it is met.  Direct reclaim goes
+ * from priority 12 down to 0 over every partition until its goal is freed.
+ * The background reclaimer works until the headroom is back above the high
+ * watermark, lowers the priority only when a pass scanned less than its goal
+ * or freed nothing, and stops trying (hopeless) after RCL_MAX_RECLAIM_RETRIES
+ * runs that freed nothing, until something changes (revive_locked()).
+ *
+ * Locks: a pass holds no domain lock while callbacks run; it pins each slot
+ * it reads (slot_get()/slot_put()), and the lruvec locks are taken inside
+ * lib/lruvec.c.  The domain mutex guards the background reclaimer's state
+ * (running, stop, failures, hopeless) and is the mutex of its condition
+ * variable.  The charge path takes it only to wake the reclaimer, and only
+ * when no wakeup is pending already.  Threads: direct reclaim runs in the
+ * charging thread (rcl_domain_charge(), rcl_domain_set_budget()) or in the
+ * caller of rcl_domain_reclaim(); the background reclaimer is one thread per
+ * domain (rcl_domain_reclaimer_start()).  Per-thread words:
+ * rcl__tls_pass_domain marks a thread inside a pass of a domain (its
+ * callbacks' reclaim and detach of that domain return -EDEADLK, their
+ * charges do not reclaim), rcl__tls_pass_uncharged counts what those
+ * callbacks uncharged, and rcl__tls_reclaimer_of marks the reclaimer.
+ *
+ * Calls between modules, none of them circular through this file:
+ * - domain.c -> vmscan.c: the charge path reclaims directly and wakes the
+ *   reclaimer (rcl__domain_direct_reclaim(), rcl__domain_goal_objects(),
+ *   rcl__domain_wake_reclaimer()), as the kernel's allocator slow path calls
+ *   try_to_free_pages() and wakeup_kswapd().  The other way this file uses
+ *   only the static inline helpers of lib/domain_internal.h (slot pins,
+ *   headroom, need, revive_locked): that is what breaks the circle.
+ * - vmscan.c -> flusher.c: flush requests and the writeback throttle, as
+ *   shrink_node() calls wakeup_flusher_threads() and reclaim_throttle();
+ *   flusher.c calls nothing here (it reads rcl__tls_pass_domain).
+ * - vmscan.c -> scan.c and shrinker.c: rcl_scan_lruvec() and
+ *   rcl__shrinker_registry_shrink_goal(), which do not call back.
+ */
+#include "domain_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <reclaim/scan.h>
+
+__extension__ typedef unsigned __int128 u128;
+
+/* ------------------------------------------------------------------------- */
+/* Per-thread state                                                           */
+/* ------------------------------------------------------------------------- */
+
+RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
+/* The lruvec that this thread's pass is scanning, if any. */
+static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
+RCL__TLS uint64_t rcl__tls_pass_uncharged;
+RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
+
+/* ------------------------------------------------------------------------- */
+/* Reclaim goals                                                              */
+/* ------------------------------------------------------------------------- */
+
+/* Average object weight over the attached lruvecs (>= 1). */
+static uint64_t avg_weight(struct rcl_domain *d)
+{
+	uint64_t objs = 0, weight = 0;
+	unsigned i, high = atomic_load(&d->high);
+
+	for (i = 0; i < high; i++) {
+		struct att_slot *s = &d->slots[i];
+		struct rcl_lruvec *lv = slot_get(s);
+		unsigned l;
+
+		if (lv) {
+			for (l = 0; l < RCL_LRU_UNEVICTABLE; l++) {
+				uint64_t w;
+
+				objs += rcl_lruvec_count(lv, l, &w);
+				weight += w;
+			}
+		}
+		slot_put(d, s);
+	}
+	return objs && weight >= objs ? weight / objs : 1;
+}
+
+/*
+ * Objects to reclaim to free @deficit units of weight, at an average object
+ * weight of @w: at least 32.
+ */
+static uint64_t goal_objects_w(uint64_t deficit, uint64_t w)
+{
+	uint64_t n = deficit / w + (deficit % w != 0);
+
+	return RCL_MAX(n, (uint64_t)RCL_SCAN_CHUNK);
+}
+
+uint64_t rcl__domain_goal_objects(struct rcl_domain *d, uint64_t deficit)
+{
+	return goal_objects_w(deficit, avg_weight(d));
+}
+
+/* ------------------------------------------------------------------------- */
+/* Reclaim passes                                                             */
+/* ------------------------------------------------------------------------- */
+
+struct pass {
+	struct rcl_scan_control sc;	/* summed over lruvecs */
+	uint64_t slab_scanned, slab_freed;
+	/*
+	 * Shrinker progress toward the goal: the weight their callbacks
+	 * uncharged from the domain on this thread, plus what they reported
+	 * (sc->weight_freed), in objects of @avg_w (>= 1) each.
+	 */
+	uint64_t avg_w;
+	uint64_t slab_weight;
+};
+
+/* Shrinker progress of pass @ps, in objects. */
+static uint64_t slab_objects(const struct pass *ps)
+{
+	return ps->slab_weight / ps->avg_w;
+}
+
+/*
+ * The shrinker walk's goal (struct rcl__shrink_goal): enough once the
+ * callbacks have uncharged or reported @need units of weight since @start.
+ * With @stop false (the LRUs met the pass's goal already) it only counts, so
+ * that the shrinkers feel the priority's full pressure, as the LRUs did.
+ */
+struct slab_goal {
+	uint64_t start;		/* rcl__tls_pass_uncharged before the walk */
+	uint64_t reported;	/* sum of sc->weight_freed */
+	uint64_t need;
+	bool stop;
+};
+
+static uint64_t slab_goal_weight(const struct slab_goal *g)
+{
+	uint64_t w = (rcl__tls_pass_uncharged - g->start) + g->reported;
+
+	return w < g->reported ? UINT64_MAX : w;
+}
+
+static bool slab_goal_enough(void *arg, uint64_t reported)
+{
+	struct slab_goal *g = arg;
+
+	g->reported = g->reported + reported < g->reported ? UINT64_MAX
+							   : g->reported + reported;
+	return g->stop && slab_goal_weight(g) >= g->need;
+}
+
+/* Objects on an lruvec's evictable lists. */
+static uint64_t lruvec_size(const struct rcl_lruvec *lv)
+{
+	uint64_t n = 0;
+	unsigned l;
+
+	for (l = 0; l < RCL_LRU_UNEVICTABLE; l++)
+		n += rcl_lruvec_count(lv, l, NULL);
+	return n;
+}
+
+/*
+ * shrink_node(): every lruvec of the partition, then the partition's
+ * shrinkers at the same priority.  Each lruvec is asked for its share of the
+ * goal, in proportion to its size, so that a goal met early by one lruvec
+ * does not spare the others: lruvecs are scanned in proportion to their
+ * sizes, as the lists within one lruvec are.  The whole pass, shrinkers
+ * included, runs with this thread marked as inside a pass of @d.
+ */
+static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
+			     uint64_t goal, uint64_t context, unsigned flags,
+			     struct pass *ps)
+{
+	const struct rcl_domain *pd = rcl__tls_pass_domain;
+	const struct rcl_lruvec *pl = tls_pass_lv;
+	unsigned i, high = atomic_load(&d->high);
+	struct rcl_shrink_result res = { 0 };
+	uint64_t total = 0;
+
+	for (i = 0; i < high; i++) {
+		struct att_slot *s = &d->slots[i];
+		struct rcl_lruvec *lv;
+
+		if (!atomic_load_explicit(&s->lv, memory_order_relaxed))
+			continue;
+		lv = slot_get(s);
+		if (lv && s->partition == p)
+			total += lruvec_size(lv);
+		slot_put(d, s);
+	}
+
+	rcl__tls_pass_domain = d;
+	for (i = 0; i < high; i++) {
+		struct att_slot *s = &d->slots[i];
+		struct rcl_scan_control sc = {
+			.priority = priority,
+			.swappiness = atomic_load(&d->swappiness),
+			.context = context,
+			.flags = flags,
+		};
+		struct rcl_lruvec *lv;
+
+		if (!atomic_load_explicit(&s->lv, memory_order_relaxed))
+			continue;
+		lv = slot_get(s);
+		if (lv && s->partition == p) {
+			uint64_t size = lruvec_size(lv);
+
+			/* ceil(goal * size / total); the whole goal if alone */
+			sc.nr_to_reclaim =
+				total ? (uint64_t)(((u128)goal * size + total - 1) /
+						   total)
+				      : goal;
+			tls_pass_lv = lv;
+			rcl_scan_lruvec(lv, &sc);
+			tls_pass_lv = NULL;
+			ps->sc.nr_taken += sc.nr_taken;
+			ps->sc.nr_dirty += sc.nr_dirty;
+			ps->sc.nr_unqueued_dirty += sc.nr_unqueued_dirty;
+			ps->sc.nr_writeback += sc.nr_writeback;
+			ps->sc.nr_immediate += sc.nr_immediate;
+			if (flags & RCL_SCAN_WRITE_DIRTY) {
+				/* The baseline: the callback wrote them. */
+				vm_add(d, VM_WRITES_FROM_RECLAIM,
+				       sc.nr_unqueued_dirty);
+			} else if (sc.nr_dirty_batches) {
+				/*
+				 * A batch was all dirty and unqueued: LRU aging
+				 * outstrips writeback.  Wake the flusher.
+				 */
+				uint64_t nr = 0;
+
+				if (d->flush_policy == RCL_FLUSH_PROPORTIONAL)
+					nr = RCL_MAX(sc.nr_unqueued_dirty,
+						     (sc.nr_to_reclaim *
+							      sc.nr_unqueued_dirty +
+						      sc.nr_taken - 1) /
+							     RCL_MAX(sc.nr_taken, 1));
+				rcl__domain_flush_request(d, nr,
+							  RCL_FLUSH_VMSCAN);
+			}
+			if (sc.nr_writeback_batches &&
+			    (context & RCL_CTX_MAY_BLOCK) &&
+			    rcl__tls_flusher_of != d)
+				rcl__domain_throttle_writeback(d);
+			ps->sc.nr_scanned += sc.nr_scanned;
+			ps->sc.nr_reclaimed += sc.nr_reclaimed;
+			ps->sc.weight_reclaimed += sc.weight_reclaimed;
+			ps->sc.nr_refill += sc.nr_refill;
+			ps->sc.nr_rotated += sc.nr_rotated;
+			ps->sc.nr_activated += sc.nr_activated;
+			ps->sc.nr_deactivated += sc.nr_deactivated;
+			ps->sc.last_round_lists = sc.last_round_lists;
+		}
+		slot_put(d, s);
+	}
+	/*
+	 * Slab-like caches feel the same pressure, after the LRUs.  What
+	 * they free counts toward the goal (the kernel's reclaim_state): if
+	 * the LRUs left part of it, the walk stops once that part is freed,
+	 * rather than emptying every shrinker's cache at priority 0.
+	 */
+	{
+		uint64_t got = ps->sc.nr_reclaimed + slab_objects(ps);
+		struct slab_goal g = { .start = rcl__tls_pass_uncharged };
+		struct rcl__shrink_goal hook = { slab_goal_enough, &g, false };
+
+		if (got < goal) {
+			g.stop = true;
+			g.need = goal - got > UINT64_MAX / ps->avg_w
+					 ? UINT64_MAX
+					 : (goal - got) * ps->avg_w;
+		}
+		rcl__shrinker_registry_shrink_goal(d->reg, p, priority, context,
+						   &res, &hook);
+		ps->slab_weight += slab_goal_weight(&g);
+	}
+	rcl__tls_pass_domain = pd;
+	tls_pass_lv = pl;
+	ps->slab_scanned += res.scanned;
+	ps->slab_freed += res.freed;
+}
+
+static void account_pass(struct rcl_domain *d, const struct pass *ps,
+			 bool direct)
+{
+	vm_add(d, direct ? VM_PGSCAN_DIRECT : VM_PGSCAN_KSWAPD, ps->sc.nr_scanned);
+	vm_add(d, direct ? VM_PGSTEAL_DIRECT : VM_PGSTEAL_KSWAPD,
+	       ps->sc.nr_reclaimed);
+	vm_add(d, VM_PGREFILL, ps->sc.nr_refill);
+	vm_add(d, VM_PGACTIVATE, ps->sc.nr_activated);
+	vm_add(d, VM_PGDEACTIVATE, ps->sc.nr_deactivated);
+	vm_add(d, VM_PGROTATED, ps->sc.nr_rotated);
+	vm_add(d, VM_SLABS_SCANNED, ps->slab_scanned);
+	vm_add(d, VM_SLABS_FREED, ps->slab_freed);
+	vm_add(d, VM_NR_DIRTY_SCANNED, ps->sc.nr_dirty);
+	vm_add(d, VM_NR_UNQUEUED_DIRTY, ps->sc.nr_unqueued_dirty);
+	vm_add(d, VM_NR_WRITEBACK_SCANNED, ps->sc.nr_writeback);
+	vm_add(d, VM_NR_IMMEDIATE, ps->sc.nr_immediate);
+}
+
+/*
+ * do_try_to_free_pages(): priority 12 down to 0 over every partition until
+ * @goal objects are freed.  At most 13 passes.
+ */
+void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
+				uint64_t context,
+				struct rcl_reclaim_result *res)
+{
+	unsigned flags = RCL_SCAN_DIRECT;
+	uint64_t reclaimed = 0, w;
+	int prio;
+	unsigned p;
+
+	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
+		flags |= RCL_SCAN_NONPROPORTIONAL;
+	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
+		flags |= RCL_SCAN_WRITE_DIRTY;
+	vm_add(d, VM_ALLOCSTALL, 1);
+	memset(res, 0, sizeof(*res));
+	res->nr_to_reclaim = goal;
+	res->priority = RCL_DEF_PRIORITY;
+	w = avg_weight(d);
+	for (prio = RCL_DEF_PRIORITY; prio >= 0; prio--) {
+		struct pass ps = { .avg_w = w };
+
+		for (p = 0; p < d->nr_partitions; p++)
+			shrink_partition(d, p, prio, goal - RCL_MIN(reclaimed, goal),
+					 context, flags, &ps);
+		account_pass(d, &ps, true);
+		reclaimed += ps.sc.nr_reclaimed + slab_objects(&ps);
+		res->nr_reclaimed += ps.sc.nr_reclaimed;
+		res->weight_reclaimed += ps.sc.weight_reclaimed;
+		res->nr_scanned += ps.sc.nr_scanned;
+		res->slab_freed += ps.slab_freed;
+		res->slab_weight += ps.slab_weight;
+		res->slab_reclaimed += slab_objects(&ps);
+		res->last_round_lists = ps.sc.last_round_lists;
+		res->priority = prio;
+		if (reclaimed >= goal)
+			break;
+	}
+	if (res->nr_reclaimed || res->slab_freed) {
+		/* Progress revives a hopeless background reclaimer. */
+		if (atomic_load(&d->hopeless)) {
+			pthread_mutex_lock(&d->lock);
+			revive_locked(d);
+			pthread_mutex_unlock(&d->lock);
+		}
+	}
+}
+
+RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
+			       uint64_t context, struct rcl_reclaim_result *res)
+{
+	struct rcl_reclaim_result local;
+
+	if (!d || !nr_to_reclaim)
+		return -EINVAL;
+	/*
+	 * Within a pass of @d, and from the evict callback of an lruvec
+	 * attached to @d however it is being shrunk: the reclaim would
+	 * shrink that lruvec again from inside its own callback.
+	 */
+	if (rcl__tls_pass_domain == d ||
+	    (rcl__tls_evicting &&
+	     atomic_load_explicit(&rcl__tls_evicting->__domain,
+				  memory_order_relaxed) == (void *)d))
+		return -EDEADLK;
+	rcl__domain_direct_reclaim(d, nr_to_reclaim, context,
+				   res ? res : &local);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The background reclaimer                                                   */
+/* ------------------------------------------------------------------------- */
+
+/* Returns true if this call woke the reclaimer (it was not pending). */
+bool rcl__domain_wake_reclaimer(struct rcl_domain *d)
+{
+	bool woke = false;
+
+	/* Lock-free filters: a wakeup is pending, or nobody listens. */
+	if (atomic_load(&d->wake_pending) || atomic_load(&d->hopeless))
+		return false;
+	pthread_mutex_lock(&d->lock);
+	if (d->running && !d->stop && !atomic_load(&d->wake_pending) &&
+	    !atomic_load(&d->hopeless)) {
+		atomic_store(&d->wake_pending, true);
+		vm_add(d, VM_KSWAPD_WAKEUPS, 1);
+		pthread_cond_broadcast(&d->cond);
+		woke = true;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return woke;
+}
+
+/*
+ * balance_pgdat(): reclaim until headroom is back above high.  Priority
+ * starts at 12 and goes down only when a pass scanned less than its goal or
+ * freed nothing ("no need to raise the scanning priority if enough pages are
+ * already being scanned").  Bounded: at most 13 lowerings and 64 passes.
+ */
+static void balance(struct rcl_domain *d)
+{
+	unsigned flags = 0, passes;
+	uint64_t freed = 0;
+	int prio = RCL_DEF_PRIORITY;
+
+	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
+		flags |= RCL_SCAN_NONPROPORTIONAL;
+	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
+		flags |= RCL_SCAN_WRITE_DIRTY;
+	vm_add(d, VM_PAGEOUTRUN, 1);
+	for (passes = 0; passes < 64 && prio >= 0; passes++) {
+		uint64_t deficit = need(d, atomic_load(&d->whigh));
+		uint64_t goal;
+		struct pass ps = { 0 };
+		unsigned p;
+
+		if (!deficit)
+			break;
+		ps.avg_w = avg_weight(d);
+		goal = goal_objects_w(deficit, ps.avg_w);
+		for (p = 0; p < d->nr_partitions; p++)
+			shrink_partition(d, p, prio, goal, RCL_CTX_CAPABLE,
+					 flags, &ps);
+		account_pass(d, &ps, false);
+		freed += ps.sc.nr_reclaimed + ps.slab_freed;
+		if (!(ps.sc.nr_reclaimed + ps.slab_freed) ||
+		    ps.sc.nr_scanned < goal)
+			prio--;
+	}
+
+	pthread_mutex_lock(&d->lock);
+	if (freed) {
+		d->failures = 0;
+	} else if (headroom(d) < atomic_load(&d->whigh)) {
+		vm_add(d, VM_KSWAPD_FAILURES, 1);
+		if (++d->failures >= RCL_MAX_RECLAIM_RETRIES &&
+		    !atomic_load(&d->hopeless)) {
+			atomic_store(&d->hopeless, true);
+			vm_add(d, VM_KSWAPD_HOPELESS, 1);
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void *reclaimer_main(void *arg)
+{
+	struct rcl_domain *d = arg;
+
+	rcl__tls_reclaimer_of = d;
+	pthread_mutex_lock(&d->lock);
+	while (!d->stop) {
+		if (!atomic_load(&d->wake_pending)) {
+			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
+				       RCL_CLOCK_FOREVER);
+			continue;
+		}
+		atomic_store(&d->wake_pending, false);
+		pthread_mutex_unlock(&d->lock);
+		balance(d);
+		pthread_mutex_lock(&d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
+{
+	int err = 0;
+
+	if (!d)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	if (d->running) {
+		err = -EBUSY;
+	} else {
+		d->stop = false;
+		/*
+		 * The thread waits for this lock before it looks at anything,
+		 * so the wakeup can be posted after it exists: a start that
+		 * fails leaves no wakeup pending (and counts none).
+		 */
+		if (rcl__thread_create(&d->thread, reclaimer_main, d) != 0) {
+			err = -EAGAIN;
+		} else {
+			d->running = true;
+			if (headroom(d) < atomic_load(&d->wlow)) {
+				atomic_store(&d->wake_pending, true);
+				vm_add(d, VM_KSWAPD_WAKEUPS, 1);
+			}
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	return err;
+}
+
+RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
+{
+	pthread_t t;
+
+	if (!d)
+		return -EINVAL;
+	if (rcl__tls_reclaimer_of == d)
+		return -EDEADLK;
+	pthread_mutex_lock(&d->lock);
+	if (!d->running) {
+		pthread_mutex_unlock(&d->lock);
+		return 0;
+	}
+	d->stop = true;
+	t = d->thread;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(t, NULL);
+	pthread_mutex_lock(&d->lock);
+	d->running = false;
+	atomic_store(&d->wake_pending, false);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+RCL_API int rcl_domain_wakeup(struct rcl_domain *d)
+{
+	if (!d)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	revive_locked(d);
+	pthread_mutex_unlock(&d->lock);
+	rcl__domain_wake_reclaimer(d);
+	return 0;
+}
