@@ -61,6 +61,7 @@
  *   around a wake-up that takes the leaf wblock.
  */
 #include "domain_internal.h"
+#include "probes.h"
 
 #include <errno.h>
 #include <string.h>
@@ -289,6 +290,7 @@ void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
 		return;		/* nobody to ask */
 	}
 	vm_add(d, VM_FLUSH_REQUESTS, 1);
+	RCL_PROBE3(writeback_queue, d, reason, nr);
 	if (reason == RCL_FLUSH_VMSCAN)
 		vm_add(d, VM_FLUSH_REQUESTS_VMSCAN, 1);
 	d->seq++;

@@ -45,6 +45,7 @@
  *   rcl__shrinker_registry_shrink_goal(), which do not call back.
  */
 #include "domain_internal.h"
+#include "probes.h"
 
 #include <errno.h>
 #include <string.h>
@@ -327,6 +328,7 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
 		flags |= RCL_SCAN_WRITE_DIRTY;
 	vm_add(d, VM_ALLOCSTALL, 1);
+	RCL_PROBE2(mm_vmscan_direct_reclaim_begin, d, goal);
 	memset(res, 0, sizeof(*res));
 	res->nr_to_reclaim = goal;
 	res->priority = RCL_DEF_PRIORITY;
@@ -350,6 +352,8 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 		if (reclaimed >= goal)
 			break;
 	}
+	RCL_PROBE4(mm_vmscan_direct_reclaim_end, d, res->nr_reclaimed,
+		   res->slab_reclaimed, res->priority);
 	if (res->nr_reclaimed || res->slab_freed) {
 		/* Progress revives a hopeless background reclaimer. */
 		if (atomic_load(&d->hopeless)) {
@@ -411,8 +415,9 @@ bool rcl__domain_wake_reclaimer(struct rcl_domain *d)
  * starts at 12 and goes down only when a pass scanned less than its goal or
  * freed nothing ("no need to raise the scanning priority if enough pages are
  * already being scanned").  Bounded: at most 13 lowerings and 64 passes.
+ * Returns the objects freed (LRU and shrinkers).
  */
-static void balance(struct rcl_domain *d)
+static uint64_t balance(struct rcl_domain *d)
 {
 	unsigned flags = 0, passes;
 	uint64_t freed = 0;
@@ -455,6 +460,7 @@ static void balance(struct rcl_domain *d)
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
+	return freed;
 }
 
 static void *reclaimer_main(void *arg)
@@ -471,7 +477,13 @@ static void *reclaimer_main(void *arg)
 		}
 		atomic_store(&d->wake_pending, false);
 		pthread_mutex_unlock(&d->lock);
-		balance(d);
+		RCL_PROBE2(mm_vmscan_kswapd_wake, d, headroom(d));
+		{
+			uint64_t freed = balance(d);
+
+			RCL_PROBE2(mm_vmscan_kswapd_sleep, d, freed);
+			(void)freed;
+		}
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -17,6 +17,11 @@ PROBES = [
     "mm_shrink_slab_start",
     "mm_shrink_slab_end",
     "mm_vmscan_lru_shrink_inactive",
+    "mm_vmscan_kswapd_wake",
+    "mm_vmscan_kswapd_sleep",
+    "mm_vmscan_direct_reclaim_begin",
+    "mm_vmscan_direct_reclaim_end",
+    "writeback_queue",
     "workingset_refault",
 ]
 
