@@ -80,16 +80,31 @@ static int g_trace = -1;	/* FUZZ_TRACE=1: print each operation */
 		}                                                             \
 	} while (0)
 
+/*
+ * A refusal with -EBUSY or -EDEADLK says why (refusal.h): the call must have
+ * left a reason naming a library function.  Cleared before each operation
+ * (run_ops), so a reason always comes from the operation being checked.
+ */
+#define CHECK_REASON(rc_)                                                     \
+	do {                                                                  \
+		if ((rc_) == -EBUSY || (rc_) == -EDEADLK) {                   \
+			const char *why_ = rcl_last_refusal();                \
+			CHECK(why_ && strncmp(why_, "rcl_", 4) == 0,          \
+			      "refused with %d and no reason", (rc_));        \
+		}                                                             \
+	} while (0)
 #define CHECK_RC(rc, want)                                                    \
 	do {                                                                  \
 		int rc_ = (rc), want_ = (want);                               \
 		CHECK(rc_ == want_, "got %d, want %d", rc_, want_);          \
+		CHECK_REASON(rc_);                                            \
 	} while (0)
 #define CHECK_RC2(rc, w1, w2)                                                 \
 	do {                                                                  \
 		int rc_ = (rc), w1_ = (w1), w2_ = (w2);                       \
 		CHECK(rc_ == w1_ || rc_ == w2_, "got %d, want %d or %d", rc_, \
 		      w1_, w2_);                                              \
+		CHECK_REASON(rc_);                                            \
 	} while (0)
 
 /* ------------------------------------------------------------------------- */
@@ -2088,6 +2103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t a[4];
 
 		g_op = rd8(&r) % NR_OPS;
+		rcl_clear_refusal();
 		for (unsigned i = 0; i < 4; i++)
 			a[i] = rd8(&r);
 		if (g_trace)

@@ -40,6 +40,7 @@
  *   calls into the domain are dirty accounting, lib/flusher.c's.
  */
 #include "domain_internal.h"
+#include "refusal.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -261,14 +262,14 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	 */
 	if (rcl__tls_reclaimer_of == d || rcl__tls_flusher_of == d ||
 	    rcl__tls_writing_of == d)
-		return -EDEADLK;
+		return RCL__REFUSE(-EDEADLK, "called from the domain's own reclaimer or flusher thread, or from a write callback of its write-back");
 	high = atomic_load(&d->high);
 	for (i = 0; i < high; i++)
 		if (atomic_load(&d->slots[i].lv))
-			return -EBUSY;
+			return RCL__REFUSE(-EBUSY, "lruvecs are still attached (rcl_domain_detach() them first)");
 	/* Check before stopping anything: a failing call changes nothing. */
 	if (rcl__shrinker_registry_count(d->reg))
-		return -EBUSY;
+		return RCL__REFUSE(-EBUSY, "shrinkers remain in its registry (rcl_shrinker_free() them first)");
 	err = rcl_domain_reclaimer_stop(d);
 	if (!err)
 		err = rcl_domain_flusher_stop(d);
@@ -335,7 +336,8 @@ static int transfer_dirty(struct rcl_domain *d, struct rcl_lruvec *lv,
 	rcl__lruvec_lock(lv);
 	if (in && atomic_load(&lv->__domain)) {
 		rcl__lruvec_unlock(lv);
-		return -EBUSY;
+		return rcl__refuse("rcl_domain_attach", -EBUSY,
+				   "the lruvec is attached to another domain");
 	}
 	for (i = 0; i < 4; i++) {
 		uint64_t v = atomic_load(&lv->__dirty[i]);
@@ -364,7 +366,7 @@ RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
 	for (i = 0; i < high; i++) {
 		if (d->slots[i].used) {
 			if (atomic_load(&d->slots[i].lv) == lv) {
-				err = -EBUSY;
+				err = RCL__REFUSE(-EBUSY, "the lruvec is attached to this domain already");
 				goto out;
 			}
 		} else if (free_slot == UINT32_MAX) {
@@ -406,7 +408,7 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 	 * other.
 	 */
 	if (rcl__tls_pass_domain == d)
-		return -EDEADLK;
+		return RCL__REFUSE(-EDEADLK, "called from a callback of this domain's reclaim pass, which pins its lruvecs");
 	pthread_mutex_lock(&d->lock);
 	high = atomic_load(&d->high);
 	for (i = 0; i < high; i++) {

@@ -62,6 +62,7 @@
  */
 #include "domain_internal.h"
 #include "probes.h"
+#include "refusal.h"
 
 #include <errno.h>
 #include <string.h>
@@ -670,7 +671,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 		return -EINVAL;
 	pthread_mutex_lock(&d->flock);
 	if (d->fl_running) {
-		err = -EBUSY;
+		err = RCL__REFUSE(-EBUSY, "the flusher thread runs already");
 	} else {
 		d->wops = *ops;
 		d->wpriv = priv;
@@ -702,7 +703,7 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 	if (!d)
 		return -EINVAL;
 	if (rcl__tls_flusher_of == d)
-		return -EDEADLK;
+		return RCL__REFUSE(-EDEADLK, "called from the flusher thread's own callbacks: it would join itself");
 	pthread_mutex_lock(&d->flock);
 	if (!d->fl_running) {
 		pthread_mutex_unlock(&d->flock);

@@ -46,6 +46,7 @@
  */
 #include "domain_internal.h"
 #include "probes.h"
+#include "refusal.h"
 
 #include <errno.h>
 #include <string.h>
@@ -380,7 +381,7 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 	    (rcl__tls_evicting &&
 	     atomic_load_explicit(&rcl__tls_evicting->__domain,
 				  memory_order_relaxed) == (void *)d))
-		return -EDEADLK;
+		return RCL__REFUSE(-EDEADLK, "called from a callback of this domain's reclaim, or from an evict callback of one of its lruvecs: it would reclaim recursively");
 	rcl__domain_direct_reclaim(d, nr_to_reclaim, context,
 				   res ? res : &local);
 	return 0;
@@ -498,7 +499,7 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
 	if (d->running) {
-		err = -EBUSY;
+		err = RCL__REFUSE(-EBUSY, "the background reclaimer runs already");
 	} else {
 		d->stop = false;
 		/*
@@ -527,7 +528,7 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 	if (!d)
 		return -EINVAL;
 	if (rcl__tls_reclaimer_of == d)
-		return -EDEADLK;
+		return RCL__REFUSE(-EDEADLK, "called from the reclaimer thread's own callbacks: it would join itself");
 	pthread_mutex_lock(&d->lock);
 	if (!d->running) {
 		pthread_mutex_unlock(&d->lock);
