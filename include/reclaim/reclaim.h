@@ -17,5 +17,6 @@
 #include <reclaim/domain.h>
 #include <reclaim/flusher.h>
 #include <reclaim/workingset.h>
+#include <reclaim/objcache.h>
 
 #endif /* RECLAIM_RECLAIM_H */
