@@ -365,10 +365,13 @@ RCL_API int rcl_objcache_new(struct rcl_domain *d,
  * dropped unwritten: write them back first with rcl_domain_writeback_all()
  * and rcl_objcache_writeback_ops() if they matter), and frees the cache.
  *
- * Context: any thread but the cache's own callbacks and the domain's
- * reclaim and flusher callbacks (-EDEADLK, nothing done); not concurrently
- * with any other call on @cache.  May sleep.
- * Return: 0; -EBUSY (pinned objects); -EDEADLK.
+ * Context: any thread, not concurrently with any other call on @cache;
+ * may sleep.  Not from a callback: from an evict or shrinker callback of
+ * the domain's reclaim it returns -EDEADLK with nothing done (the detach
+ * would wait for its own pass); from the cache's own callbacks or the
+ * flusher's write callback it is undefined (the caller's contract).
+ * Return: 0; -EBUSY (pinned objects); -EDEADLK; -EINVAL for a pointer that
+ * is not a live cache (detected when its memory still holds one).
  */
 RCL_API int rcl_objcache_destroy(struct rcl_objcache *cache);
 
@@ -404,7 +407,8 @@ RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
  *	1..UINT32_MAX
  * @context: the capability mask for the charge (RCL_CTX_MAY_BLOCK lets it
  *	reclaim in this thread, and RCL_CTX_CAPABLE is the usual value)
- * @miss: the token of the get that missed, or NULL (no refault check)
+ * @miss: the token of the get that missed, or NULL (no refault check); a
+ *	token of this cache filled for another key is taken as no token
  * @existing: if not NULL, receives the cached object on -EEXIST (pinned),
  *	NULL otherwise
  *
