@@ -33,15 +33,28 @@
 
 #if defined(RCL_HAVE_USDT) && RCL_HAVE_USDT
 #include <sys/sdt.h>
+/*
+ * <sys/sdt.h> passes an empty variadic argument inside its own macros,
+ * which clang's -Wpedantic reports at every probe site.  The diagnostic is
+ * given while the macro is expanded, where a push/pop _Pragma does not
+ * reach, so it is off for the files that include this header (only the
+ * expansion of an empty __VA_ARGS__ is concerned, a GNU extension that gcc
+ * and clang both support).
+ */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wgnu-zero-variadic-macro-arguments"
+#endif
 #define RCL_PROBE2(n, a, b) DTRACE_PROBE2(libreclaim, n, a, b)
-#define RCL_PROBE4(n, a, b, c, d) DTRACE_PROBE4(libreclaim, n, a, b, c, d)
-#define RCL_PROBE6(n, a, b, c, d, e, f) \
+#define RCL_PROBE3(n, a, b, c)                                                \
+	DTRACE_PROBE3(libreclaim, n, a, b, c)
+#define RCL_PROBE4(n, a, b, c, d)                                             \
+	DTRACE_PROBE4(libreclaim, n, a, b, c, d)
+#define RCL_PROBE6(n, a, b, c, d, e, f)                                       \
 	DTRACE_PROBE6(libreclaim, n, a, b, c, d, e, f)
-#define RCL_PROBE7(n, a, b, c, d, e, f, g) \
+#define RCL_PROBE7(n, a, b, c, d, e, f, g)                                    \
 	DTRACE_PROBE7(libreclaim, n, a, b, c, d, e, f, g)
-#define RCL_PROBE8(n, a, b, c, d, e, f, g, h) \
+#define RCL_PROBE8(n, a, b, c, d, e, f, g, h)                                 \
 	DTRACE_PROBE8(libreclaim, n, a, b, c, d, e, f, g, h)
-#define RCL_PROBE3(n, a, b, c) DTRACE_PROBE3(libreclaim, n, a, b, c)
 #else
 #define RCL_PROBE2(n, a, b) do { } while (0)
 #define RCL_PROBE3(n, a, b, c) do { } while (0)
