@@ -56,7 +56,7 @@
  *     (rcl_shadow_is_valid() tells them apart, as the kernel's page-cache
  *     xarray holds a page or a value entry).  Lookups, eviction and the
  *     teardown follow the pin (try-get) protocol of <reclaim/lruvec.h>, as in
- *     objcache.c.  The evict callback stores ctl->shadow in the slot in place
+ *     handcache.c.  The evict callback stores ctl->shadow in the slot in place
  *     of the object; a miss on a key whose slot holds a shadow inserts the
  *     object again with rcl_lruvec_add_refault(), which decides from the
  *     refault distance whether it goes straight to the active list.  Shadow

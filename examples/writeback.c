@@ -14,7 +14,7 @@
  * lock").  Every cached object holds one reference for the index; a lookup
  * takes one more (a pin) under the slot lock.  This is the pin (try-get)
  * protocol of the "Object lifetime" section of <reclaim/lruvec.h>, as in
- * objcache.c.  A miss charges the domain first (no lock held: the charge may
+ * handcache.c.  A miss charges the domain first (no lock held: the charge may
  * reclaim, and reclaim takes slot locks), then, under the slot lock, reads
  * the block from the file with pread() and inserts it.  Reading under the
  * slot lock matters: a block is dropped only when clean, that is after its

@@ -247,6 +247,60 @@ static void test_api_every_domain_scan_clock_symbol(void **state)
 	rcl_fake_clock_free(fc);
 }
 
+static int api_walk(struct rcl_objcache_node *n, void *arg)
+{
+	(void)n;
+	++*(int *)arg;
+	return 0;
+}
+
+static void test_api_every_objcache_symbol(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1 << 20 };
+	struct rcl_objcache_config cc = { .nr_shards = 2 };
+	struct rcl_domain *d;
+	struct rcl_objcache *c;
+	struct rcl_objcache_node nodes[2], *n;
+	struct rcl_objcache_miss miss;
+	struct rcl_objcache_stats st;
+	static const char keys[2][2] = { "a", "b" };
+	size_t len;
+	int seen = 0;
+
+	(void)state;
+	rcl_objcache_node_init(&nodes[0]);
+	rcl_objcache_node_init(&nodes[1]);
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), 0);
+	assert_int_equal(rcl_objcache_nr_shards(c), 2);
+	assert_non_null(rcl_objcache_lruvec(c, 1));
+	assert_null(rcl_objcache_get(c, keys[0], 1, &miss));
+	assert_int_equal(rcl_objcache_insert(c, &nodes[0], keys[0], 1, 10,
+					     RCL_CTX_CAPABLE, &miss, NULL), 0);
+	assert_int_equal(rcl_objcache_insert(c, &nodes[1], keys[1], 1, 20,
+					     RCL_CTX_CAPABLE, NULL, NULL), 0);
+	assert_ptr_equal(rcl_objcache_node_key(&nodes[0], &len), keys[0]);
+	assert_int_equal(rcl_objcache_mark_dirty(c, &nodes[0]), 0);
+	assert_non_null(rcl_objcache_writeback_ops());
+	assert_int_equal(rcl_objcache_flusher_start(NULL, 0), -EINVAL);
+	assert_int_equal(rcl_domain_writeback_all(d, rcl_objcache_writeback_ops(),
+						  NULL, NULL), 0);
+	n = rcl_objcache_get(c, keys[0], 1, NULL);
+	assert_ptr_equal(n, &nodes[0]);
+	assert_int_equal(rcl_objcache_put(c, n), 0);
+	assert_int_equal(rcl_objcache_put(c, &nodes[0]), 0);
+	assert_int_equal(rcl_objcache_for_each(c, api_walk, &seen), 0);
+	assert_int_equal(seen, 2);
+	assert_int_equal(rcl_objcache_stats(c, &st), 0);
+	assert_int_equal(st.objects, 2);
+	assert_int_equal(rcl_objcache_del_node(c, &nodes[1]), 0);
+	assert_int_equal(rcl_objcache_put(c, &nodes[1]), 0);
+	assert_int_equal(rcl_objcache_del(c, keys[0], 1), 0);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_objcache_destroy(c), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
 static void test_api_internals_are_hidden(void **state)
 {
 	(void)state;
@@ -255,6 +309,7 @@ static void test_api_internals_are_hidden(void **state)
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__tbatch_purge"));
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__lruvec_apply_locked"));
 	assert_null(dlsym(RTLD_DEFAULT, "do_shrink"));
+	assert_null(dlsym(RTLD_DEFAULT, "oc_evict"));
 }
 
 int main(void)
@@ -265,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_api_every_lruvec_symbol),
 		cmocka_unit_test(test_api_every_shrinker_symbol),
 		cmocka_unit_test(test_api_every_domain_scan_clock_symbol),
+		cmocka_unit_test(test_api_every_objcache_symbol),
 		cmocka_unit_test(test_api_internals_are_hidden),
 	};
 

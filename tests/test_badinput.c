@@ -2759,6 +2759,196 @@ static void test_badinput_dirty_timeout_huge(void **state)
 
 /* ------------------------------------------------------------------------- */
 
+/* ========================================================================= */
+/* objcache.h                                                                 */
+/* ========================================================================= */
+
+struct bobj {
+	struct rcl_objcache_node node;
+	char key[4];
+};
+
+static uint64_t b_hash(const void *key, size_t len, void *priv)
+{
+	(void)key;
+	(void)priv;
+	return len;
+}
+
+static bool b_eq(const struct rcl_objcache_node *n, const void *key,
+		 size_t len, void *priv)
+{
+	(void)n;
+	(void)key;
+	(void)len;
+	(void)priv;
+	return false;
+}
+
+static const struct rcl_objcache_ops b_hash_only = { .hash = b_hash };
+static const struct rcl_objcache_ops b_eq_only = { .eq = b_eq };
+static const struct rcl_allocator b_half_alloc = { NULL, NULL, NULL };
+
+static void test_badinput_objcache_new_destroy(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000, .nr_partitions = 2 };
+	struct rcl_objcache_config cc = { 0 };
+	struct rcl_objcache *c = (void *)&dc, *c2;
+	struct rcl_domain *d;
+	struct rcl_objcache_node n = RCL_OBJCACHE_NODE_INIT;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	assert_int_equal(rcl_objcache_new(NULL, &cc, &c), -EINVAL);
+	assert_int_equal(rcl_objcache_new(d, NULL, &c), -EINVAL);
+	assert_int_equal(rcl_objcache_new(d, &cc, NULL), -EINVAL);
+	cc.nr_shards = 3;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.nr_shards = RCL_OBJCACHE_MAX_SHARDS * 2;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.nr_shards = 0;
+	cc.nr_buckets = RCL_OBJCACHE_MAX_BUCKETS + 1;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.nr_buckets = 0;
+	cc.lru_type = 2;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.lru_type = 0;
+	cc.flags = 1u << 7;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.flags = 0;
+	cc.ops = &b_hash_only;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.ops = &b_eq_only;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.ops = NULL;
+	cc.allocator = &b_half_alloc;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.allocator = NULL;
+	cc.partition = 2;		/* the domain has 0 and 1 */
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	assert_ptr_equal(c, (void *)&dc);	/* *out untouched */
+	/* Nothing was left attached by the failures. */
+	assert_int_equal(rcl_domain_free(d), 0);	/* nothing left attached */
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	cc.partition = 1;
+	cc.nr_shards = 1;
+	cc.nr_buckets = 3;		/* rounded up */
+	assert_int_equal(rcl_objcache_new(d, &cc, &c2), 0);
+	assert_int_equal(rcl_objcache_insert(c2, &n, "k", 1, 5, 0, NULL, NULL), 0);
+	assert_int_equal(rcl_objcache_destroy(c2), -EBUSY);	/* pinned */
+	assert_int_equal(rcl_domain_free(d), -EBUSY);	/* lruvec attached */
+	assert_int_equal(rcl_objcache_put(c2, &n), 0);
+	assert_int_equal(rcl_objcache_destroy(c2), 0);
+	assert_int_equal(rcl_objcache_destroy(NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+static void test_badinput_objcache_operations(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_objcache_config cc = { .nr_shards = 2 };
+	struct rcl_objcache *c, *c2;
+	struct rcl_domain *d;
+	struct rcl_objcache_miss miss;
+	struct rcl_objcache_stats st;
+	struct rcl_objcache_node *ex = (void *)&dc;
+	struct bobj a, b, idle;
+	size_t len = 9;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	memset(&idle, 0, sizeof(idle));
+	strcpy(a.key, "a");
+	strcpy(b.key, "b");
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), 0);
+	assert_int_equal(rcl_objcache_new(d, &cc, &c2), 0);
+
+	/* node_init / node_key */
+	rcl_objcache_node_init(NULL);
+	assert_null(rcl_objcache_node_key(NULL, &len));
+	assert_int_equal(len, 0);
+	assert_null(rcl_objcache_node_key(&idle.node, NULL));
+
+	/* get: NULL cache, NULL key with a length; the token is cleared */
+	memset(&miss, 0xff, sizeof(miss));
+	assert_null(rcl_objcache_get(NULL, "a", 1, &miss));
+	assert_false(miss.refault);
+	assert_null(rcl_objcache_get(c, NULL, 1, NULL));
+	assert_null(rcl_objcache_get(c, NULL, 0, NULL));	/* empty key */
+
+	/* insert: NULLs, ranges, another cache's token, a non-idle node */
+	assert_int_equal(rcl_objcache_insert(NULL, &a.node, "a", 1, 1, 0, NULL, &ex), -EINVAL);
+	assert_null(ex);
+	assert_int_equal(rcl_objcache_insert(c, NULL, "a", 1, 1, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_insert(c, &a.node, NULL, 1, 1, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, (size_t)UINT32_MAX + 1, 1,
+					     0, NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, 1, 0, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, 1, (uint64_t)UINT32_MAX + 1,
+					     0, NULL, NULL), -E2BIG);
+	assert_null(rcl_objcache_get(c2, "a", 1, &miss));
+	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, 1, 1, 0, &miss, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, 1, 2000, 0, NULL, NULL), -ENOMEM);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, 1, 10, 0, NULL, NULL), 0);
+	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, 1, 10, 0, NULL, NULL), -EBUSY);
+	assert_int_equal(rcl_objcache_insert(c2, &a.node, a.key, 1, 10, 0, NULL, NULL), -EBUSY);
+	assert_int_equal(rcl_domain_usage(d), 10);
+
+	/* put: NULLs, another cache, without a pin */
+	assert_int_equal(rcl_objcache_put(NULL, &a.node), -EINVAL);
+	assert_int_equal(rcl_objcache_put(c, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_put(c2, &a.node), -EINVAL);
+	assert_int_equal(rcl_objcache_put(c, &idle.node), -EINVAL);
+	assert_int_equal(rcl_objcache_put(c, &a.node), 0);
+	assert_int_equal(rcl_objcache_put(c, &a.node), -EINVAL);
+
+	/* mark_dirty: NULLs, another cache, not pinned */
+	assert_int_equal(rcl_objcache_mark_dirty(NULL, &a.node), -EINVAL);
+	assert_int_equal(rcl_objcache_mark_dirty(c, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_mark_dirty(c2, &a.node), -EINVAL);
+	assert_int_equal(rcl_objcache_mark_dirty(c, &a.node), -EINVAL);
+
+	/* del / del_node: NULLs, missing keys, another cache, twice */
+	assert_int_equal(rcl_objcache_del(NULL, "a", 1), -EINVAL);
+	assert_int_equal(rcl_objcache_del(c, NULL, 1), -EINVAL);
+	assert_int_equal(rcl_objcache_del(c, "zz", 2), -ENOENT);
+	assert_int_equal(rcl_objcache_del(c2, "a", 1), -ENOENT);
+	assert_int_equal(rcl_objcache_del_node(NULL, &a.node), -EINVAL);
+	assert_int_equal(rcl_objcache_del_node(c, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_del_node(c2, &a.node), -EINVAL);
+	assert_int_equal(rcl_objcache_del_node(c, &idle.node), -EINVAL);
+	assert_int_equal(rcl_objcache_del(c, "a", 1), 0);
+	assert_int_equal(rcl_objcache_del(c, "a", 1), -ENOENT);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	/* No destructor: the node is idle again and may be reused. */
+	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, 1, 10, 0, NULL, NULL), 0);
+	assert_int_equal(rcl_objcache_del_node(c, &a.node), 0);
+	assert_int_equal(rcl_objcache_put(c, &a.node), 0);
+	assert_int_equal(rcl_objcache_put(c, &a.node), -EINVAL);
+
+	/* for_each / stats / nr_shards / lruvec / flusher */
+	assert_int_equal(rcl_objcache_for_each(NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_for_each(c, NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_stats(NULL, &st), -EINVAL);
+	assert_int_equal(rcl_objcache_stats(c, NULL), -EINVAL);
+	assert_int_equal(rcl_objcache_stats(c, &st), 0);
+	assert_int_equal(st.objects, 0);
+	assert_int_equal(rcl_objcache_nr_shards(NULL), 0);
+	assert_null(rcl_objcache_lruvec(NULL, 0));
+	assert_null(rcl_objcache_lruvec(c, 2));
+	assert_non_null(rcl_objcache_lruvec(c, 1));
+	assert_int_equal(rcl_objcache_flusher_start(NULL, 0), -EINVAL);
+	assert_int_equal(rcl_objcache_flusher_start(d, RCL_WRITEBACK_MAX_BATCH + 1), -EINVAL);
+
+	assert_int_equal(rcl_objcache_destroy(c2), 0);
+	assert_int_equal(rcl_objcache_destroy(c), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2812,6 +3002,8 @@ int main(void)
 		cmocka_unit_test(test_badinput_domain_writeback),
 		cmocka_unit_test(test_badinput_flusher_batch_huge),
 		cmocka_unit_test(test_badinput_dirty_timeout_huge),
+		cmocka_unit_test(test_badinput_objcache_new_destroy),
+		cmocka_unit_test(test_badinput_objcache_operations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

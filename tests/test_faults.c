@@ -2,9 +2,10 @@
 /*
  * Fault injection and misbehaving callbacks.
  *
- * Part 1, allocation failure.  Three scripted scenarios (an lruvec with its
+ * Part 1, allocation failure.  Four scripted scenarios (an lruvec with its
  * per-thread batch, a shrinker registry with a shadow limit, a whole domain
- * with its threads, flusher and write-back) run again and again; run N makes
+ * with its threads, flusher and write-back, an object cache whose tables
+ * grow) run again and again; run N makes
  * the Nth allocation fail, for N = 1, 2, ... until a run completes without
  * reaching an Nth allocation.  Two sources of failure are swept:
  *
@@ -851,6 +852,130 @@ static void sweep_all(const char *name, void (*fn)(struct sc *c),
 		assert_true(p > 0);
 		sweep(name, fn, INJ_ALLOCATOR, true);
 	}
+}
+
+/*
+ * The object cache: create (cache, shards, tables, lruvecs, shadow limit),
+ * then inserts that grow every shard's table several times, evictions that
+ * store shadows, refault inserts, del, destroy.  Creation fails cleanly
+ * (nothing attached, nothing leaked); a failed table growth fails no insert
+ * (the old table stays); every object meets its destructor once.
+ */
+#define OC_NOBJ 48
+
+struct ocobj {
+	struct rcl_objcache_node node;
+	uint32_t id;
+	int destroyed;
+};
+
+static void oc_destructor(struct rcl_objcache_node *n, void *priv)
+{
+	struct ocobj *o = rcl_container_of(n, struct ocobj, node);
+
+	(void)priv;
+	o->destroyed++;
+}
+
+static const struct rcl_objcache_ops oc_ops = { .destructor = oc_destructor };
+
+static void scenario_objcache(struct sc *c)
+{
+	struct rcl_domain_config dc = { .budget = 1 << 20,
+					.allocator = &t_allocator };
+	struct rcl_objcache_config cc = { .ops = &oc_ops, .nr_shards = 2,
+					  .nr_buckets = 1, .shadow_quota = 2,
+					  .allocator = &t_allocator };
+	static struct ocobj objs[OC_NOBJ];
+	struct rcl_objcache *oc = NULL;
+	struct rcl_objcache_stats st;
+	struct rcl_reclaim_result res;
+	unsigned long before;
+	unsigned i, destroyed = 0;
+	int err;
+
+	memset(objs, 0, sizeof(objs));
+	if (!TRY(rcl_domain_new(&dc, &c->d), -ENOMEM)) {
+		c->d = NULL;
+		return;
+	}
+	if (!TRY(rcl_objcache_new(c->d, &cc, &oc), -ENOMEM)) {
+		/* Nothing left attached or registered: the domain frees. */
+		SC_CHECK(c, oc == NULL);
+		goto out;
+	}
+	for (i = 0; i < OC_NOBJ; i++) {
+		objs[i].id = i;
+		if (!TRY(rcl_objcache_insert(oc, &objs[i].node, &objs[i].id,
+					     sizeof(objs[i].id), 10,
+					     RCL_CTX_CAPABLE, NULL, NULL), 0))
+			goto out;
+		c->charged += 10;
+		if (!SC_CHECK(c, rcl_objcache_put(oc, &objs[i].node) == 0))
+			goto out;
+	}
+	if (!SC_CHECK(c, rcl_objcache_stats(oc, &st) == 0) ||
+	    !SC_CHECK(c, st.objects == OC_NOBJ && st.weight == c->charged) ||
+	    !SC_CHECK(c, rcl_domain_usage(c->d) == c->charged))
+		goto out;
+	for (i = 0; i < OC_NOBJ; i++) {
+		struct rcl_objcache_node *n =
+			rcl_objcache_get(oc, &objs[i].id, sizeof(objs[i].id), NULL);
+
+		if (!SC_CHECK(c, n == &objs[i].node) ||
+		    !SC_CHECK(c, rcl_objcache_put(oc, n) == 0))
+			goto out;
+	}
+	/* Evict everything (shadows kept), then refault half of it. */
+	rcl_lru_drain_local();
+	for (i = 0; i < rcl_objcache_nr_shards(oc); i++)
+		rcl_lruvec_drain(rcl_objcache_lruvec(oc, i));
+	if (!SC_CHECK(c, rcl_domain_reclaim(c->d, 1024, RCL_CTX_CAPABLE,
+					    &res) == 0))
+		goto out;
+	for (i = 0; i < OC_NOBJ; i++)
+		destroyed += objs[i].destroyed;
+	if (!SC_CHECK(c, destroyed == res.nr_reclaimed))
+		goto out;
+	c->charged -= 10 * destroyed;
+	for (i = 0; i < OC_NOBJ; i += 2) {
+		struct rcl_objcache_miss miss;
+
+		if (!objs[i].destroyed)
+			continue;
+		if (!SC_CHECK(c, rcl_objcache_get(oc, &objs[i].id,
+						  sizeof(objs[i].id), &miss) == NULL))
+			goto out;
+		memset(&objs[i].node, 0, sizeof(objs[i].node));
+		objs[i].destroyed = 0;
+		if (!TRY(rcl_objcache_insert(oc, &objs[i].node, &objs[i].id,
+					     sizeof(objs[i].id), 10,
+					     RCL_CTX_CAPABLE, &miss, NULL), 0))
+			goto out;
+		c->charged += 10;
+		rcl_objcache_put(oc, &objs[i].node);
+	}
+	if (!SC_CHECK(c, rcl_domain_usage(c->d) == c->charged))
+		goto out;
+	err = rcl_objcache_del(oc, &objs[0].id, sizeof(objs[0].id));
+	if (!SC_CHECK(c, err == 0 || err == -ENOENT))
+		goto out;
+out:
+	if (oc && !SC_CHECK(c, rcl_objcache_destroy(oc) == 0))
+		return;
+	for (i = 0; oc && i < OC_NOBJ; i++)
+		if (!SC_CHECK(c, objs[i].destroyed <= 1))
+			return;
+	if (!SC_CHECK(c, rcl_domain_usage(c->d) == 0))
+		return;
+	SC_CHECK(c, rcl_domain_free(c->d) == 0);
+	c->d = NULL;
+}
+
+static void test_faults_objcache_every_allocation(void **state)
+{
+	(void)state;
+	sweep_all("objcache", scenario_objcache, true);
 }
 
 static void test_faults_lruvec_every_allocation(void **state)
@@ -1975,6 +2100,7 @@ int main(void)
 		cmocka_unit_test(test_faults_lruvec_every_allocation),
 		cmocka_unit_test(test_faults_shrinker_every_allocation),
 		cmocka_unit_test(test_faults_domain_every_allocation),
+		cmocka_unit_test(test_faults_objcache_every_allocation),
 		cmocka_unit_test(test_faults_reclaimer_start_failure_changes_nothing),
 		cmocka_unit_test(test_faults_flusher_start_failure_keeps_request),
 		cmocka_unit_test(test_faults_writeback_skip_set_failure_is_enomem),

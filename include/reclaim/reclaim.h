@@ -18,5 +18,6 @@
 #include <reclaim/flusher.h>
 #include <reclaim/workingset.h>
 #include <reclaim/refusal.h>
+#include <reclaim/objcache.h>
 
 #endif /* RECLAIM_RECLAIM_H */

@@ -1,0 +1,883 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of <reclaim/objcache.h>: hits and misses, the lost insert race,
+ * charging (one value, exactly once), reclaim of unpinned objects only,
+ * refaults activated through the miss token, del and destroy with pins,
+ * put without get, iteration, statistics, dirty objects and the flusher
+ * path, and several caches in one domain.
+ *
+ * Deterministic: no background reclaimer; reclaim is explicit
+ * (rcl_domain_reclaim()) after rcl_lru_drain_local(); the flusher test
+ * runs the domain on a fake clock and waits for the write count, never for
+ * time.  Objects come from malloc (not cmocka's allocator, which is
+ * single-threaded); a live-object count checks that every object inserted
+ * met its destructor exactly once.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define UNIT_TESTING 1
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef free
+
+#include <reclaim/reclaim.h>
+
+/* ------------------------------------------------------------------------- */
+/* Fixtures                                                                   */
+/* ------------------------------------------------------------------------- */
+
+#define TOBJ_MAGIC 0x544f424au
+
+struct tobj {
+	struct rcl_objcache_node node;
+	uint32_t magic;
+	atomic_int destroyed;		/* destructor calls */
+	atomic_int writes;		/* write hook calls */
+	size_t klen;
+	char key[24];
+};
+
+static atomic_int live;			/* objects allocated, not destroyed */
+static atomic_int nr_destroyed;
+static atomic_int nr_writes;
+
+static struct tobj *tobj_new(const char *key)
+{
+	struct tobj *o = calloc(1, sizeof(*o));
+
+	assert_non_null(o);
+	o->magic = TOBJ_MAGIC;
+	o->klen = strlen(key);
+	memcpy(o->key, key, o->klen);
+	atomic_fetch_add(&live, 1);
+	return o;
+}
+
+static void tobj_free(struct tobj *o)
+{
+	atomic_fetch_sub(&live, 1);
+	o->magic = 0;
+	free(o);
+}
+
+static struct tobj *to(struct rcl_objcache_node *n)
+{
+	return n ? rcl_container_of(n, struct tobj, node) : NULL;
+}
+
+static void t_destructor(struct rcl_objcache_node *n, void *priv)
+{
+	struct tobj *o = to(n);
+
+	(void)priv;
+	assert_int_equal(o->magic, TOBJ_MAGIC);
+	assert_int_equal(atomic_fetch_add(&o->destroyed, 1), 0);
+	atomic_fetch_add(&nr_destroyed, 1);
+	tobj_free(o);
+}
+
+static int t_write(struct rcl_objcache_node *n, void *priv)
+{
+	(void)priv;
+	atomic_fetch_add(&to(n)->writes, 1);
+	atomic_fetch_add(&nr_writes, 1);
+	return 0;
+}
+
+static const struct rcl_objcache_ops t_ops = {
+	.destructor = t_destructor,
+	.write = t_write,
+};
+
+struct fx {
+	struct rcl_domain *d;
+	struct rcl_objcache *c;
+	struct rcl_fake_clock *fc;
+};
+
+static struct fx *fx_new(uint64_t budget, unsigned nr_shards, bool fake_clock)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct rcl_domain_config dc = { .budget = budget,
+					.mode = RCL_CHARGE_STRICT };
+	struct rcl_objcache_config cc = { .ops = &t_ops, .seed = 42,
+					  .nr_shards = nr_shards };
+
+	assert_non_null(f);
+	if (fake_clock) {
+		assert_int_equal(rcl_fake_clock_new(1, &f->fc), 0);
+		dc.clock = rcl_fake_clock_clock(f->fc);
+	}
+	assert_int_equal(rcl_domain_new(&dc, &f->d), 0);
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &f->c), 0);
+	atomic_store(&live, 0);
+	atomic_store(&nr_destroyed, 0);
+	atomic_store(&nr_writes, 0);
+	return f;
+}
+
+static void fx_free(struct fx *f)
+{
+	if (f->c)
+		assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	assert_int_equal(rcl_domain_usage(f->d), 0);
+	assert_int_equal(rcl_domain_free(f->d), 0);
+	rcl_fake_clock_free(f->fc);
+	assert_int_equal(atomic_load(&live), 0);
+	free(f);
+}
+
+/* Get-or-insert, as an application does it: returns the object pinned. */
+static struct tobj *goi(struct fx *f, const char *key, uint64_t weight,
+			int *errp)
+{
+	struct rcl_objcache_miss miss;
+	struct rcl_objcache_node *n;
+	struct tobj *o;
+	int err;
+
+	n = rcl_objcache_get(f->c, key, strlen(key), &miss);
+	if (n) {
+		if (errp)
+			*errp = 0;
+		return to(n);
+	}
+	o = tobj_new(key);
+	err = rcl_objcache_insert(f->c, &o->node, o->key, o->klen, weight,
+				  RCL_CTX_CAPABLE, &miss, &n);
+	if (errp)
+		*errp = err;
+	if (err) {
+		tobj_free(o);
+		return to(n);
+	}
+	return o;
+}
+
+static struct tobj *insert_new(struct fx *f, const char *key, uint64_t w)
+{
+	struct tobj *o = tobj_new(key);
+
+	assert_int_equal(rcl_objcache_insert(f->c, &o->node, o->key, o->klen, w,
+					     RCL_CTX_CAPABLE, NULL, NULL), 0);
+	return o;
+}
+
+static void put(struct fx *f, struct tobj *o)
+{
+	assert_int_equal(rcl_objcache_put(f->c, &o->node), 0);
+}
+
+static struct rcl_objcache_stats stats(struct fx *f)
+{
+	struct rcl_objcache_stats st;
+
+	assert_int_equal(rcl_objcache_stats(f->c, &st), 0);
+	return st;
+}
+
+/* Everything pending reaches the lists; then reclaim hard. */
+static void reclaim_all(struct fx *f, struct rcl_reclaim_result *res)
+{
+	unsigned i;
+
+	rcl_lru_drain_local();
+	for (i = 0; f->c && i < rcl_objcache_nr_shards(f->c); i++)
+		assert_int_equal(rcl_lruvec_drain(rcl_objcache_lruvec(f->c, i)), 0);
+	assert_int_equal(rcl_domain_reclaim(f->d, 1u << 20, RCL_CTX_CAPABLE,
+					    res), 0);
+}
+
+static size_t count_list(struct fx *f, unsigned list)
+{
+	size_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < rcl_objcache_nr_shards(f->c); i++) {
+		struct rcl_lruvec *lv = rcl_objcache_lruvec(f->c, i);
+
+		rcl_lruvec_drain(lv);
+		n += rcl_lruvec_count(lv, list, NULL);
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests                                                                      */
+/* ------------------------------------------------------------------------- */
+
+static void test_objcache_node_size_is_documented(void **state)
+{
+	struct rcl_objcache_node n = RCL_OBJCACHE_NODE_INIT;
+
+	(void)state;
+	if (sizeof(void *) == 8)
+		assert_int_equal(sizeof(struct rcl_objcache_node), 72);
+	assert_null(rcl_objcache_node_key(&n, NULL));
+}
+
+static void test_objcache_hit_and_miss(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 0, false);
+	struct rcl_objcache_miss miss;
+	struct rcl_objcache_node *n;
+	struct rcl_objcache_stats st;
+	struct tobj *a;
+	size_t len;
+	int err;
+
+	(void)state;
+	assert_int_equal(rcl_objcache_nr_shards(f->c), RCL_OBJCACHE_SHARDS_DEFAULT);
+	assert_null(rcl_objcache_get(f->c, "a", 1, &miss));
+	assert_false(miss.refault);
+	a = goi(f, "a", 100, &err);
+	assert_int_equal(err, 0);
+	assert_int_equal(rcl_domain_usage(f->d), 100);
+	put(f, a);
+	n = rcl_objcache_get(f->c, "a", 1, &miss);
+	assert_ptr_equal(n, &a->node);
+	assert_ptr_equal(rcl_objcache_node_key(n, &len), a->key);
+	assert_int_equal(len, 1);
+	put(f, a);
+	assert_null(rcl_objcache_get(f->c, "b", 1, NULL));
+	assert_null(rcl_objcache_get(f->c, "aa", 2, NULL));
+	/* The empty key is a key. */
+	a = goi(f, "", 7, &err);
+	assert_int_equal(err, 0);
+	put(f, a);
+	assert_ptr_equal(rcl_objcache_get(f->c, "", 0, NULL), &a->node);
+	put(f, a);
+	st = stats(f);
+	assert_int_equal(st.hits, 2);
+	assert_int_equal(st.misses, 5);
+	assert_int_equal(st.inserts, 2);
+	assert_int_equal(st.objects, 2);
+	assert_int_equal(st.weight, 107);
+	fx_free(f);
+}
+
+static void test_objcache_lost_insert_race(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 4, false);
+	struct rcl_objcache_miss m1, m2;
+	struct rcl_objcache_node *ex = NULL;
+	struct tobj *a = tobj_new("k"), *b = tobj_new("k");
+
+	(void)state;
+	/* Two threads missed the same key; both insert. */
+	assert_null(rcl_objcache_get(f->c, "k", 1, &m1));
+	assert_null(rcl_objcache_get(f->c, "k", 1, &m2));
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, 1, 300,
+					     RCL_CTX_CAPABLE, &m1, &ex), 0);
+	assert_null(ex);
+	assert_int_equal(rcl_objcache_insert(f->c, &b->node, b->key, 1, 500,
+					     RCL_CTX_CAPABLE, &m2, &ex), -EEXIST);
+	assert_ptr_equal(ex, &a->node);		/* the winner, pinned */
+	assert_int_equal(rcl_domain_usage(f->d), 300);	/* loser uncharged */
+	assert_int_equal(stats(f).lost_races, 1);
+	assert_int_equal(stats(f).objects, 1);
+	/* The loser's node is untouched: it may be inserted elsewhere. */
+	assert_null(rcl_objcache_node_key(&b->node, NULL));
+	tobj_free(b);
+	put(f, a);
+	put(f, a);
+	assert_int_equal(rcl_objcache_put(f->c, &a->node), -EINVAL);
+	fx_free(f);
+}
+
+static void test_objcache_charge_failure_changes_nothing(void **state)
+{
+	struct fx *f = fx_new(1000, 2, false);
+	struct tobj *objs[10], *x;
+	struct rcl_objcache_stats before, after;
+	struct rcl_objcache_node *ex = (void *)1;
+	unsigned i;
+	char key[8];
+
+	(void)state;
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "p%u", i);
+		objs[i] = insert_new(f, key, 100);	/* pinned */
+	}
+	assert_int_equal(rcl_domain_usage(f->d), 1000);
+	rcl_lru_drain_local();
+	before = stats(f);
+	x = tobj_new("x");
+	assert_int_equal(rcl_objcache_insert(f->c, &x->node, x->key, 1, 100,
+					     RCL_CTX_CAPABLE, NULL, &ex), -ENOMEM);
+	assert_null(ex);
+	after = stats(f);
+	assert_int_equal(rcl_domain_usage(f->d), 1000);
+	assert_int_equal(after.objects, before.objects);
+	assert_int_equal(after.weight, before.weight);
+	assert_int_equal(after.inserts, before.inserts);
+	assert_int_equal(after.charge_failures, 1);
+	assert_int_equal(atomic_load(&nr_destroyed), 0);
+	assert_null(rcl_objcache_get(f->c, "x", 1, NULL));
+	/* The node is still idle: it can go in once there is room. */
+	put(f, objs[0]);
+	assert_int_equal(rcl_objcache_insert(f->c, &x->node, x->key, 1, 100,
+					     RCL_CTX_CAPABLE, NULL, NULL), 0);
+	assert_int_equal(atomic_load(&nr_destroyed), 1);	/* p0 went */
+	assert_int_equal(rcl_domain_usage(f->d), 1000);
+	put(f, x);
+	for (i = 1; i < 10; i++)
+		put(f, objs[i]);
+	fx_free(f);
+}
+
+static void test_objcache_weight_is_one_value(void **state)
+{
+	struct fx *f = fx_new(1ull << 40, 1, false);
+	struct tobj *a = tobj_new("big");
+
+	(void)state;
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen,
+					     (uint64_t)UINT32_MAX + 1,
+					     RCL_CTX_CAPABLE, NULL, NULL), -E2BIG);
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen, 0,
+					     RCL_CTX_CAPABLE, NULL, NULL), -EINVAL);
+	assert_int_equal(rcl_domain_usage(f->d), 0);
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen,
+					     UINT32_MAX, RCL_CTX_CAPABLE, NULL,
+					     NULL), 0);
+	/* The charge is the lru weight. */
+	assert_int_equal(rcl_domain_usage(f->d), UINT32_MAX);
+	rcl_lru_drain_local();
+	{
+		uint64_t w;
+
+		assert_int_equal(rcl_lruvec_count(rcl_objcache_lruvec(f->c, 0),
+						  RCL_LRU_LIST(RCL_LRU_FILE, 0),
+						  &w), 1);
+		assert_int_equal(w, UINT32_MAX);
+	}
+	/* The same node again: not idle. */
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen, 1,
+					     RCL_CTX_CAPABLE, NULL, NULL), -EBUSY);
+	put(f, a);
+	fx_free(f);
+}
+
+static void test_objcache_reclaim_evicts_unpinned_only(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 4, false);
+	struct rcl_reclaim_result res;
+	struct tobj *objs[10];
+	unsigned i;
+	char key[8];
+
+	(void)state;
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "o%u", i);
+		objs[i] = insert_new(f, key, 100);
+		if (i % 2)
+			put(f, objs[i]);	/* odd ones unpinned */
+	}
+	reclaim_all(f, &res);
+	assert_int_equal(res.nr_reclaimed, 5);
+	assert_int_equal(atomic_load(&nr_destroyed), 5);
+	assert_int_equal(rcl_domain_usage(f->d), 500);
+	assert_int_equal(stats(f).evictions, 5);
+	assert_int_equal(stats(f).objects, 5);
+	assert_int_equal(stats(f).shadows, 5);
+	for (i = 0; i < 10; i += 2) {
+		assert_int_equal(atomic_load(&objs[i]->destroyed), 0);
+		snprintf(key, sizeof(key), "o%u", i);
+		assert_ptr_equal(rcl_objcache_get(f->c, key, strlen(key), NULL),
+				 &objs[i]->node);
+		put(f, objs[i]);
+		put(f, objs[i]);
+	}
+	/* Unpinned now: a second reclaim takes them, each once. */
+	reclaim_all(f, &res);
+	assert_int_equal(atomic_load(&nr_destroyed), 10);
+	assert_int_equal(rcl_domain_usage(f->d), 0);
+	assert_int_equal(stats(f).objects, 0);
+	fx_free(f);
+}
+
+static void test_objcache_refault_insert_is_activated(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 1, false);
+	struct rcl_lruvec *lv;
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					      .nr_to_scan = 1 };
+	struct rcl_objcache_miss miss;
+	struct rcl_objcache_node *ex;
+	struct rcl_workingset_stats ws;
+	struct tobj *a, *b, *hot[4];
+	unsigned i, j;
+	char key[8];
+
+	(void)state;
+	lv = rcl_objcache_lruvec(f->c, 0);
+	/* A working set of four objects on the active list (two touches). */
+	for (i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "h%u", i);
+		hot[i] = insert_new(f, key, 100);
+		put(f, hot[i]);
+		for (j = 0; j < 2; j++)
+			put(f, to(rcl_objcache_get(f->c, key, 2, NULL)));
+	}
+	a = insert_new(f, "r", 100);
+	put(f, a);
+	rcl_lru_drain_local();
+	assert_int_equal(count_list(f, RCL_LRU_LIST(RCL_LRU_FILE, 1)), 4);
+	/* Evict "r", the one inactive object; its shadow is kept. */
+	assert_int_equal(rcl_lruvec_shrink_inactive(lv, &sc), 0);
+	assert_int_equal(sc.nr_freed, 1);
+	assert_int_equal(atomic_load(&nr_destroyed), 1);
+	assert_int_equal(stats(f).shadows, 1);
+
+	/* The miss finds the shadow and takes it into the token. */
+	assert_null(rcl_objcache_get(f->c, "r", 1, &miss));
+	assert_true(miss.refault);
+	assert_int_equal(stats(f).refault_misses, 1);
+	assert_int_equal(stats(f).shadows, 0);
+	a = tobj_new("r");
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, 1, 100,
+					     RCL_CTX_CAPABLE, &miss, &ex), 0);
+	/* Within the active list's reach: inserted active. */
+	assert_int_equal(stats(f).refault_activations, 1);
+	assert_int_equal(count_list(f, RCL_LRU_LIST(RCL_LRU_FILE, 1)), 5);
+	assert_int_equal(count_list(f, RCL_LRU_LIST(RCL_LRU_FILE, 0)), 0);
+	assert_int_equal(rcl_lruvec_workingset_stats(lv, &ws), 0);
+	assert_int_equal(ws.refault, 1);
+	assert_int_equal(ws.activate, 1);
+	/* A second miss of a key finds no shadow; a plain add is inactive. */
+	assert_null(rcl_objcache_get(f->c, "plain", 5, &miss));
+	assert_false(miss.refault);
+	b = tobj_new("plain");
+	assert_int_equal(rcl_objcache_insert(f->c, &b->node, b->key, 5, 100,
+					     RCL_CTX_CAPABLE, &miss, NULL), 0);
+	assert_int_equal(count_list(f, RCL_LRU_LIST(RCL_LRU_FILE, 0)), 1);
+	/* A token of another cache is refused. */
+	{
+		struct rcl_objcache_miss other = miss;
+		struct tobj *c = tobj_new("zz");
+
+		other.__cache = NULL;
+		assert_int_equal(rcl_objcache_insert(f->c, &c->node, c->key, 2, 1,
+						     RCL_CTX_CAPABLE, &other,
+						     NULL), -EINVAL);
+		tobj_free(c);
+	}
+	put(f, a);
+	put(f, b);
+	fx_free(f);
+}
+
+static void test_objcache_shadows_are_bounded(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1 << 20 };
+	struct rcl_objcache_config cc = { .ops = &t_ops, .nr_shards = 2,
+					  .shadow_quota = 4 };
+	struct rcl_reclaim_result res;
+	struct fx f = { 0 };
+	unsigned i;
+	char key[8];
+
+	(void)state;
+	atomic_store(&live, 0);
+	assert_int_equal(rcl_domain_new(&dc, &f.d), 0);
+	assert_int_equal(rcl_objcache_new(f.d, &cc, &f.c), 0);
+	for (i = 0; i < 64; i++) {
+		snprintf(key, sizeof(key), "s%u", i);
+		put(&f, insert_new(&f, key, 10));
+	}
+	reclaim_all(&f, &res);		/* evicts all: 64 shadows */
+	assert_true(stats(&f).shadows > 8);
+	/* The shadow limit's shrinker drops the excess over the quota. */
+	for (i = 0; i < 16 && stats(&f).shadows > 8; i++)
+		assert_int_equal(rcl_domain_reclaim(f.d, 32, RCL_CTX_CAPABLE,
+						    &res), 0);
+	assert_true(stats(&f).shadows <= 8);
+	assert_true(stats(&f).shadows_dropped > 0);
+	assert_int_equal(rcl_objcache_destroy(f.c), 0);
+	assert_int_equal(rcl_domain_free(f.d), 0);
+	assert_int_equal(atomic_load(&live), 0);
+}
+
+static void test_objcache_del_with_pins(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 0, false);
+	struct tobj *a = insert_new(f, "d", 100), *b;
+
+	(void)state;
+	assert_int_equal(rcl_objcache_del(f->c, "d", 1), 0);
+	assert_null(rcl_objcache_get(f->c, "d", 1, NULL));
+	assert_int_equal(atomic_load(&a->destroyed), 0);	/* still pinned */
+	assert_int_equal(rcl_domain_usage(f->d), 100);
+	assert_int_equal(rcl_objcache_del(f->c, "d", 1), -ENOENT);
+	assert_int_equal(rcl_objcache_del_node(f->c, &a->node), -ENOENT);
+	assert_int_equal(rcl_objcache_mark_dirty(f->c, &a->node), -ENOENT);
+	/* The key may be cached again meanwhile. */
+	b = insert_new(f, "d", 50);
+	assert_int_equal(rcl_domain_usage(f->d), 150);
+	/* Destroy waits for the deleted object's last pin. */
+	assert_int_equal(rcl_objcache_destroy(f->c), -EBUSY);
+	put(f, a);					/* the last pin */
+	assert_int_equal(atomic_load(&nr_destroyed), 1);
+	assert_int_equal(rcl_domain_usage(f->d), 50);
+	/* del_node of a pinned object; unpinned: the destructor runs now. */
+	assert_int_equal(rcl_objcache_del_node(f->c, &b->node), 0);
+	assert_int_equal(rcl_objcache_del_node(f->c, &b->node), -ENOENT);
+	put(f, b);
+	assert_int_equal(atomic_load(&nr_destroyed), 2);
+	a = insert_new(f, "e", 10);
+	put(f, a);
+	assert_int_equal(rcl_objcache_del(f->c, "e", 1), 0);
+	assert_int_equal(atomic_load(&nr_destroyed), 3);
+	assert_int_equal(stats(f).deletes, 3);
+	assert_int_equal(rcl_domain_usage(f->d), 0);
+	fx_free(f);
+}
+
+static void test_objcache_destroy_with_pins_is_ebusy(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 2, false);
+	struct tobj *a = insert_new(f, "a", 10), *b = insert_new(f, "b", 20);
+
+	(void)state;
+	put(f, b);
+	assert_int_equal(rcl_objcache_destroy(f->c), -EBUSY);
+	/* Nothing changed. */
+	assert_int_equal(stats(f).objects, 2);
+	assert_int_equal(rcl_domain_usage(f->d), 30);
+	assert_ptr_equal(rcl_objcache_get(f->c, "b", 1, NULL), &b->node);
+	put(f, b);
+	put(f, a);
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);	/* destructs both */
+	f->c = NULL;
+	assert_int_equal(atomic_load(&nr_destroyed), 2);
+	assert_int_equal(rcl_objcache_destroy(NULL), 0);
+	fx_free(f);
+}
+
+static void test_objcache_put_without_get_is_einval(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 0, false);
+	struct tobj *a = insert_new(f, "a", 10);
+	struct rcl_objcache_stats st;
+
+	(void)state;
+	put(f, a);
+	st = stats(f);
+	assert_int_equal(rcl_objcache_put(f->c, &a->node), -EINVAL);
+	assert_int_equal(rcl_objcache_put(f->c, &a->node), -EINVAL);
+	assert_int_equal(rcl_objcache_mark_dirty(f->c, &a->node), -EINVAL);
+	assert_int_equal(stats(f).objects, st.objects);
+	assert_ptr_equal(rcl_objcache_get(f->c, "a", 1, NULL), &a->node);
+	put(f, a);
+	assert_int_equal(atomic_load(&nr_destroyed), 0);
+	fx_free(f);
+}
+
+struct walk {
+	unsigned n;
+	uint64_t weight;
+	unsigned stop_at;
+};
+
+static int walk_fn(struct rcl_objcache_node *n, void *arg)
+{
+	struct walk *w = arg;
+	size_t len;
+
+	assert_non_null(rcl_objcache_node_key(n, &len));
+	w->n++;
+	w->weight += strtoul(to(n)->key + 1, NULL, 10) + 1;
+	return w->stop_at && w->n == w->stop_at ? 7 : 0;
+}
+
+static void test_objcache_for_each_sees_every_object(void **state)
+{
+	struct fx *f = fx_new(1 << 30, 8, false);
+	struct walk w = { 0 };
+	unsigned i;
+	char key[16];
+
+	(void)state;
+	/* 1000 objects: every shard's table grows several times. */
+	for (i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "w%u", i);
+		put(f, insert_new(f, key, i + 1));
+	}
+	assert_int_equal(rcl_objcache_for_each(f->c, walk_fn, &w), 0);
+	assert_int_equal(w.n, 1000);
+	assert_int_equal(w.weight, 1000ull * 1001 / 2);
+	assert_int_equal(stats(f).weight, 1000ull * 1001 / 2);
+	assert_int_equal(rcl_domain_usage(f->d), 1000ull * 1001 / 2);
+	memset(&w, 0, sizeof(w));
+	w.stop_at = 10;
+	assert_int_equal(rcl_objcache_for_each(f->c, walk_fn, &w), 7);
+	assert_int_equal(w.n, 10);
+	for (i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "w%u", i);
+		assert_int_equal(rcl_objcache_put(
+			f->c, rcl_objcache_get(f->c, key, strlen(key), NULL)), 0);
+		assert_int_equal(rcl_objcache_put(
+			f->c, rcl_objcache_get(f->c, key, strlen(key), NULL)), 0);
+	}
+	fx_free(f);
+}
+
+static void test_objcache_stats_add_up(void **state)
+{
+	struct fx *f = fx_new(4000, 4, false);
+	struct rcl_objcache_stats st;
+	unsigned i, gets = 0;
+	char key[16];
+	int err;
+
+	(void)state;
+	for (i = 0; i < 400; i++) {
+		struct tobj *o;
+
+		snprintf(key, sizeof(key), "k%u", (i * 7) % 97);
+		gets++;
+		o = goi(f, key, 100, &err);
+		if (o)
+			put(f, o);
+		if (i % 13 == 0)
+			rcl_objcache_del(f->c, key, strlen(key));
+	}
+	st = stats(f);
+	assert_int_equal(st.hits + st.misses, gets);
+	assert_int_equal(st.objects,
+			 st.inserts - st.evictions - st.deletes);
+	assert_int_equal(st.weight, rcl_domain_usage(f->d));
+	assert_true(st.evictions > 0);
+	assert_int_equal(atomic_load(&nr_destroyed), st.evictions + st.deletes);
+	assert_true(st.refault_misses <= st.misses);
+	assert_true(st.refault_activations <= st.inserts);
+	fx_free(f);
+}
+
+static void test_objcache_dirty_objects_stay_and_are_written(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 2, false);
+	struct rcl_reclaim_result res;
+	struct tobj *objs[4];
+	uint64_t written = 0;
+	unsigned i;
+	char key[8];
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "y%u", i);
+		objs[i] = insert_new(f, key, 100);
+		if (i < 2) {
+			assert_int_equal(rcl_objcache_mark_dirty(f->c, &objs[i]->node), 0);
+			assert_int_equal(rcl_objcache_mark_dirty(f->c, &objs[i]->node), 0);
+		}
+		put(f, objs[i]);
+	}
+	reclaim_all(f, &res);
+	assert_int_equal(atomic_load(&nr_destroyed), 2);	/* clean ones */
+	assert_int_equal(atomic_load(&objs[0]->destroyed), 0);
+	assert_int_equal(atomic_load(&objs[1]->destroyed), 0);
+	assert_int_equal(rcl_domain_writeback_all(f->d, rcl_objcache_writeback_ops(),
+						  NULL, &written), 0);
+	assert_int_equal(written, 2);
+	assert_int_equal(atomic_load(&objs[0]->writes), 1);
+	assert_int_equal(atomic_load(&objs[1]->writes), 1);
+	reclaim_all(f, &res);
+	assert_int_equal(atomic_load(&nr_destroyed), 4);
+	fx_free(f);
+}
+
+static void test_objcache_flusher_thread_writes(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 2, true);
+	struct rcl_dirty_stats ds;
+	struct tobj *objs[8];
+	unsigned i;
+	char key[8];
+
+	(void)state;
+	assert_int_equal(rcl_objcache_flusher_start(f->d, 4), 0);
+	assert_int_equal(rcl_objcache_flusher_start(f->d, 4), -EBUSY);
+	for (i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "f%u", i);
+		objs[i] = insert_new(f, key, 10);
+		assert_int_equal(rcl_objcache_mark_dirty(f->c, &objs[i]->node), 0);
+		put(f, objs[i]);
+	}
+	rcl_lru_drain_local();
+	assert_int_equal(rcl_domain_flush(f->d, 0), 0);
+	/* Wait for the writes (not for time: the clock is fake). */
+	for (i = 0; i < 20000 && atomic_load(&nr_writes) < 8; i++) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(atomic_load(&nr_writes), 8);
+	assert_int_equal(rcl_domain_flusher_stop(f->d), 0);
+	assert_int_equal(rcl_domain_dirty_stats(f->d, &ds), 0);
+	assert_int_equal(ds.nr_dirty + ds.nr_writeback, 0);
+	fx_free(f);
+}
+
+static int other_writes;
+
+static int other_write(struct rcl_objcache_node *n, void *priv)
+{
+	(void)n;
+	assert_ptr_equal(priv, &other_writes);
+	other_writes++;
+	return 0;
+}
+
+static const struct rcl_objcache_ops other_ops = {
+	.destructor = t_destructor,
+	.write = other_write,
+};
+
+static void test_objcache_caches_share_a_domain(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 4, false);
+	struct rcl_objcache_config cc = { .ops = &other_ops,
+					  .priv = &other_writes, .seed = 1,
+					  .nr_shards = 2 };
+	struct rcl_objcache *c2;
+	struct rcl_reclaim_result res;
+	struct tobj *a, *b;
+	uint64_t written;
+
+	(void)state;
+	other_writes = 0;
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &c2), 0);
+	a = insert_new(f, "same", 100);
+	b = tobj_new("same");
+	assert_int_equal(rcl_objcache_insert(c2, &b->node, b->key, b->klen, 30,
+					     RCL_CTX_CAPABLE, NULL, NULL), 0);
+	assert_int_equal(rcl_domain_usage(f->d), 130);
+	/* A node of one cache is refused by the other. */
+	assert_int_equal(rcl_objcache_put(c2, &a->node), -EINVAL);
+	assert_int_equal(rcl_objcache_mark_dirty(f->c, &a->node), 0);
+	assert_int_equal(rcl_objcache_mark_dirty(c2, &b->node), 0);
+	assert_int_equal(rcl_domain_writeback_all(f->d, rcl_objcache_writeback_ops(),
+						  NULL, &written), 0);
+	assert_int_equal(written, 2);
+	assert_int_equal(atomic_load(&a->writes), 1);	/* each cache's hook */
+	assert_int_equal(other_writes, 1);
+	put(f, a);
+	assert_int_equal(rcl_objcache_put(c2, &b->node), 0);
+	reclaim_all(f, &res);
+	rcl_lruvec_drain(rcl_objcache_lruvec(c2, 0));
+	rcl_lruvec_drain(rcl_objcache_lruvec(c2, 1));
+	assert_int_equal(rcl_domain_reclaim(f->d, 64, RCL_CTX_CAPABLE, &res), 0);
+	assert_int_equal(atomic_load(&nr_destroyed), 2);	/* from both */
+	assert_int_equal(rcl_domain_usage(f->d), 0);
+	assert_int_equal(rcl_objcache_destroy(c2), 0);
+	fx_free(f);
+}
+
+/* Application keys: a 64-bit integer in the object, a weak hash. */
+struct ikey {
+	struct rcl_objcache_node node;
+	uint64_t id;
+};
+
+static uint64_t ikey_hash(const void *key, size_t len, void *priv)
+{
+	uint64_t v;
+
+	(void)priv;
+	assert_int_equal(len, sizeof(v));
+	memcpy(&v, key, sizeof(v));
+	return v;	/* identity: the cache mixes it */
+}
+
+static bool ikey_eq(const struct rcl_objcache_node *n, const void *key,
+		    size_t len, void *priv)
+{
+	(void)priv;
+	(void)len;
+	return rcl_container_of(n, struct ikey, node)->id ==
+	       *(const uint64_t *)key;
+}
+
+static const struct rcl_objcache_ops ikey_ops = { .hash = ikey_hash,
+						  .eq = ikey_eq };
+
+static void test_objcache_application_keys(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1 << 20 };
+	struct rcl_objcache_config cc = { .ops = &ikey_ops, .nr_shards = 4 };
+	static struct ikey pool[64];	/* no destructor: a static pool */
+	struct rcl_domain *d;
+	struct rcl_objcache *c;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), 0);
+	for (i = 0; i < 64; i++) {
+		pool[i].id = (uint64_t)i << 40;
+		assert_int_equal(rcl_objcache_insert(c, &pool[i].node, &pool[i].id,
+						     8, 1, RCL_CTX_CAPABLE, NULL,
+						     NULL), 0);
+		assert_int_equal(rcl_objcache_put(c, &pool[i].node), 0);
+	}
+	for (i = 0; i < 64; i++) {
+		uint64_t id = (uint64_t)i << 40;
+		struct rcl_objcache_node *n = rcl_objcache_get(c, &id, 8, NULL);
+
+		assert_ptr_equal(n, &pool[i].node);
+		assert_int_equal(rcl_objcache_put(c, n), 0);
+	}
+	{
+		uint64_t id = 5;
+
+		assert_null(rcl_objcache_get(c, &id, 8, NULL));
+		id = 3ull << 40;
+		assert_int_equal(rcl_objcache_del(c, &id, 8), 0);
+		assert_null(rcl_objcache_get(c, &id, 8, NULL));
+	}
+	/* After its destructor-less end the node is idle: reusable. */
+	assert_int_equal(rcl_objcache_insert(c, &pool[3].node, &pool[3].id, 8, 1,
+					     RCL_CTX_CAPABLE, NULL, NULL), 0);
+	assert_int_equal(rcl_objcache_put(c, &pool[3].node), 0);
+	assert_int_equal(rcl_domain_usage(d), 64);
+	assert_int_equal(rcl_objcache_destroy(c), 0);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_objcache_node_size_is_documented),
+		cmocka_unit_test(test_objcache_hit_and_miss),
+		cmocka_unit_test(test_objcache_lost_insert_race),
+		cmocka_unit_test(test_objcache_charge_failure_changes_nothing),
+		cmocka_unit_test(test_objcache_weight_is_one_value),
+		cmocka_unit_test(test_objcache_reclaim_evicts_unpinned_only),
+		cmocka_unit_test(test_objcache_refault_insert_is_activated),
+		cmocka_unit_test(test_objcache_shadows_are_bounded),
+		cmocka_unit_test(test_objcache_del_with_pins),
+		cmocka_unit_test(test_objcache_destroy_with_pins_is_ebusy),
+		cmocka_unit_test(test_objcache_put_without_get_is_einval),
+		cmocka_unit_test(test_objcache_for_each_sees_every_object),
+		cmocka_unit_test(test_objcache_stats_add_up),
+		cmocka_unit_test(test_objcache_dirty_objects_stay_and_are_written),
+		cmocka_unit_test(test_objcache_flusher_thread_writes),
+		cmocka_unit_test(test_objcache_caches_share_a_domain),
+		cmocka_unit_test(test_objcache_application_keys),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
