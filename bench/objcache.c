@@ -691,7 +691,7 @@ nomem:
 struct oc_figure_arg {
 	const struct oc_params *p;
 	unsigned nthreads;
-	double min_fill;	/* the least full a run's cache was */
+	double min_fill[NR_IMPLS];	/* the least full a run's cache was */
 	uint64_t uncached;	/* libreclaim: refused inserts, all runs */
 };
 
@@ -706,8 +706,8 @@ static int oc_sample(void *arg, unsigned impl, struct bench_sample *out)
 	out->v[0] = one.ops_per_s;
 	out->v[1] = one.hit_ratio;
 	out->other = one.other;
-	if (one.fill < a->min_fill)
-		a->min_fill = one.fill;
+	if (one.fill < a->min_fill[impl])
+		a->min_fill[impl] = one.fill;
 	a->uncached += one.uncached;
 	return 0;
 }
@@ -864,7 +864,7 @@ int cmd_objcache(int argc, char **argv)
 		p.run_ms, reps, bench_plural(reps));
 	t0 = bench_now_ns();
 	for (k = 0; k < nrows; k++) {
-		struct oc_figure_arg arg = { &p, rows[k].threads, 1e9, 0 };
+		struct oc_figure_arg arg = { &p, rows[k].threads, { 1e9, 1e9 }, 0 };
 		char label[NR_IMPLS][64];
 		const char *labels[NR_IMPLS];
 		unsigned impl, redone = 0;
@@ -883,13 +883,18 @@ int cmd_objcache(int argc, char **argv)
 			rows[k].fig[IMPL_LIB].v[0], rows[k].fig[IMPL_LIB].v[1],
 			impl_names[IMPL_MUTEX], rows[k].fig[IMPL_MUTEX].v[0],
 			rows[k].fig[IMPL_MUTEX].v[1]);
+		fprintf(stderr, "; least full %.1f %% / %.1f %% of the budget",
+			arg.min_fill[IMPL_LIB] * 100.0,
+			arg.min_fill[IMPL_MUTEX] * 100.0);
 		if (arg.uncached)
 			fprintf(stderr, ", %llu inserts refused",
 				(unsigned long long)arg.uncached);
 		bench_progress_end(redone);
-		if (arg.min_fill < OC_FULL)
-			fprintf(stderr, "rcl-bench: warning: objcache threads=%u: a cache held only %.0f %% of the budget after its run: the warm-up is too short\n",
-				rows[k].threads, arg.min_fill * 100.0);
+		for (impl = 0; impl < NR_IMPLS; impl++)
+			if (arg.min_fill[impl] < OC_FULL)
+				fprintf(stderr, "rcl-bench: warning: objcache %s threads=%u: the cache held only %.0f %% of the budget after a run: the warm-up is too short\n",
+					impl_names[impl], rows[k].threads,
+					arg.min_fill[impl] * 100.0);
 	}
 	fprintf(stderr, "rcl-bench objcache: %.1f s\n",
 		(double)(bench_now_ns() - t0) / 1e9);
