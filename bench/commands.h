@@ -14,5 +14,6 @@ int cmd_windup(int argc, char **argv);
 int cmd_shrink_scale(int argc, char **argv);
 int cmd_stream(int argc, char **argv);
 int cmd_writeback(int argc, char **argv);
+int cmd_objcache(int argc, char **argv);
 
 #endif /* RCL_BENCH_COMMANDS_H */

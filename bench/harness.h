@@ -6,7 +6,8 @@
  * parsing, a monotonic clock, the CPU time other processes took during a
  * run (to repeat disturbed runs), medians and latency histograms, JSON
  * lines, and the small concurrency helpers the workloads share (a spinning
- * barrier, a deterministic random sequence, striped locks).
+ * barrier, a deterministic random sequence, striped locks), and the
+ * mutex-lru baseline's list (hotpath, objcache).
  *
  * A benchmark is one file, bench/NAME.c, that exports cmd_NAME() (declared
  * in bench/commands.h) and uses these calls:
@@ -371,5 +372,66 @@ struct bench_stripe *bench_stripes_new(unsigned n);
 
 /* Destroys the @n locks and frees them; NULL is a no-op. */
 void bench_stripes_free(struct bench_stripe *s, unsigned n);
+
+/* ------------------------------------------------------------------------- */
+/* The mutex-lru baseline: a move-to-front list behind one mutex              */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * What users write by hand: a doubly linked list, most recent first, behind
+ * one pthread_mutex_t (the caller takes @lock around every call below).
+ * hotpath uses the list alone; objcache puts a hash map behind the same
+ * lock.  Static inline, as they were in hotpath.c.
+ */
+struct ml_node {
+	struct ml_node *prev;
+	struct ml_node *next;
+};
+
+struct mutex_lru {
+	pthread_mutex_t lock;
+	struct ml_node head;	/* next: the most recent; prev: the tail */
+	size_t nr;
+};
+
+static inline int ml_init(struct mutex_lru *l)
+{
+	l->head.prev = l->head.next = &l->head;
+	l->nr = 0;
+	return pthread_mutex_init(&l->lock, NULL);
+}
+
+static inline void ml_link_head(struct mutex_lru *l, struct ml_node *n)
+{
+	n->prev = &l->head;
+	n->next = l->head.next;
+	l->head.next->prev = n;
+	l->head.next = n;
+	l->nr++;
+}
+
+static inline void ml_unlink(struct mutex_lru *l, struct ml_node *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n->next = NULL;
+	l->nr--;
+}
+
+static inline void ml_move_head(struct mutex_lru *l, struct ml_node *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = &l->head;
+	n->next = l->head.next;
+	l->head.next->prev = n;
+	l->head.next = n;
+}
+
+/* The least recent node, or NULL if the list is empty. */
+static inline struct ml_node *ml_tail(struct mutex_lru *l)
+{
+	return l->head.prev == &l->head ? NULL : l->head.prev;
+}
 
 #endif /* RCL_BENCH_HARNESS_H */

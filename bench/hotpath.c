@@ -48,12 +48,6 @@ _Static_assert(HP_REPS <= BENCH_MAX_REPS, "bench_median_of_runs() takes HP_REPS"
 /* Objects                                                                    */
 /* ------------------------------------------------------------------------- */
 
-/* The baseline's list link. */
-struct ml_node {
-	struct ml_node *prev;
-	struct ml_node *next;
-};
-
 /*
  * A cached object: a key, a small payload, and the links of both
  * implementations (each run uses one of them), so both see the same object
@@ -86,50 +80,6 @@ static inline bool pool_push(struct obj_pool *p, struct hp_obj *o)
 		return false;
 	p->slot[p->nr++] = o;
 	return true;
-}
-
-/* ------------------------------------------------------------------------- */
-/* The baseline: a move-to-front list behind one mutex                        */
-/* ------------------------------------------------------------------------- */
-
-struct mutex_lru {
-	pthread_mutex_t lock;
-	struct ml_node head;	/* next: the most recent; prev: the tail */
-	size_t nr;
-};
-
-static int ml_init(struct mutex_lru *l)
-{
-	l->head.prev = l->head.next = &l->head;
-	l->nr = 0;
-	return pthread_mutex_init(&l->lock, NULL);
-}
-
-static inline void ml_link_head(struct mutex_lru *l, struct ml_node *n)
-{
-	n->prev = &l->head;
-	n->next = l->head.next;
-	l->head.next->prev = n;
-	l->head.next = n;
-	l->nr++;
-}
-
-static inline void ml_unlink(struct mutex_lru *l, struct ml_node *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	n->prev = n->next = NULL;
-	l->nr--;
-}
-
-static inline void ml_move_head(struct mutex_lru *l, struct ml_node *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	n->prev = &l->head;
-	n->next = l->head.next;
-	l->head.next->prev = n;
-	l->head.next = n;
 }
 
 /* ------------------------------------------------------------------------- */
