@@ -35,6 +35,7 @@
 #include <reclaim/workingset.h>
 
 #include "internal.h"
+#include "refusal.h"
 
 _Static_assert(sizeof(void *) != 8 || sizeof(struct rcl_objcache_node) == 72,
 	       "struct rcl_objcache_node is 72 bytes on LP64 (objcache.h)");
@@ -634,7 +635,7 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 		return -EINVAL;
 	/* Pinned objects, in the index or deleted: -EBUSY, nothing done. */
 	if (atomic_load(&c->zombies) != 0)
-		return -EBUSY;
+		return RCL__REFUSE(-EBUSY, "deleted objects are still pinned (rcl_objcache_put() them first)");
 	for (i = 0; i < c->nr_shards; i++) {
 		struct oc_shard *sh = &c->shards[i];
 		bool busy = false;
@@ -649,7 +650,7 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 		}
 		oc_unlock(sh);
 		if (busy)
-			return -EBUSY;
+			return RCL__REFUSE(-EBUSY, "objects in the index are pinned (rcl_objcache_put() them first)");
 	}
 	/* No reclaim pass may meet the objects from here on. */
 	for (i = 0; i < c->nr_shards; i++) {
@@ -658,6 +659,8 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 			for (j = 0; j < i; j++)
 				rcl_domain_attach(c->d, &c->shards[j].lv,
 						  c->partition);
+			if (err == -EDEADLK || err == -EBUSY)
+				return RCL__REFUSE(err, "called from a callback of the domain's reclaim pass, which it would wait for (rcl_domain_detach())");
 			return err;
 		}
 		c->shards[i].attached = false;
@@ -781,7 +784,7 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	    node->__cache ||
 	    (rcl_lru_node_flags(&node->__lru) &
 	     (RCL_LRU_F_PENDING | RCL_LRU_F_LISTED | RCL_LRU_F_ISOLATED)))
-		return -EBUSY;
+		return RCL__REFUSE(-EBUSY, "the node is not idle (in a cache already, or not zero-filled)");
 	h = oc_hash(c, key, len);
 	if (miss && miss->__hash == h)
 		shadow = miss->__shadow;
@@ -800,6 +803,8 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	/* The charge may reclaim in this thread: no lock held. */
 	err = rcl_domain_charge(c->d, weight, context, NULL);
 	if (err) {
+		if (err == -EBUSY || err == -EDEADLK)
+			return RCL__REFUSE(err, "the domain refused the charge (rcl_domain_charge())");
 		if (err == -ENOMEM) {
 			oc_lock(sh);
 			sh->st.charge_failures++;
@@ -832,6 +837,8 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	if (err) {
 		oc_unlock(sh);
 		rcl_domain_uncharge(c->d, weight);
+		if (err == -EBUSY || err == -EDEADLK)
+			return RCL__REFUSE(err, "the lruvec refused the node (rcl_lruvec_add_refault())");
 		return err;
 	}
 	node->__cache = c;
@@ -873,10 +880,10 @@ int rcl_objcache_put(struct rcl_objcache *c, struct rcl_objcache_node *node)
 
 /*
  * Delete @n, which is hashed in @sh; called with the shard lock held,
- * returns with it released.
+ * returns with it released.  @func: the public function, for a refusal.
  */
 static int oc_del_locked(struct rcl_objcache *c, struct oc_shard *sh,
-			 struct rcl_objcache_node *n)
+			 struct rcl_objcache_node *n, const char *func)
 {
 	uint32_t old;
 	int err;
@@ -900,6 +907,8 @@ static int oc_del_locked(struct rcl_objcache *c, struct oc_shard *sh,
 					 memory_order_acq_rel);
 		sh->st.deletes--;
 		oc_unlock(sh);
+		if (err == -EDEADLK || err == -EBUSY)
+			return rcl__refuse(func, err, "called from an evict or write callback while the object is isolated or under writeback: it would wait for itself");
 		return err;
 	}
 	atomic_fetch_add(&c->zombies, 1);
@@ -928,7 +937,7 @@ int rcl_objcache_del(struct rcl_objcache *c, const void *key, size_t len)
 		oc_unlock(sh);
 		return -ENOENT;
 	}
-	return oc_del_locked(c, sh, n);
+	return oc_del_locked(c, sh, n, "rcl_objcache_del");
 }
 
 int rcl_objcache_del_node(struct rcl_objcache *c, struct rcl_objcache_node *node)
@@ -943,12 +952,13 @@ int rcl_objcache_del_node(struct rcl_objcache *c, struct rcl_objcache_node *node
 		oc_unlock(sh);
 		return -ENOENT;
 	}
-	return oc_del_locked(c, sh, node);
+	return oc_del_locked(c, sh, node, "rcl_objcache_del_node");
 }
 
 int rcl_objcache_mark_dirty(struct rcl_objcache *c, struct rcl_objcache_node *node)
 {
 	uint32_t w;
+	int err;
 
 	if (!c || !node || node->__cache != c)
 		return -EINVAL;
@@ -957,8 +967,11 @@ int rcl_objcache_mark_dirty(struct rcl_objcache *c, struct rcl_objcache_node *no
 		return -EINVAL;		/* not pinned */
 	if (!(w & OC_HASHED))
 		return -ENOENT;		/* deleted, still pinned */
-	return rcl_lruvec_set_dirty(&oc_shard_of(c, node->__hash)->lv,
-				    &node->__lru);
+	err = rcl_lruvec_set_dirty(&oc_shard_of(c, node->__hash)->lv,
+				   &node->__lru);
+	if (err == -EDEADLK || err == -EBUSY)
+		return RCL__REFUSE(err, "from an evict callback, the object is in a reclaimer's hands: it would wait for it (rcl_lruvec_set_dirty())");
+	return err;
 }
 
 const void *rcl_objcache_node_key(const struct rcl_objcache_node *node,
