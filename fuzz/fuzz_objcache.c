@@ -175,7 +175,6 @@ static const uint8_t *g_wb_fail;	/* write failure pattern */
 static unsigned g_wb_idx, g_wb_calls, g_wb_ok;
 static bool g_wb_selfdel;
 static bool g_reclaim_writes;	/* the domain has RCL_DOMAIN_RECLAIM_WRITES */
-static int g_strict = -1;	/* FUZZ_OBJCACHE_STRICT=1: no known-bug guard */
 
 static const char key_base[2][8] = {
 	{ 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h' },
@@ -315,15 +314,6 @@ static void h_dtor(struct rcl_objcache_node *n, void *priv)
 	      "node not idle in its destructor");
 	switch (g_dctx) {
 	case D_RECLAIM:
-		/*
-		 * Known library bug (fuzz/README.md, fuzz/crashes/
-		 * objcache-reclaim-writes-evicts-dirty): in a domain with
-		 * RCL_DOMAIN_RECLAIM_WRITES, reclaim hands dirty objects to
-		 * oc_evict() with RCL_EVICT_DIRTY, and it frees them unwritten.
-		 * Tolerated so that fuzzing goes on, unless FUZZ_OBJCACHE_STRICT=1.
-		 */
-		if (o->dirty && g_reclaim_writes && !g_strict)
-			o->dirty = false;
 		CHECK(o->st == O_INDEXED && o->pins == 0 && !o->dirty,
 		      "evicted obj %d: state %d pins %u dirty %d",
 		      (int)(o - pool), o->st, o->pins, o->dirty);
@@ -1314,8 +1304,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *t = getenv("FUZZ_TRACE");
 
 		g_trace = t && *t && *t != '0';
-		t = getenv("FUZZ_OBJCACHE_STRICT");
-		g_strict = t && *t && *t != '0';
 	}
 	g_step = 0;
 	g_op = 0;

@@ -413,6 +413,14 @@ static enum rcl_evict_status oc_evict(struct rcl_lru_node *lru,
 	uint32_t want = OC_HASHED | 1;
 	bool added;
 
+	/*
+	 * Only a domain with RCL_DOMAIN_RECLAIM_WRITES (the baseline in which
+	 * reclaim writes) hands over dirty objects.  A cache's objects are
+	 * written by its write hook, through the flusher, never by reclaim:
+	 * keep them, so that nothing dirty is freed unwritten.
+	 */
+	if (ctl->flags & RCL_EVICT_DIRTY)
+		return RCL_EVICT_BUSY;
 	if (!oc_trylock(sh))
 		return RCL_EVICT_BUSY;
 	/* Pinned, or being deleted: keep it (a deleter waits for us). */

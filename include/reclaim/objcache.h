@@ -80,6 +80,10 @@
  * the domain's flusher thread with rcl_objcache_writeback_ops(), whose write
  * callback finds each node's cache from the node and calls that cache's
  * hook.  Every dirty object of such a domain must then be an objcache's.
+ * Reclaim never writes a cache's objects: in a domain with
+ * RCL_DOMAIN_RECLAIM_WRITES (the baseline in which reclaim hands dirty
+ * objects to the evict callback to write), the cache keeps them (BUSY)
+ * until its write hook has written them.
  *
  * Usage:
  *
