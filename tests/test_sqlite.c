@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libreclaim-sqlite: bad input, the pcache2 methods one by one, and
+ * allocation faults.
+ *
+ * The plug-in is installed once per process, so the tests run in order:
+ * first the refusals of rcl_sqlite_install() (bad arguments, SQLite already
+ * initialised), then the install, then the methods called directly (from
+ * sqlite3_config(SQLITE_CONFIG_GETPCACHE2)), then real databases, then the
+ * fault sweep: a test allocator that fails the Nth allocation made inside
+ * xCreate or xFetch, for N = 1, 2, ..., must give SQLITE_NOMEM (or
+ * success, where SQLite retried) and leave the database intact: its content
+ * is the state before or after the failed transaction, and
+ * integrity_check says ok.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+#include <cmocka.h>
+
+#include <reclaim/domain.h>
+#include <reclaim/lruvec.h>
+#include <reclaim/sqlite.h>
+
+/* ------------------------------------------------------------------------- */
+/* The test allocator: counts, and fails the Nth allocation once armed        */
+/* ------------------------------------------------------------------------- */
+
+static atomic_long a_live, a_calls;
+static atomic_long a_fail_at;	/* 0: never; else the call number to fail */
+static atomic_bool a_fail_from;	/* fail every call from a_fail_at on */
+static atomic_long a_failed;
+
+static void *t_alloc(void *ctx, size_t size)
+{
+	long n = atomic_fetch_add(&a_calls, 1) + 1, at = atomic_load(&a_fail_at);
+	void *p;
+
+	(void)ctx;
+	if (at && (n == at || (atomic_load(&a_fail_from) && n > at))) {
+		atomic_fetch_add(&a_failed, 1);
+		return NULL;
+	}
+	p = malloc(size);
+	if (p)
+		atomic_fetch_add(&a_live, 1);
+	return p;
+}
+
+static void t_free(void *ctx, void *p)
+{
+	(void)ctx;
+	atomic_fetch_sub(&a_live, 1);
+	free(p);
+}
+
+static const struct rcl_allocator t_allocator = { t_alloc, t_free, NULL };
+
+static void arm(long nth, bool from)
+{
+	atomic_store(&a_calls, 0);
+	atomic_store(&a_failed, 0);
+	atomic_store(&a_fail_from, from);
+	atomic_store(&a_fail_at, nth);
+}
+
+static void disarm(void)
+{
+	atomic_store(&a_fail_at, 0);
+}
+
+static struct rcl_domain *g_domain;
+static char g_path[512];
+
+/* ------------------------------------------------------------------------- */
+/* Install: refusals, then the install                                        */
+/* ------------------------------------------------------------------------- */
+
+static void test_install_badinput(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 4u << 20 };
+	struct rcl_sqlite_config c = { 0 };
+	struct rcl_allocator half = { t_alloc, NULL, NULL };
+	struct rcl_sqlite_stats s;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &g_domain), 0);
+	assert_int_equal(rcl_sqlite_install(NULL), -EINVAL);
+	assert_int_equal(rcl_sqlite_install(&c), -EINVAL);	/* no domain */
+	c.domain = g_domain;
+	c.flags = 2;
+	assert_int_equal(rcl_sqlite_install(&c), -EINVAL);	/* unknown flag */
+	c.flags = 0;
+	c.allocator = &half;
+	assert_int_equal(rcl_sqlite_install(&c), -EINVAL);	/* no free */
+	c.allocator = &t_allocator;
+
+	/* SQLite initialised already: SQLITE_MISUSE, -EBUSY, nothing changed. */
+	assert_int_equal(sqlite3_initialize(), SQLITE_OK);
+	assert_int_equal(rcl_sqlite_install(&c), -EBUSY);
+	assert_int_equal(sqlite3_shutdown(), SQLITE_OK);
+
+	assert_int_equal(rcl_sqlite_stats(NULL), -EINVAL);
+	assert_int_equal(rcl_sqlite_cache_stats(NULL, "main", &s), -EINVAL);
+	assert_int_equal(rcl_sqlite_page_charge(4096, 120), RCL_SQLITE_PAGE_OVERHEAD + 4096 + 120);
+
+	assert_int_equal(rcl_sqlite_install(&c), 0);
+	assert_int_equal(rcl_sqlite_install(&c), -EBUSY);	/* once */
+	assert_int_equal(rcl_sqlite_stats(&s), 0);
+	assert_int_equal(s.caches, 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The methods, called directly                                               */
+/* ------------------------------------------------------------------------- */
+
+static sqlite3_pcache_methods2 m;
+
+static void test_methods(void **state)
+{
+	sqlite3_pcache *pc;
+	sqlite3_pcache_page *p[8], *q;
+	struct rcl_sqlite_stats s;
+	uint64_t charge = rcl_sqlite_page_charge(1024, 64), u0;
+	int i;
+
+	(void)state;
+	assert_int_equal(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &m), SQLITE_OK);
+	assert_int_equal(m.xInit(m.pArg), SQLITE_OK);
+	u0 = rcl_domain_usage(g_domain);
+	pc = m.xCreate(1024, 64, 1);
+	assert_non_null(pc);
+	m.xCachesize(pc, 4);
+	assert_null(m.xFetch(pc, 1, 0));		/* 0: never allocate */
+	for (i = 0; i < 8; i++) {
+		p[i] = m.xFetch(pc, (unsigned)i + 1, i % 2 ? 1 : 2);
+		assert_non_null(p[i]);
+		/* a new page: the whole extra area is zero */
+		for (int j = 0; j < 64; j++)
+			assert_int_equal(((unsigned char *)p[i]->pExtra)[j], 0);
+		assert_ptr_equal((char *)p[i]->pExtra, (char *)p[i]->pBuf + 1024);
+		memset(p[i]->pBuf, 'a' + i, 1024);
+		*(int *)p[i]->pExtra = i + 100;
+	}
+	assert_int_equal(m.xPagecount(pc), 8);
+	assert_int_equal(rcl_domain_usage(g_domain), u0 + 8 * charge);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.pinned, 8);
+	/* a hit returns the same page, content intact */
+	assert_ptr_equal(m.xFetch(pc, 3, 0), p[2]);
+	assert_int_equal(((char *)p[2]->pBuf)[5], 'c');
+
+	/* unpin (no counting: one unpin unpins), discard */
+	m.xUnpin(pc, p[0], 0);
+	m.xUnpin(pc, p[1], 1);				/* discarded */
+	assert_int_equal(m.xPagecount(pc), 7);
+	assert_null(m.xFetch(pc, 2, 0));
+	q = m.xFetch(pc, 1, 0);				/* re-pinned, intact */
+	assert_ptr_equal(q, p[0]);
+	assert_int_equal(*(int *)q->pExtra, 100);
+
+	/* rekey a pinned page onto an unpinned page's key: that one goes */
+	m.xUnpin(pc, p[4], 0);				/* key 5, unpinned */
+	m.xRekey(pc, p[3], 4, 5);
+	assert_int_equal(m.xPagecount(pc), 6);
+	assert_ptr_equal(m.xFetch(pc, 5, 0), p[3]);
+	assert_int_equal(((char *)p[3]->pBuf)[0], 'd');
+	assert_null(m.xFetch(pc, 4, 0));
+
+	/* truncate drops keys >= 7, pinned or not */
+	m.xUnpin(pc, p[6], 0);				/* 7 unpinned, 8 pinned */
+	m.xTruncate(pc, 7);
+	assert_int_equal(m.xPagecount(pc), 4);		/* 1, 3, 5, 6 */
+	assert_null(m.xFetch(pc, 7, 0));
+	assert_null(m.xFetch(pc, 8, 0));
+
+	/* shrink frees the unpinned pages only */
+	m.xUnpin(pc, p[5], 0);				/* 6 */
+	m.xShrink(pc);
+	assert_int_equal(m.xPagecount(pc), 3);		/* 1, 3, 5 pinned */
+	assert_null(m.xFetch(pc, 6, 0));
+
+	/* reclaim never meets a pinned page: a budget below the pinned pages */
+	assert_int_equal(rcl_domain_set_budget(g_domain, 2 * charge), 0);
+	struct rcl_reclaim_result rr;
+	rcl_domain_reclaim(g_domain, 64, RCL_CTX_CAPABLE, &rr);
+	assert_int_equal(m.xPagecount(pc), 3);
+	assert_int_equal(((char *)p[2]->pBuf)[0], 'c');
+	/* strict domain, no room: createFlag 1 and 2 both fail, nothing leaks */
+	assert_null(m.xFetch(pc, 20, 1));
+	assert_null(m.xFetch(pc, 20, 2));
+	assert_int_equal(rcl_domain_set_budget(g_domain, 4u << 20), 0);
+
+	/* eviction and refault: unpin, reclaim everything, fetch again */
+	m.xUnpin(pc, p[0], 0);
+	m.xUnpin(pc, p[2], 0);
+	m.xUnpin(pc, p[3], 0);
+	for (i = 0; i < 3; i++) {		/* make them active: several touches */
+		m.xUnpin(pc, m.xFetch(pc, 1, 0), 0);
+		m.xUnpin(pc, m.xFetch(pc, 3, 0), 0);
+	}
+	rcl_sqlite_stats(&s);
+	uint64_t ev0 = s.evictions, ra0 = s.refault_activations;
+	rcl_lru_drain_local();	/* unpinned pages wait in this thread's add batch */
+	assert_int_equal(rcl_domain_set_budget(g_domain, charge / 2 + 1), 0);
+	for (i = 0; i < 8 && m.xPagecount(pc); i++)
+		rcl_domain_reclaim(g_domain, 64, RCL_CTX_CAPABLE, &rr);
+	assert_int_equal(m.xPagecount(pc), 0);
+	assert_int_equal(rcl_domain_set_budget(g_domain, 4u << 20), 0);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.evictions, ev0 + 3);
+	q = m.xFetch(pc, 1, 2);
+	assert_non_null(q);
+	m.xUnpin(pc, q, 0);	/* a refault (activated only if the distance
+				 * fits the active list: here it is empty) */
+	rcl_sqlite_stats(&s);
+	assert_true(s.refault_activations >= ra0);
+
+	m.xDestroy(pc);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.caches, 0);
+	assert_int_equal(s.pages, 0);
+	assert_int_equal(s.pinned, 0);
+
+	/* a non-purgeable cache (in-memory database): unpin always discards */
+	pc = m.xCreate(512, 8, 0);
+	assert_non_null(pc);
+	q = m.xFetch(pc, 1, 2);
+	assert_non_null(q);
+	m.xUnpin(pc, q, 0);
+	assert_int_equal(m.xPagecount(pc), 0);
+	m.xDestroy(pc);
+	assert_int_equal(a_live, 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Real databases                                                             */
+/* ------------------------------------------------------------------------- */
+
+static int exec(sqlite3 *db, const char *sql)
+{
+	return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+static uint64_t content_hash(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	uint64_t h = 1469598103934665603ull;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT id, v FROM t ORDER BY id", -1, &st, NULL), SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(st, 1);
+
+		h = (h ^ (uint64_t)sqlite3_column_int64(st, 0)) * 1099511628211ull;
+		for (; v && *v; v++)
+			h = (h ^ *v) * 1099511628211ull;
+	}
+	sqlite3_finalize(st);
+	return h;
+}
+
+static void integrity_ok(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
+	sqlite3_finalize(st);
+}
+
+static void test_databases(void **state)
+{
+	sqlite3 *db;
+	struct rcl_sqlite_stats s, cs;
+	const char *tmp = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(g_path, sizeof(g_path), "%s/rcl-test-sqlite-%d.db", tmp && *tmp ? tmp : "/tmp",
+		 (int)getpid());
+	unlink(g_path);
+	assert_int_equal(sqlite3_open(g_path, &db), SQLITE_OK);
+	/* auto_vacuum=FULL moves pages at commit (xRekey) and truncates the
+	 * file (xTruncate) */
+	assert_int_equal(exec(db, "PRAGMA auto_vacuum=FULL; PRAGMA cache_size=20;"
+			      "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);"
+			      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000)"
+			      " INSERT INTO t SELECT x, printf('%.*c', 200 + x % 300, 'v') FROM c;"
+			      "DELETE FROM t WHERE id % 3 = 0; DELETE FROM t WHERE id > 2500;"
+			      "UPDATE t SET v = v || 'x' WHERE id % 5 = 0"), SQLITE_OK);
+	integrity_ok(db);
+	assert_int_equal(rcl_sqlite_cache_stats(db, "main", &cs), 0);
+	assert_int_equal(cs.caches, 1);
+	assert_true(cs.pages > 20);		/* cache_size is a share, not a wall */
+	assert_true(cs.hits > 0);
+	assert_int_equal(rcl_sqlite_cache_stats(db, "nosuch", &cs), -ENOENT);
+	assert_int_equal(rcl_sqlite_cache_stats(db, NULL, NULL), -EINVAL);
+	sqlite3_db_release_memory(db);		/* xShrink: every unpinned page */
+	assert_int_equal(rcl_sqlite_cache_stats(db, "main", &cs), 0);
+	assert_true(cs.pages <= 2);		/* page 1 read by the probe, maybe */
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.charged, rcl_domain_usage(g_domain));
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.caches, 0);
+	assert_int_equal(s.charged, 0);
+	assert_int_equal(a_live, 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Faults                                                                     */
+/* ------------------------------------------------------------------------- */
+
+static void test_faults(void **state)
+{
+	sqlite3 *db;
+	uint64_t before, after;
+	long nth, injected = 0, nomem = 0, points = 0;
+	int from;
+
+	(void)state;
+	/* the reference states: before and after the workload */
+	assert_int_equal(sqlite3_open(g_path, &db), SQLITE_OK);
+	before = content_hash(db);
+	assert_int_equal(exec(db, "SAVEPOINT x; UPDATE t SET v = v || 'y' WHERE id % 2 = 0;"
+			      "INSERT INTO t(v) SELECT v FROM t WHERE id < 400; SELECT 1"), SQLITE_OK);
+	after = content_hash(db);
+	assert_int_equal(exec(db, "ROLLBACK TO x; RELEASE x"), SQLITE_OK);
+	assert_int_equal(content_hash(db), before);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+
+	for (from = 0; from < 2; from++) {
+		for (nth = 1;; nth++) {
+			int rc, orc;
+			uint64_t h;
+
+			/* the failure may hit xCreate inside sqlite3_open */
+			arm(nth, from);
+			orc = sqlite3_open(g_path, &db);
+			if (orc == SQLITE_OK) {
+				exec(db, "PRAGMA cache_size=10");
+				rc = exec(db, "BEGIN; UPDATE t SET v = v || 'y' WHERE id % 2 = 0;"
+					  "INSERT INTO t(v) SELECT v FROM t WHERE id < 400;"
+					  "SELECT count(*) FROM t; COMMIT");
+			} else {
+				rc = orc;
+			}
+			disarm();
+			if (rc != SQLITE_OK) {
+				assert_int_equal(rc & 0xff, SQLITE_NOMEM);
+				nomem++;
+			}
+			if (orc == SQLITE_OK) {
+				exec(db, "ROLLBACK");	/* if the failure left it open */
+			}
+			sqlite3_close(db);
+			injected += atomic_load(&a_failed);
+			points++;
+
+			/* the database is intact: before or after, and ok */
+			assert_int_equal(sqlite3_open(g_path, &db), SQLITE_OK);
+			integrity_ok(db);
+			h = content_hash(db);
+			assert_true(h == before || h == after);
+			if (h == after)	/* undo it for the next run */
+				assert_int_equal(exec(db, "DELETE FROM t WHERE id > 2500;"
+						      "UPDATE t SET v = substr(v, 1, length(v) - 1) WHERE id % 2 = 0"),
+						 SQLITE_OK);
+			assert_int_equal(content_hash(db), before);
+			assert_int_equal(sqlite3_close(db), SQLITE_OK);
+			assert_int_equal(a_live, 0);
+			if (atomic_load(&a_failed) == 0)
+				break;		/* ran to the end without reaching N */
+			if (nth > 4000)
+				fail_msg("no end to the fault points");
+		}
+	}
+	print_message("faults: %ld runs, %ld failures injected, %ld SQLITE_NOMEM\n",
+		      points, injected, nomem);
+	assert_true(nomem > 0);
+	unlink(g_path);
+}
+
+static void test_teardown(void **state)
+{
+	struct rcl_sqlite_stats s;
+
+	(void)state;
+	assert_int_equal(sqlite3_shutdown(), SQLITE_OK);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.caches, 0);
+	assert_int_equal(s.pages, 0);
+	assert_int_equal(rcl_domain_usage(g_domain), 0);
+	assert_int_equal(rcl_domain_free(g_domain), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_install_badinput),
+		cmocka_unit_test(test_methods),
+		cmocka_unit_test(test_databases),
+		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
