@@ -14,5 +14,8 @@ int cmd_windup(int argc, char **argv);
 int cmd_shrink_scale(int argc, char **argv);
 int cmd_stream(int argc, char **argv);
 int cmd_writeback(int argc, char **argv);
+#ifdef RCL_BENCH_HAVE_SQLITE
+int cmd_sqlite(int argc, char **argv);
+#endif
 
 #endif /* RCL_BENCH_COMMANDS_H */
