@@ -638,6 +638,16 @@ static int sq_child_main(int argc, char **argv)
 		rows += cn->rows_read;
 	}
 	wall_s = (double)(end - ch.t0_ns) / 1e9;
+	fprintf(stderr, "  %-10s misses per database:", sq_config_names[c]);
+	for (i = 0; i < p.k; i++) {
+		int cur = 0, hi = 0;
+
+		sqlite3_db_status(ch.conn[i].db, SQLITE_DBSTATUS_CACHE_MISS,
+				  &cur, &hi, 0);
+		fprintf(stderr, " %d (%.2f s)", cur,
+			(double)(ch.conn[i].end_ns - ch.t0_ns) / 1e9);
+	}
+	fputc('\n', stderr);
 
 	fprintf(stderr, "  %-10s %.2f s timed, %.0f queries/s, %" PRIu64 " misses, %" PRIu64 " rows; peak cache %" PRIu64 " KiB (%" PRIu64 " samples), others took %.0f%% of the CPUs",
 		sq_config_names[c], wall_s,
@@ -738,6 +748,7 @@ static int sq_write_keys(const struct sq_params *p, unsigned i,
 	struct trace_options topt = { .format = sq_traces[i].format,
 				      .csv_key_col = 1, .csv_sep = ',' };
 	size_t n = (size_t)p->warmup + p->queries, j;
+	uint64_t seen = 0;
 	char path[PATH_MAX], err[512];
 	struct trace t;
 	uint32_t *keys;
@@ -759,12 +770,16 @@ static int sq_write_keys(const struct sq_params *p, unsigned i,
 		trace_free(&t);
 		return -1;
 	}
-	for (j = 0; j < n; j++)
+	for (j = 0; j < n; j++) {
 		keys[j] = (uint32_t)(t.ids[j % t.nr_requests] % p->rows);
-	fprintf(stderr, "  trace %-15s %zu requests, %" PRIu32 " unique keys (%s); %zu queries%s\n",
-		sq_traces[i].name, t.nr_requests, t.nr_unique,
-		t.nr_unique > p->rows ? "folded onto the rows" : "fewer than the rows",
-		n, n > t.nr_requests ? " (replayed from the start)" : "");
+		/* ids are numbered by first appearance: the largest + 1 */
+		if (t.ids[j % t.nr_requests] >= seen)
+			seen = (uint64_t)t.ids[j % t.nr_requests] + 1;
+	}
+	fprintf(stderr, "  trace %-15s %zu requests, %" PRIu32 " unique keys; the %zu queries%s use %" PRIu64 " of them%s\n",
+		sq_traces[i].name, t.nr_requests, t.nr_unique, n,
+		n > t.nr_requests ? " (the trace replayed from its start)" : "",
+		seen, seen > p->rows ? ", folded onto the rows" : "");
 	sq_keys_path(p, i, path, sizeof(path));
 	f = fopen(path, "wb");
 	if (!f || fwrite(keys, sizeof(*keys), n, f) != n) {
