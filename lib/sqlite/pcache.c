@@ -1,0 +1,820 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libreclaim-sqlite: sqlite3_pcache_methods2 on a libreclaim domain.
+ *
+ * One cache = one lruvec (attached to the configured domain, partition 0),
+ * a chained hash index of its pages by page number, and a direct-mapped
+ * shadow table with as many slots as the index has buckets.  Not the
+ * objcache (docs/sqlite.md says why): SQLite wants only unpinned pages on
+ * the lists, rekeys pinned pages, and truncates ranges.
+ *
+ * The page protocol.  Under the cache's mutex a page is either pinned (off
+ * the lruvec; SQLite holds it) or unpinned (on the lruvec, or on its way
+ * there or off it: @on_lru says which).  The evict callback trylocks the
+ * mutex and frees only a page that is hashed and unpinned; every other page
+ * it answers BUSY, which is what makes the two slow paths safe: a method
+ * that finds an unpinned page isolated by a reclaimer (rcl_lruvec_del()
+ * says -EBUSY) first pins or unhashes it under the mutex, drops the mutex,
+ * and waits in rcl_lruvec_del_wait() for the reclaimer's BUSY answer.
+ *
+ * Lock order: the cache mutex > the lruvec's locks.  The mutex is never
+ * held across a charge (which may reclaim, and so run evict callbacks of
+ * this very cache) or a wait.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include <reclaim/domain.h>
+#include <reclaim/lruvec.h>
+#include <reclaim/shrinker.h>
+#include <reclaim/sqlite.h>
+#include <reclaim/workingset.h>
+
+/* ------------------------------------------------------------------------- */
+/* Types                                                                      */
+/* ------------------------------------------------------------------------- */
+
+struct rsq_cache;
+
+/*
+ * The page header, followed in the same allocation by szPage bytes of page
+ * buffer and szExtra bytes of extra area.  80 bytes on LP64
+ * (RCL_SQLITE_PAGE_OVERHEAD), a multiple of 16 so that the buffer is as
+ * aligned as the allocation.
+ */
+struct rsq_page {
+	sqlite3_pcache_page base;	/* pBuf, pExtra: what xFetch returns */
+	struct rcl_lru_node lru;
+	struct rsq_page *hnext;		/* index chain */
+	struct rsq_cache *cache;
+	uint64_t shadow;		/* a refault's shadow, until first unpin */
+	unsigned key;
+	uint8_t pinned;			/* SQLite holds it (not counted) */
+	uint8_t hashed;			/* in the index */
+	uint8_t on_lru;			/* added to the lruvec, not yet deleted */
+	uint8_t hot;			/* aging at the last pin: 0 new, 1 cold, 2 hot */
+	uint64_t pad;
+};
+
+_Static_assert(sizeof(void *) != 8 ||
+	       sizeof(struct rsq_page) == RCL_SQLITE_PAGE_OVERHEAD,
+	       "RCL_SQLITE_PAGE_OVERHEAD is the page header's size on LP64");
+_Static_assert(sizeof(struct rsq_page) % 16 == 0 ||
+	       sizeof(void *) != 8, "the buffer stays 16-aligned");
+
+struct rsq_shadow {
+	uint64_t shadow;
+	uint32_t key;
+	uint32_t pad;
+};
+
+struct rsq_cache {
+	struct rcl_lruvec lv;
+	pthread_mutex_t mu;
+	struct rsq_page **table;
+	struct rsq_shadow *shadows;	/* NULL with RCL_SQLITE_NO_SHADOWS */
+	unsigned nbuckets;		/* power of two */
+	unsigned shift;			/* 64 - log2(nbuckets) */
+	unsigned sz_page, sz_extra;
+	uint32_t charge;		/* per page */
+	bool purgeable;
+	unsigned share;			/* cache_size, in pages */
+	unsigned npages;		/* held: pinned + unpinned (+ orphans) */
+	unsigned npinned;
+	uint64_t hits, misses, evictions, refault_activations;
+};
+
+#define RSQ_MIN_BUCKETS 64u
+
+/* ------------------------------------------------------------------------- */
+/* Global state                                                               */
+/* ------------------------------------------------------------------------- */
+
+static struct rcl_sqlite_config g_cfg;
+static atomic_bool g_installed;
+
+static atomic_uint_fast64_t g_caches, g_pages, g_pinned, g_charged;
+static atomic_uint_fast64_t g_hits, g_misses, g_evictions, g_refault_act;
+
+/* rcl_sqlite_cache_stats(): the first cache this thread fetches from. */
+static _Thread_local bool tls_probing;
+static _Thread_local struct rsq_cache *tls_probe;
+
+#define CNT_ADD(c, n) atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
+#define CNT_SUB(c, n) atomic_fetch_sub_explicit(&(c), (n), memory_order_relaxed)
+#define CNT_GET(c) atomic_load_explicit(&(c), memory_order_relaxed)
+
+static void *rsq_alloc(size_t size)
+{
+	const struct rcl_allocator *a = g_cfg.allocator;
+
+	return a ? a->alloc(a->ctx, size) : malloc(size);
+}
+
+static void rsq_free(void *p)
+{
+	const struct rcl_allocator *a = g_cfg.allocator;
+
+	if (!p)
+		return;
+	if (a)
+		a->free(a->ctx, p);
+	else
+		free(p);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Index and shadows (cache mutex held)                                       */
+/* ------------------------------------------------------------------------- */
+
+static unsigned rsq_hash(const struct rsq_cache *c, unsigned key)
+{
+	return (unsigned)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> c->shift);
+}
+
+static struct rsq_page *rsq_lookup(struct rsq_cache *c, unsigned key)
+{
+	struct rsq_page *p = c->table[rsq_hash(c, key)];
+
+	while (p && p->key != key)
+		p = p->hnext;
+	return p;
+}
+
+static void rsq_link(struct rsq_cache *c, struct rsq_page *p)
+{
+	struct rsq_page **b = &c->table[rsq_hash(c, p->key)];
+
+	p->hnext = *b;
+	*b = p;
+	p->hashed = 1;
+}
+
+static void rsq_unlink(struct rsq_cache *c, struct rsq_page *p)
+{
+	struct rsq_page **pp = &c->table[rsq_hash(c, p->key)];
+
+	while (*pp && *pp != p)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = p->hnext;
+	p->hnext = NULL;
+	p->hashed = 0;
+}
+
+static uint64_t rsq_shadow_take(struct rsq_cache *c, unsigned key)
+{
+	struct rsq_shadow *s;
+	uint64_t v;
+
+	if (!c->shadows)
+		return 0;
+	s = &c->shadows[rsq_hash(c, key)];
+	if (!s->shadow || s->key != key)
+		return 0;
+	v = s->shadow;
+	s->shadow = 0;
+	return v;
+}
+
+static void rsq_shadow_put(struct rsq_cache *c, unsigned key, uint64_t shadow)
+{
+	struct rsq_shadow *s;
+
+	if (!c->shadows || !rcl_shadow_is_valid(shadow))
+		return;
+	s = &c->shadows[rsq_hash(c, key)];
+	s->shadow = shadow;	/* a collision replaces the older shadow */
+	s->key = key;
+}
+
+/* Double the index (and the shadow table) when it holds more pages than
+ * buckets.  A failed allocation is not an error: longer chains. */
+static void rsq_grow(struct rsq_cache *c)
+{
+	unsigned n = c->nbuckets * 2, shift = c->shift - 1, i;
+	struct rsq_page **nt;
+	struct rsq_shadow *ns = NULL;
+	struct rsq_cache tmp;
+
+	if (c->npages <= c->nbuckets || c->nbuckets >= (1u << 30))
+		return;
+	nt = rsq_alloc(n * sizeof(*nt));
+	if (!nt)
+		return;
+	if (c->shadows) {
+		ns = rsq_alloc(n * sizeof(*ns));
+		if (!ns) {
+			rsq_free(nt);
+			return;
+		}
+		memset(ns, 0, n * sizeof(*ns));
+	}
+	memset(nt, 0, n * sizeof(*nt));
+	tmp = (struct rsq_cache){ .shift = shift };
+	for (i = 0; i < c->nbuckets; i++) {
+		struct rsq_page *p = c->table[i], *next;
+
+		for (; p; p = next) {
+			unsigned h = rsq_hash(&tmp, p->key);
+
+			next = p->hnext;
+			p->hnext = nt[h];
+			nt[h] = p;
+		}
+		if (ns && c->shadows[i].shadow) {
+			unsigned h = rsq_hash(&tmp, c->shadows[i].key);
+
+			ns[h] = c->shadows[i];
+		}
+	}
+	rsq_free(c->table);
+	rsq_free(c->shadows);
+	c->table = nt;
+	c->shadows = ns;
+	c->nbuckets = n;
+	c->shift = shift;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Pages                                                                      */
+/* ------------------------------------------------------------------------- */
+
+/* Free a page that is off the lruvec and out of the index (no lock). */
+static void rsq_page_free(struct rsq_cache *c, struct rsq_page *p)
+{
+	uint32_t charge = c->charge;
+
+	rsq_free(p);
+	rcl_domain_uncharge(g_cfg.domain, charge);
+	CNT_SUB(g_charged, charge);
+	CNT_SUB(g_pages, 1);
+}
+
+/*
+ * Take @p off the lruvec, mutex held.  True if it is off; false if a
+ * reclaimer holds it isolated: the caller has pinned or unhashed it (so the
+ * evict callback answers BUSY) and calls rsq_lru_wait() without the mutex.
+ */
+static bool rsq_lru_off(struct rsq_cache *c, struct rsq_page *p)
+{
+	if (!p->on_lru)
+		return true;
+	if (rcl_lruvec_del(&c->lv, &p->lru) == -EBUSY)
+		return false;
+	p->on_lru = 0;
+	return true;
+}
+
+static void rsq_lru_wait(struct rsq_cache *c, struct rsq_page *p)
+{
+	rcl_lruvec_del_wait(&c->lv, &p->lru);
+}
+
+static enum rcl_evict_status rsq_evict(struct rcl_lru_node *node,
+				       struct rcl_evict_control *ctl)
+{
+	struct rsq_page *p = rcl_container_of(node, struct rsq_page, lru);
+	struct rsq_cache *c = ctl->priv;
+
+	if (pthread_mutex_trylock(&c->mu) != 0)
+		return RCL_EVICT_BUSY;
+	if (!p->hashed || p->pinned) {
+		pthread_mutex_unlock(&c->mu);
+		return RCL_EVICT_BUSY;
+	}
+	rsq_unlink(c, p);
+	p->on_lru = 0;
+	rsq_shadow_put(c, p->key, ctl->shadow);
+	c->npages--;
+	c->evictions++;
+	pthread_mutex_unlock(&c->mu);
+	CNT_ADD(g_evictions, 1);
+	rsq_page_free(c, p);
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops rsq_lru_ops = { .evict = rsq_evict };
+
+/* Evict up to @nr of the cache's own coldest unpinned pages (no lock held).
+ * Returns how many went. */
+static size_t rsq_self_shrink(struct rsq_cache *c, size_t nr)
+{
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE };
+	unsigned unpinned;
+	int round;
+
+	pthread_mutex_lock(&c->mu);
+	unpinned = c->npages - c->npinned;
+	pthread_mutex_unlock(&c->mu);
+	if (!unpinned)
+		return 0;
+	for (round = 0; round < 3 && sc.nr_freed == 0; round++) {
+		if (round == 1)
+			rcl_lru_drain_local();
+		if (rcl_lruvec_inactive_is_low(&c->lv, RCL_LRU_FILE) ||
+		    rcl_lruvec_count(&c->lv, RCL_LRU_LIST(RCL_LRU_FILE, 0), NULL) == 0) {
+			struct rcl_lru_shrink_control ac = {
+				.type = RCL_LRU_FILE,
+				.nr_to_scan = round ? unpinned : RCL_LRU_BATCH_ISOLATE,
+			};
+
+			rcl_lruvec_shrink_active(&c->lv, &ac);
+		}
+		sc.nr_to_scan = nr;
+		rcl_lruvec_shrink_inactive(&c->lv, &sc);
+	}
+	return sc.nr_freed;
+}
+
+/* Would a charge of @amount leave the domain's headroom below low? */
+static bool rsq_domain_tight(uint64_t amount)
+{
+	struct rcl_domain *d = g_cfg.domain;
+	struct rcl_watermarks wm;
+	uint64_t budget = rcl_domain_budget(d), usage = rcl_domain_usage(d);
+
+	if (rcl_domain_watermarks(d, &wm) != 0)
+		return false;
+	return usage + amount + wm.low > budget;
+}
+
+/*
+ * Charge and allocate a new page for @key, with no lock held.
+ * @create 1: only if cheap: no reclaim of other caches (a charge that
+ * cannot block, and in a soft domain one that does not overshoot); the
+ * cache's own coldest pages may go.  @create 2: the charge may reclaim
+ * (direct reclaim in this thread), and the cache's own pages may go too.
+ */
+static struct rsq_page *rsq_page_new(struct rsq_cache *c, unsigned key,
+				     int create)
+{
+	struct rcl_domain *d = g_cfg.domain;
+	uint64_t ctx = create >= 2 ? RCL_CTX_CAPABLE : 0, over = 0;
+	struct rsq_page *p;
+	unsigned share, npages;
+	int err, tries;
+
+	pthread_mutex_lock(&c->mu);
+	share = c->share;
+	npages = c->npages;
+	pthread_mutex_unlock(&c->mu);
+
+	/* Above its share, a cache makes room from its own pages first. */
+	if (c->purgeable && npages >= share && rsq_domain_tight(c->charge))
+		rsq_self_shrink(c, 4);
+
+	for (tries = 0;; tries++) {
+		err = rcl_domain_charge(d, c->charge, ctx, &over);
+		if (err == 0 && over && create < 2) {
+			rcl_domain_uncharge(d, c->charge);
+			err = -ENOMEM;
+		}
+		if (err != -ENOMEM || tries > 0 || !c->purgeable)
+			break;
+		if (!rsq_self_shrink(c, 1))
+			break;
+	}
+	if (err)
+		return NULL;
+	p = rsq_alloc((size_t)c->charge);
+	if (!p) {
+		rcl_domain_uncharge(d, c->charge);
+		return NULL;
+	}
+	memset(p, 0, sizeof(*p));
+	p->base.pBuf = (char *)p + sizeof(*p);
+	p->base.pExtra = (char *)p->base.pBuf + c->sz_page;
+	/* pcache.c tells a new page by a NULL first pointer of the extra area
+	 * (as pcache1 leaves it); the whole area starts zeroed. */
+	memset(p->base.pExtra, 0, c->sz_extra);
+	p->cache = c;
+	p->key = key;
+	CNT_ADD(g_charged, c->charge);
+	CNT_ADD(g_pages, 1);
+	return p;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The methods                                                                */
+/* ------------------------------------------------------------------------- */
+
+static int rsq_init(void *arg)
+{
+	(void)arg;
+	return SQLITE_OK;
+}
+
+static void rsq_shutdown(void *arg)
+{
+	(void)arg;
+}
+
+static sqlite3_pcache *rsq_create(int sz_page, int sz_extra, int purgeable)
+{
+	struct rcl_lruvec_config lc = { .ops = &rsq_lru_ops };
+	struct rsq_cache *c;
+
+	if (sz_page <= 0 || sz_extra < 0)
+		return NULL;
+	c = rsq_alloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	c->nbuckets = RSQ_MIN_BUCKETS;
+	c->shift = 64 - 6;
+	c->sz_page = (unsigned)sz_page;
+	c->sz_extra = (unsigned)sz_extra;
+	c->charge = (uint32_t)rcl_sqlite_page_charge(c->sz_page, c->sz_extra);
+	c->purgeable = purgeable != 0;
+	c->table = rsq_alloc(c->nbuckets * sizeof(*c->table));
+	if (!c->table)
+		goto fail;
+	memset(c->table, 0, c->nbuckets * sizeof(*c->table));
+	if (!(g_cfg.flags & RCL_SQLITE_NO_SHADOWS)) {
+		c->shadows = rsq_alloc(c->nbuckets * sizeof(*c->shadows));
+		if (!c->shadows)
+			goto fail;
+		memset(c->shadows, 0, c->nbuckets * sizeof(*c->shadows));
+	}
+	if (pthread_mutex_init(&c->mu, NULL) != 0)
+		goto fail;
+	lc.priv = c;
+	if (rcl_lruvec_init(&c->lv, &lc) != 0)
+		goto fail_mutex;
+	if (rcl_domain_attach(g_cfg.domain, &c->lv, 0) != 0)
+		goto fail_lv;
+	CNT_ADD(g_caches, 1);
+	return (sqlite3_pcache *)c;
+
+fail_lv:
+	rcl_lruvec_destroy(&c->lv);
+fail_mutex:
+	pthread_mutex_destroy(&c->mu);
+fail:
+	rsq_free(c->shadows);
+	rsq_free(c->table);
+	rsq_free(c);
+	return NULL;
+}
+
+static void rsq_cachesize(sqlite3_pcache *pc, int n)
+{
+	struct rsq_cache *c = (struct rsq_cache *)pc;
+
+	pthread_mutex_lock(&c->mu);
+	c->share = n > 0 ? (unsigned)n : 0;
+	pthread_mutex_unlock(&c->mu);
+}
+
+static int rsq_pagecount(sqlite3_pcache *pc)
+{
+	struct rsq_cache *c = (struct rsq_cache *)pc;
+	unsigned n;
+
+	pthread_mutex_lock(&c->mu);
+	n = c->npages;
+	pthread_mutex_unlock(&c->mu);
+	return (int)n;
+}
+
+static sqlite3_pcache_page *rsq_fetch(sqlite3_pcache *pc, unsigned key,
+				      int create)
+{
+	struct rsq_cache *c = (struct rsq_cache *)pc;
+	struct rsq_page *p, *q;
+
+	if (tls_probing && !tls_probe)
+		tls_probe = c;
+	pthread_mutex_lock(&c->mu);
+	p = rsq_lookup(c, key);
+	if (p) {
+		c->hits++;
+		CNT_ADD(g_hits, 1);
+		if (!p->pinned) {
+			unsigned f = rcl_lru_node_flags(&p->lru);
+
+			p->hot = (f & (RCL_LRU_F_ACTIVE | RCL_LRU_F_REFERENCED)) ? 2 : 1;
+			p->pinned = 1;
+			c->npinned++;
+			CNT_ADD(g_pinned, 1);
+			if (!rsq_lru_off(c, p)) {
+				pthread_mutex_unlock(&c->mu);
+				rsq_lru_wait(c, p);
+				pthread_mutex_lock(&c->mu);
+				p->on_lru = 0;
+			}
+		}
+		pthread_mutex_unlock(&c->mu);
+		return &p->base;
+	}
+	c->misses++;
+	CNT_ADD(g_misses, 1);
+	pthread_mutex_unlock(&c->mu);
+	if (create == 0)
+		return NULL;
+
+	p = rsq_page_new(c, key, create);
+	if (!p)
+		return NULL;
+	pthread_mutex_lock(&c->mu);
+	q = rsq_lookup(c, key);
+	if (q) {
+		/* Not reached while SQLite serialises the calls on one cache;
+		 * kept so that a racing caller gets the page already there. */
+		pthread_mutex_unlock(&c->mu);
+		rsq_page_free(c, p);
+		return rsq_fetch(pc, key, 0);
+	}
+	p->shadow = rsq_shadow_take(c, key);
+	p->pinned = 1;
+	rsq_link(c, p);
+	c->npages++;
+	c->npinned++;
+	CNT_ADD(g_pinned, 1);
+	rsq_grow(c);
+	pthread_mutex_unlock(&c->mu);
+	return &p->base;
+}
+
+static void rsq_unpin(sqlite3_pcache *pc, sqlite3_pcache_page *pg, int discard)
+{
+	struct rsq_cache *c = (struct rsq_cache *)pc;
+	struct rsq_page *p = rcl_container_of(pg, struct rsq_page, base);
+	unsigned outcome = 0;
+	int err;
+
+	pthread_mutex_lock(&c->mu);
+	if (!p->pinned) {
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	p->pinned = 0;
+	c->npinned--;
+	CNT_SUB(g_pinned, 1);
+	if (discard || !c->purgeable || !p->hashed)
+		goto drop;
+	if (p->shadow) {
+		err = rcl_lruvec_add_refault(&c->lv, &p->lru, RCL_LRU_FILE,
+					     c->charge, 0, p->shadow, &outcome);
+		p->shadow = 0;
+		if (err == 0 && (outcome & RCL_REFAULT_ACTIVATE)) {
+			c->refault_activations++;
+			CNT_ADD(g_refault_act, 1);
+		}
+	} else {
+		err = rcl_lruvec_add(&c->lv, &p->lru, RCL_LRU_FILE, c->charge,
+				     p->hot == 2 ? RCL_LRU_ADD_ACTIVE : 0);
+		if (err == 0 && p->hot == 1)
+			rcl_lruvec_mark_accessed(&c->lv, &p->lru);
+	}
+	if (err != 0)
+		goto drop;
+	p->on_lru = 1;
+	pthread_mutex_unlock(&c->mu);
+	return;
+
+drop:
+	if (p->hashed)
+		rsq_unlink(c, p);
+	c->npages--;
+	pthread_mutex_unlock(&c->mu);
+	rsq_page_free(c, p);
+}
+
+static void rsq_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg,
+		      unsigned old_key, unsigned new_key)
+{
+	struct rsq_cache *c = (struct rsq_cache *)pc;
+	struct rsq_page *p = rcl_container_of(pg, struct rsq_page, base);
+	struct rsq_page *q;
+	bool wait = false;
+
+	(void)old_key;
+	pthread_mutex_lock(&c->mu);
+	q = rsq_lookup(c, new_key);
+	if (q == p)
+		q = NULL;
+	if (q) {
+		rsq_unlink(c, q);
+		if (q->pinned) {
+			/* SQLite guarantees it is not; if it were, it is freed
+			 * at its xUnpin (an unhashed page is discarded). */
+			q = NULL;
+		} else {
+			c->npages--;
+			wait = !rsq_lru_off(c, q);
+		}
+	}
+	if (p->hashed)
+		rsq_unlink(c, p);
+	p->key = new_key;
+	rsq_link(c, p);
+	/* A shadow of either number describes another page's history. */
+	(void)rsq_shadow_take(c, new_key);
+	pthread_mutex_unlock(&c->mu);
+	if (q) {
+		if (wait)
+			rsq_lru_wait(c, q);
+		rsq_page_free(c, q);
+	}
+}
+
+/*
+ * Take out every page for which @drop() says so, under the mutex, then free
+ * them without it.  Pinned pages are taken only if @pinned_too.
+ */
+static void rsq_drop_pages(struct rsq_cache *c, unsigned limit, bool pinned_too)
+{
+	struct rsq_page *victims = NULL, *p, *next;
+	unsigned i;
+
+	pthread_mutex_lock(&c->mu);
+	for (i = 0; i < c->nbuckets; i++) {
+		struct rsq_page **pp = &c->table[i];
+
+		while ((p = *pp) != NULL) {
+			bool take = pinned_too ? p->key >= limit : !p->pinned;
+
+			if (!take) {
+				pp = &p->hnext;
+				continue;
+			}
+			*pp = p->hnext;
+			p->hashed = 0;
+			if (p->pinned) {
+				p->pinned = 0;
+				c->npinned--;
+				CNT_SUB(g_pinned, 1);
+			}
+			c->npages--;
+			/* on_lru stays set for those a reclaimer holds */
+			(void)rsq_lru_off(c, p);
+			p->hnext = victims;
+			victims = p;
+		}
+		if (pinned_too && c->shadows && c->shadows[i].shadow &&
+		    c->shadows[i].key >= limit)
+			c->shadows[i].shadow = 0;
+	}
+	pthread_mutex_unlock(&c->mu);
+	for (p = victims; p; p = next) {
+		next = p->hnext;
+		if (p->on_lru)
+			rsq_lru_wait(c, p);
+		rsq_page_free(c, p);
+	}
+}
+
+static void rsq_truncate(sqlite3_pcache *pc, unsigned limit)
+{
+	rsq_drop_pages((struct rsq_cache *)pc, limit, true);
+}
+
+static void rsq_shrink(sqlite3_pcache *pc)
+{
+	rsq_drop_pages((struct rsq_cache *)pc, 0, false);
+}
+
+static void rsq_destroy(sqlite3_pcache *pc)
+{
+	struct rsq_cache *c = (struct rsq_cache *)pc;
+
+	/* No reclaim pass is inside the lruvec after this. */
+	rcl_domain_detach(g_cfg.domain, &c->lv);
+	rsq_drop_pages(c, 0, true);
+	rcl_lruvec_destroy(&c->lv);
+	pthread_mutex_destroy(&c->mu);
+	rsq_free(c->shadows);
+	rsq_free(c->table);
+	rsq_free(c);
+	CNT_SUB(g_caches, 1);
+}
+
+static const sqlite3_pcache_methods2 rsq_methods = {
+	.iVersion = 1,
+	.pArg = NULL,
+	.xInit = rsq_init,
+	.xShutdown = rsq_shutdown,
+	.xCreate = rsq_create,
+	.xCachesize = rsq_cachesize,
+	.xPagecount = rsq_pagecount,
+	.xFetch = rsq_fetch,
+	.xUnpin = rsq_unpin,
+	.xRekey = rsq_rekey,
+	.xTruncate = rsq_truncate,
+	.xDestroy = rsq_destroy,
+	.xShrink = rsq_shrink,
+};
+
+/* ------------------------------------------------------------------------- */
+/* Public API                                                                 */
+/* ------------------------------------------------------------------------- */
+
+RCL_API uint64_t rcl_sqlite_page_charge(unsigned sz_page, unsigned sz_extra)
+{
+	return (uint64_t)RCL_SQLITE_PAGE_OVERHEAD + sz_page + sz_extra;
+}
+
+RCL_API int rcl_sqlite_install(const struct rcl_sqlite_config *cfg)
+{
+	bool expected = false;
+	int rc;
+
+	if (!cfg || !cfg->domain || (cfg->flags & ~RCL_SQLITE_NO_SHADOWS))
+		return -EINVAL;
+	if (cfg->allocator && (!cfg->allocator->alloc || !cfg->allocator->free))
+		return -EINVAL;
+	if (!atomic_compare_exchange_strong(&g_installed, &expected, true))
+		return -EBUSY;
+	g_cfg = *cfg;
+	rc = sqlite3_config(SQLITE_CONFIG_PCACHE2, &rsq_methods);
+	if (rc != SQLITE_OK) {
+		memset(&g_cfg, 0, sizeof(g_cfg));
+		atomic_store(&g_installed, false);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+RCL_API int rcl_sqlite_stats(struct rcl_sqlite_stats *out)
+{
+	if (!out)
+		return -EINVAL;
+	out->caches = CNT_GET(g_caches);
+	out->pages = CNT_GET(g_pages);
+	out->pinned = CNT_GET(g_pinned);
+	out->charged = CNT_GET(g_charged);
+	out->hits = CNT_GET(g_hits);
+	out->misses = CNT_GET(g_misses);
+	out->evictions = CNT_GET(g_evictions);
+	out->refault_activations = CNT_GET(g_refault_act);
+	return 0;
+}
+
+RCL_API int rcl_sqlite_cache_stats(struct sqlite3 *db, const char *schema,
+				   struct rcl_sqlite_stats *out)
+{
+	sqlite3_stmt *st = NULL;
+	struct rsq_cache *c;
+	sqlite3_mutex *m;
+	char *sql;
+	int rc, ret = 0;
+
+	if (!db || !out)
+		return -EINVAL;
+	if (!atomic_load(&g_installed))
+		return -ENOENT;
+	sql = sqlite3_mprintf("SELECT 1 FROM \"%w\".sqlite_master LIMIT 1",
+			      schema ? schema : "main");
+	if (!sql)
+		return -EIO;
+	m = sqlite3_db_mutex(db);
+	sqlite3_mutex_enter(m);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK) {
+		ret = rc == SQLITE_ERROR ? -ENOENT : -EIO;
+		goto out;
+	}
+	/* A first step brings the schema up to date (a reprepare inside the
+	 * probed step would fetch other databases' pages first). */
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	tls_probe = NULL;
+	tls_probing = true;
+	rc = sqlite3_step(st);
+	tls_probing = false;
+	c = tls_probe;
+	tls_probe = NULL;
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		ret = -EIO;
+		goto out;
+	}
+	if (!c) {
+		ret = -ENOENT;
+		goto out;
+	}
+	pthread_mutex_lock(&c->mu);
+	out->caches = 1;
+	out->pages = c->npages;
+	out->pinned = c->npinned;
+	out->charged = (uint64_t)c->npages * c->charge;
+	out->hits = c->hits;
+	out->misses = c->misses;
+	out->evictions = c->evictions;
+	out->refault_activations = c->refault_activations;
+	pthread_mutex_unlock(&c->mu);
+out:
+	sqlite3_finalize(st);
+	sqlite3_mutex_leave(m);
+	return ret;
+}
