@@ -27,9 +27,7 @@
 #include <sqlite3.h>
 
 #include <reclaim/reclaim.h>
-#ifdef RCL_BENCH_HAVE_SQLITE_PLUGIN
 #include <reclaim/sqlite.h>
-#endif
 
 #include "../tools/rcl-sim/trace.h"
 #include "commands.h"
@@ -456,7 +454,6 @@ static int sq_read_keys(const struct sq_params *p, unsigned i, uint32_t **out)
 	return 0;
 }
 
-#ifdef RCL_BENCH_HAVE_SQLITE_PLUGIN
 static int sq_install_plugin(struct sq_child *ch, struct rcl_domain **dp,
 			     const struct rcl_allocator *alloc)
 {
@@ -490,7 +487,6 @@ static int sq_install_plugin(struct sq_child *ch, struct rcl_domain **dp,
 	}
 	return 0;
 }
-#endif
 
 /* The child's main: argv = sqlite --child CONFIG K M W Q PAGE ROWS PREFIX. */
 static int sq_child_main(int argc, char **argv)
@@ -536,14 +532,8 @@ static int sq_child_main(int argc, char **argv)
 	}
 
 	if (ch.config == SQ_LIBRECLAIM) {
-#ifdef RCL_BENCH_HAVE_SQLITE_PLUGIN
 		if (sq_install_plugin(&ch, &d, &alloc))
 			return 1;
-#else
-		(void)alloc;
-		fprintf(stderr, "rcl-bench sqlite: built without the plug-in <reclaim/sqlite.h>\n");
-		return 1;
-#endif
 	}
 	rc = sqlite3_initialize();
 	if (rc != SQLITE_OK) {
@@ -662,7 +652,6 @@ static int sq_child_main(int argc, char **argv)
 		fprintf(stderr, "; allocator high-water %llu KiB, %llu allocs",
 			(unsigned long long)atomic_load(&ch.counter.peak) >> 10,
 			(unsigned long long)atomic_load(&ch.counter.allocs));
-#ifdef RCL_BENCH_HAVE_SQLITE_PLUGIN
 		{
 			struct rcl_sqlite_stats st;
 
@@ -672,7 +661,6 @@ static int sq_child_main(int argc, char **argv)
 					st.charged, st.hits, st.misses,
 					st.evictions, st.refault_activations);
 		}
-#endif
 	}
 	fputc('\n', stderr);
 
@@ -1216,14 +1204,6 @@ int cmd_sqlite(int argc, char **argv)
 			goto fail;
 
 	for (c = 0; c < SQ_NR_CONFIGS; c++) {
-#ifndef RCL_BENCH_HAVE_SQLITE_PLUGIN
-		if (c == SQ_LIBRECLAIM) {
-			fprintf(stderr, "  %-10s skipped: rcl-bench was built without the plug-in <reclaim/sqlite.h>\n",
-				sq_config_names[c]);
-			res[c].ok = false;
-			continue;
-		}
-#endif
 		if (sq_run_child(&p, (enum sq_config)c, &res[c]))
 			failed = true;
 		else if (json)
