@@ -33,6 +33,10 @@
  *
  * objcache: get-or-insert through the library's object cache against a hash
  * map and LRU list behind one mutex, with the same byte budget (Zipf keys).
+ * sqlite (built with SQLite and libarchive): K SQLite databases, one
+ * connection per thread, lookups keyed by real traces; SQLite's page cache
+ * split per connection, under a soft heap limit, and the libreclaim
+ * page-cache plug-in under one domain, at the same memory.
  */
 #include <stdio.h>
 #include <string.h>
@@ -120,6 +124,25 @@ static const struct command commands[] = {
 		"      --run-ms N   the timed window of a run (default 1000; --short 5)\n"
 		"      --json       only JSON on standard output, one object a line\n"
 		"      --short      a tiny run (for CI: checks that it works)\n" },
+#ifdef RCL_BENCH_HAVE_SQLITE
+	{ "sqlite", cmd_sqlite,
+		"  sqlite [--databases K] [--budget M] [--queries N] [--dir DIR]\n"
+		"         [--page-size N] [--json] [--short]\n"
+		"      K SQLite databases (4x M together), one connection per\n"
+		"      thread, point and short range lookups keyed by real traces\n"
+		"      (../shared/traces; exits 77 without them): SQLite's cache\n"
+		"      split M / K (split), under sqlite3_soft_heap_limit64()\n"
+		"      (soft-limit), and the libreclaim plug-in in one domain of\n"
+		"      budget M (libreclaim); each in a child process.\n"
+		"      --databases K  1 to 4 (default 4; 1 uses the first trace)\n"
+		"      --budget M   the page-cache memory, e.g. 16M (the default)\n"
+		"      --queries N  timed queries per connection (default 100000,\n"
+		"                   after N / 10 warm-up queries)\n"
+		"      --dir DIR    where the databases are built (default $TMPDIR)\n"
+		"      --page-size N  the databases' page size (default 4096)\n"
+		"      --json       only JSON on standard output, one object a line\n"
+		"      --short      a tiny run (for CI: checks that it works)\n" },
+#endif
 };
 
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
