@@ -252,9 +252,23 @@ static inline bool oc_key_eq(const struct rcl_objcache *c,
 			     const struct rcl_objcache_node *n, const void *key,
 			     size_t len)
 {
+	const unsigned char *a = n->__key, *b = key;
+
 	if (c->user_keys)
 		return c->ops.eq(n, key, len, c->priv);
-	return n->__keylen == len && (len == 0 || memcmp(n->__key, key, len) == 0);
+	if (n->__keylen != len)
+		return false;
+	/* Short keys (integers, ids) inline: a call through the PLT costs
+	 * more than the compare. */
+	if (len <= 16) {
+		size_t i;
+
+		for (i = 0; i < len; i++)
+			if (a[i] != b[i])
+				return false;
+		return true;
+	}
+	return memcmp(a, b, len) == 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -798,15 +812,21 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 		shadow = miss->__shadow;
 	sh = oc_shard_of(c, h);
 
-	/* Present already: no charge, no reclaim for nothing. */
-	oc_lock(sh);
-	e = oc_find_locked(c, sh, h, key, len);
-	if (e) {
-		oc_pin_locked(sh, e);
+	/*
+	 * Present already: no charge, no reclaim for nothing.  After a get of
+	 * this key missed (its token), the key was absent a moment ago: skip
+	 * the look and let the check after the charge catch a race.
+	 */
+	if (!miss || miss->__hash != h) {
+		oc_lock(sh);
+		e = oc_find_locked(c, sh, h, key, len);
+		if (e) {
+			oc_pin_locked(sh, e);
+			oc_unlock(sh);
+			goto lost;
+		}
 		oc_unlock(sh);
-		goto lost;
 	}
-	oc_unlock(sh);
 
 	/* The charge may reclaim in this thread: no lock held. */
 	err = rcl_domain_charge(c->d, weight, context, NULL);
