@@ -559,7 +559,13 @@ static void setup(struct reader *r)
 		hc->cfg.nr_buckets = 1u << ((s >> 2) & 3);
 		hc->cfg.shadow_quota = 1 + (h[3] & 7);
 		hc->cfg.lru_type = (h[3] >> 3) & 1;
-		hc->cfg.flags = hc->shadows ? 0 : RCL_OBJCACHE_NO_SHADOWS;
+		/*
+		 * Destructors in the evict callback: the model learns of an
+		 * eviction from its destructor (the deferred default is covered
+		 * by tests/test_objcache.c and the stress test).
+		 */
+		hc->cfg.flags = (hc->shadows ? 0 : RCL_OBJCACHE_NO_SHADOWS) |
+				RCL_OBJCACHE_DESTROY_IN_RECLAIM;
 		cache_new((int)c);
 	}
 }
@@ -1222,7 +1228,7 @@ static void op_invalid(const uint8_t *a)
 		cfg.lru_type = 2;
 		CHECK_OC_RC(rcl_objcache_new(g_dom, &cfg, &out), -EINVAL);
 		cfg = caches[c].cfg;
-		cfg.flags = 1u << (1 + a[3] % 31);
+		cfg.flags = 1u << (2 + a[3] % 30);
 		CHECK_OC_RC(rcl_objcache_new(g_dom, &cfg, &out), -EINVAL);
 		cfg = caches[c].cfg;
 		ops.hash = bad_hash;

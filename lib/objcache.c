@@ -70,6 +70,8 @@ struct oc_shard {
 	size_t smask;
 	size_t hand;				/* clock hand of the drop */
 	uint64_t nr_shadows;
+	struct rcl_objcache_node *reap;		/* evicted, destructor pending */
+	unsigned nr_reap;
 	struct oc_shard_stats st;
 	struct rcl_objcache *cache;
 	bool lock_live, lv_live, attached;
@@ -79,6 +81,7 @@ struct oc_shard {
 struct rcl_objcache {
 	uint32_t magic;
 	bool user_keys;
+	bool destroy_in_reclaim;	/* RCL_OBJCACHE_DESTROY_IN_RECLAIM */
 	unsigned type;
 	unsigned nr_shards;
 	unsigned shard_bits;
@@ -393,6 +396,21 @@ static void oc_finalize(struct rcl_objcache *c, struct rcl_objcache_node *n)
 	rcl_domain_uncharge(c->d, w);
 }
 
+/* Run the destructors of the evicted objects taken off a shard's list. */
+static void oc_reap(struct rcl_objcache *c, struct rcl_objcache_node *n)
+{
+	while (n) {
+		struct rcl_objcache_node *next = n->__hnext;
+
+		n->__cache = NULL;
+		n->__hnext = NULL;
+		rcl_lru_node_init(&n->__lru);
+		if (c->ops.destructor)
+			c->ops.destructor(n, c->priv);
+		n = next;
+	}
+}
+
 /* Keep the shadow of an evicted key (shard lock held); true if a new slot. */
 static bool oc_store_shadow_locked(struct oc_shard *sh, uint64_t h,
 				   uint64_t shadow)
@@ -447,6 +465,18 @@ static enum rcl_evict_status oc_evict(struct rcl_lru_node *lru,
 	oc_unlink_locked(sh, n);
 	sh->st.evictions++;
 	added = oc_store_shadow_locked(sh, n->__hash, ctl->shadow);
+	if (!c->destroy_in_reclaim && sh->nr_reap < RCL_OBJCACHE_REAP_MAX) {
+		uint32_t w = n->__weight;
+
+		n->__hnext = sh->reap;
+		sh->reap = n;
+		sh->nr_reap++;
+		oc_unlock(sh);
+		if (added)
+			rcl_shadow_limit_add(c->limit, 1);
+		rcl_domain_uncharge(c->d, w);
+		return RCL_EVICT_FREED;
+	}
 	oc_unlock(sh);
 	if (added)
 		rcl_shadow_limit_add(c->limit, 1);
@@ -554,7 +584,7 @@ int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg
 		return -EINVAL;
 	if (cfg->nr_buckets > RCL_OBJCACHE_MAX_BUCKETS)
 		return -EINVAL;
-	if (cfg->lru_type > RCL_LRU_ANON || (cfg->flags & ~RCL_OBJCACHE_NO_SHADOWS))
+	if (cfg->lru_type > RCL_LRU_ANON || (cfg->flags & ~(RCL_OBJCACHE_NO_SHADOWS | RCL_OBJCACHE_DESTROY_IN_RECLAIM)))
 		return -EINVAL;
 	if (cfg->ops && !cfg->ops->hash != !cfg->ops->eq)
 		return -EINVAL;
@@ -577,6 +607,7 @@ int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg
 	if (cfg->ops)
 		c->ops = *cfg->ops;
 	c->user_keys = c->ops.hash != NULL;
+	c->destroy_in_reclaim = (cfg->flags & RCL_OBJCACHE_DESTROY_IN_RECLAIM) != 0;
 	c->priv = cfg->priv;
 	c->seed = cfg->seed;
 	c->type = cfg->lru_type;
@@ -694,7 +725,15 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 	}
 	for (i = 0; i < c->nr_shards; i++) {
 		struct oc_shard *sh = &c->shards[i];
+		struct rcl_objcache_node *reap;
 
+		/* The evicted objects still waiting for their destructor. */
+		oc_lock(sh);
+		reap = sh->reap;
+		sh->reap = NULL;
+		sh->nr_reap = 0;
+		oc_unlock(sh);
+		oc_reap(c, reap);
 		for (;;) {
 			struct rcl_objcache_node *n = NULL;
 
@@ -788,7 +827,7 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 			uint64_t context, const struct rcl_objcache_miss *miss,
 			struct rcl_objcache_node **existing)
 {
-	struct rcl_objcache_node *e;
+	struct rcl_objcache_node *e, *reap;
 	struct oc_shard *sh;
 	unsigned outcome = 0;
 	uint64_t h, shadow = 0;
@@ -875,7 +914,11 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	sh->st.inserts++;
 	if (outcome & RCL_REFAULT_ACTIVATE)
 		sh->st.refault_activations++;
+	reap = sh->reap;
+	sh->reap = NULL;
+	sh->nr_reap = 0;
 	oc_unlock(sh);
+	oc_reap(c, reap);
 	return 0;
 lost:
 	rcl_lruvec_mark_accessed(&sh->lv, &e->__lru);
@@ -1071,6 +1114,7 @@ int rcl_objcache_stats(struct rcl_objcache *c, struct rcl_objcache_stats *out)
 		out->weight += sh->st.weight;
 		out->shadows += sh->nr_shadows;
 		out->shadows_dropped += sh->st.shadows_dropped;
+		out->reap_pending += sh->nr_reap;
 		oc_unlock(sh);
 	}
 	return 0;

@@ -885,7 +885,8 @@ static void scenario_objcache(struct sc *c)
 					.allocator = &t_allocator };
 	struct rcl_objcache_config cc = { .ops = &oc_ops, .nr_shards = 2,
 					  .nr_buckets = 1, .shadow_quota = 2,
-					  .allocator = &t_allocator };
+					  .allocator = &t_allocator,
+					  .flags = RCL_OBJCACHE_DESTROY_IN_RECLAIM };
 	static struct ocobj objs[OC_NOBJ];
 	struct rcl_objcache *oc = NULL;
 	struct rcl_objcache_stats st;

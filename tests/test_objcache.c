@@ -110,8 +110,11 @@ static struct fx *fx_new(uint64_t budget, unsigned nr_shards, bool fake_clock)
 	struct fx *f = calloc(1, sizeof(*f));
 	struct rcl_domain_config dc = { .budget = budget,
 					.mode = RCL_CHARGE_STRICT };
+	/* Destructors in the evict callback: the counts below are exact at
+	 * once (test_objcache_evicted_destroyed_by_next_insert: the default). */
 	struct rcl_objcache_config cc = { .ops = &t_ops, .seed = 42,
-					  .nr_shards = nr_shards };
+					  .nr_shards = nr_shards,
+					  .flags = RCL_OBJCACHE_DESTROY_IN_RECLAIM };
 
 	assert_non_null(f);
 	if (fake_clock) {
@@ -123,6 +126,18 @@ static struct fx *fx_new(uint64_t budget, unsigned nr_shards, bool fake_clock)
 	atomic_store(&live, 0);
 	atomic_store(&nr_destroyed, 0);
 	atomic_store(&nr_writes, 0);
+	return f;
+}
+
+/* The default: an evicted object's destructor waits for the next insert. */
+static struct fx *fx_new_deferred(uint64_t budget, unsigned nr_shards)
+{
+	struct fx *f = fx_new(budget, nr_shards, false);
+	struct rcl_objcache_config cc = { .ops = &t_ops, .seed = 42,
+					  .nr_shards = nr_shards };
+
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &f->c), 0);
 	return f;
 }
 
@@ -482,7 +497,8 @@ static void test_objcache_shadows_are_bounded(void **state)
 {
 	struct rcl_domain_config dc = { .budget = 1 << 20 };
 	struct rcl_objcache_config cc = { .ops = &t_ops, .nr_shards = 2,
-					  .shadow_quota = 4 };
+					  .shadow_quota = 4,
+					  .flags = RCL_OBJCACHE_DESTROY_IN_RECLAIM };
 	struct rcl_reclaim_result res;
 	struct fx f = { 0 };
 	unsigned i;
@@ -750,7 +766,8 @@ static void test_objcache_caches_share_a_domain(void **state)
 	struct fx *f = fx_new(1 << 20, 4, false);
 	struct rcl_objcache_config cc = { .ops = &other_ops,
 					  .priv = &other_writes, .seed = 1,
-					  .nr_shards = 2 };
+					  .nr_shards = 2,
+					  .flags = RCL_OBJCACHE_DESTROY_IN_RECLAIM };
 	struct rcl_objcache *c2;
 	struct rcl_reclaim_result res;
 	struct tobj *a, *b;
@@ -816,7 +833,8 @@ static const struct rcl_objcache_ops ikey_ops = { .hash = ikey_hash,
 static void test_objcache_application_keys(void **state)
 {
 	struct rcl_domain_config dc = { .budget = 1 << 20 };
-	struct rcl_objcache_config cc = { .ops = &ikey_ops, .nr_shards = 4 };
+	struct rcl_objcache_config cc = { .ops = &ikey_ops, .nr_shards = 4,
+					  .flags = RCL_OBJCACHE_DESTROY_IN_RECLAIM };
 	static struct ikey pool[64];	/* no destructor: a static pool */
 	struct rcl_domain *d;
 	struct rcl_objcache *c;
@@ -857,6 +875,66 @@ static void test_objcache_application_keys(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+/*
+ * The default end of an evicted object: uncharged when evicted (reclaim
+ * sees its progress), destroyed by the shard's next insert in the inserting
+ * thread, at most RCL_OBJCACHE_REAP_MAX waiting per shard (the evict
+ * callback destroys the rest itself), and destroy runs whatever still waits.
+ */
+static void test_objcache_evicted_destroyed_by_next_insert(void **state)
+{
+	struct fx *f = fx_new_deferred(1 << 20, 1);
+	struct rcl_reclaim_result res;
+	struct rcl_objcache_stats st;
+	struct tobj *x;
+	char key[16];
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "d%u", i);
+		put(f, insert_new(f, key, 100));
+	}
+	reclaim_all(f, &res);
+	st = stats(f);
+	assert_int_equal(res.nr_reclaimed, 10);
+	assert_int_equal(st.evictions, 10);
+	assert_int_equal(st.objects, 0);
+	assert_int_equal(st.reap_pending, 10);
+	assert_int_equal(rcl_domain_usage(f->d), 0);	/* uncharged at once */
+	assert_int_equal(atomic_load(&nr_destroyed), 0);	/* not yet */
+	assert_int_equal(atomic_load(&live), 10);
+	/* Nothing reaches a waiting object: its key misses. */
+	assert_null(rcl_objcache_get(f->c, "d3", 2, NULL));
+
+	/* The next insert into the shard destroys them, after its own. */
+	x = insert_new(f, "new", 100);
+	assert_int_equal(atomic_load(&nr_destroyed), 10);
+	assert_int_equal(stats(f).reap_pending, 0);
+	assert_int_equal(atomic_load(&live), 1);
+	put(f, x);
+
+	/* Beyond RCL_OBJCACHE_REAP_MAX, the evict callback destroys. */
+	for (i = 0; i < RCL_OBJCACHE_REAP_MAX + 8; i++) {
+		snprintf(key, sizeof(key), "e%u", i);
+		put(f, insert_new(f, key, 100));
+	}
+	atomic_store(&nr_destroyed, 0);
+	reclaim_all(f, &res);
+	st = stats(f);
+	assert_int_equal(st.objects, 0);
+	assert_int_equal(st.reap_pending, RCL_OBJCACHE_REAP_MAX);
+	assert_int_equal(atomic_load(&nr_destroyed),
+			 RCL_OBJCACHE_REAP_MAX + 8 + 1 - RCL_OBJCACHE_REAP_MAX);
+	assert_int_equal(rcl_domain_usage(f->d), 0);
+
+	/* Destroy runs the rest (fx_free checks nothing is left). */
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	f->c = NULL;
+	assert_int_equal(atomic_load(&live), 0);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -866,6 +944,7 @@ int main(void)
 		cmocka_unit_test(test_objcache_charge_failure_changes_nothing),
 		cmocka_unit_test(test_objcache_weight_is_one_value),
 		cmocka_unit_test(test_objcache_reclaim_evicts_unpinned_only),
+		cmocka_unit_test(test_objcache_evicted_destroyed_by_next_insert),
 		cmocka_unit_test(test_objcache_refault_insert_is_activated),
 		cmocka_unit_test(test_objcache_shadows_are_bounded),
 		cmocka_unit_test(test_objcache_del_with_pins),

@@ -243,7 +243,10 @@ static void test_objcache_stress_threads_reclaimer_flusher(void **state)
 	assert_int_equal(sum[0], st.objects);
 	assert_int_equal(sum[1], st.weight);
 	assert_int_equal(rcl_domain_usage(d), st.weight);
-	assert_int_equal(atomic_load(&live), (long)st.objects);
+	/* Evicted objects waiting for their shard's next insert to destroy
+	 * them are uncharged but still live (objcache.h). */
+	assert_int_equal(atomic_load(&live), (long)(st.objects + st.reap_pending));
+	assert_true(st.reap_pending <= 4 * RCL_OBJCACHE_REAP_MAX);
 	assert_true(rcl_domain_usage(d) <= BUDGET);
 	assert_int_equal(st.objects, st.inserts - st.evictions - st.deletes);
 	assert_true(st.evictions > 0);

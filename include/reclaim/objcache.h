@@ -32,9 +32,11 @@
  * One value for weight and charge.  rcl_objcache_insert() takes the
  * object's weight once, charges it to the domain and uses it as the lru
  * weight; the cache uncharges exactly that, exactly once, when the object
- * finally goes (evicted, deleted, or at destroy), after the destructor has
- * run.  A weight that does not fit the lru weight (above UINT32_MAX) is
- * refused with -E2BIG, a weight of 0 with -EINVAL.
+ * finally goes (evicted, deleted, or at destroy): after the destructor has
+ * run, except for an eviction, uncharged when it is evicted and destroyed
+ * a little later (see "The end of an evicted object").  A weight that
+ * does not fit the lru weight (above UINT32_MAX) is refused with -E2BIG, a
+ * weight of 0 with -EINVAL.
  *
  * References.  An object in the index holds one reference for the index; a
  * pin is one more.  rcl_objcache_get() and rcl_objcache_insert() return the
@@ -42,10 +44,28 @@
  * rcl_objcache_put() drops a pin.  Reclaim evicts only objects that no one
  * pins, that are in the index, and that are clean (the library keeps dirty
  * and writeback objects away from reclaim, flusher.h).  The destructor runs
- * when the last reference goes, with no library lock held: in the reclaim
- * thread's evict callback (eviction), in the thread that drops the last
+ * when the last reference goes, with no library lock held: for an
+ * eviction, in the shard's next insert (or in the reclaim thread's evict
+ * callback: see below), in the thread that drops the last
  * pin of a deleted object, in rcl_objcache_del(), or in
  * rcl_objcache_destroy().
+ *
+ * The end of an evicted object.  Reclaim usually runs in another thread
+ * (the background reclaimer), and an allocator such as glibc's pays dearly
+ * for memory freed in one thread and allocated again in another (both take
+ * the arena lock: rcl-bench objcache, bench/README.md).  So by default the
+ * evict callback takes the object out of the index and off the lruvec,
+ * uncharges it at once (reclaim sees its progress), and leaves its
+ * destructor to the next rcl_objcache_insert() into the same shard, which
+ * runs it in the inserting thread after its own insert, with no lock held:
+ * the memory goes back where the next miss allocates.  At most
+ * RCL_OBJCACHE_REAP_MAX evicted objects wait per shard (beyond that the
+ * evict callback runs the destructor itself), so the memory held beyond
+ * the domain's charge is bounded by nr_shards x RCL_OBJCACHE_REAP_MAX
+ * objects; rcl_objcache_destroy() runs the rest.  Nothing can reach a
+ * waiting object: it is in no index and on no list.  With
+ * RCL_OBJCACHE_DESTROY_IN_RECLAIM the destructor runs in the evict
+ * callback, in the reclaiming thread, and the uncharge follows it.
  *
  * The documented answers:
  *
@@ -202,6 +222,14 @@ struct rcl_objcache_node {
 
 /** Config flag: keep no shadows (no refault detection, no shadow limit). */
 #define RCL_OBJCACHE_NO_SHADOWS (1u << 0)
+/**
+ * Flag: run an evicted object's destructor in the reclaiming thread, from
+ * the evict callback (and uncharge after it), rather than in the shard's
+ * next insert (see "The end of an evicted object").
+ */
+#define RCL_OBJCACHE_DESTROY_IN_RECLAIM (1u << 1)
+/** Evicted objects a shard keeps for its next insert to destroy. */
+#define RCL_OBJCACHE_REAP_MAX 32u
 
 /**
  * struct rcl_objcache_ops - the application's callbacks, all optional
@@ -252,7 +280,8 @@ struct rcl_objcache_ops {
  * @weight_per_gib: as &rcl_lruvec_config.weight_per_gib (0: bytes)
  * @shadow_quota: shadows per shard kept before the domain's reclaim may drop
  *	the excess; 0 = RCL_OBJCACHE_SHADOW_QUOTA_DEFAULT
- * @flags: RCL_OBJCACHE_NO_SHADOWS, or 0; other bits are -EINVAL
+ * @flags: RCL_OBJCACHE_NO_SHADOWS, RCL_OBJCACHE_DESTROY_IN_RECLAIM, or 0;
+ *	other bits are -EINVAL
  * @allocator: where the cache, its shards and tables come from; NULL =
  *	malloc (the domain's allocator is not reachable through its API)
  */
@@ -319,6 +348,7 @@ struct rcl_objcache_stats {
 	uint64_t weight;
 	uint64_t shadows;
 	uint64_t shadows_dropped;
+	uint64_t reap_pending;
 };
 
 /**
