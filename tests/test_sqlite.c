@@ -152,8 +152,11 @@ static void test_methods(void **state)
 		*(int *)p[i]->pExtra = i + 100;
 	}
 	assert_int_equal(m.xPagecount(pc), 8);
-	assert_int_equal(rcl_domain_usage(g_domain), u0 + 8 * charge);
 	rcl_sqlite_stats(&s);
+	/* the cache structure and its tables are charged with the pages */
+	assert_true(s.meta >= 64 * (sizeof(void *) + 16));
+	assert_int_equal(rcl_domain_usage(g_domain), u0 + s.meta + 8 * charge);
+	assert_int_equal(s.charged, s.meta + 8 * charge);
 	assert_int_equal(s.pinned, 8);
 	/* a hit returns the same page, content intact */
 	assert_ptr_equal(m.xFetch(pc, 3, 0), p[2]);
@@ -317,6 +320,54 @@ static void test_databases(void **state)
 	assert_int_equal(a_live, 0);
 }
 
+/*
+ * The tables' doublings are charged before they are allocated; one that the
+ * strict domain refuses is not made, and the cache works on.
+ */
+static void test_table_charge(void **state)
+{
+	uint64_t charge = rcl_sqlite_page_charge(512, 16), u0, meta0;
+	struct rcl_sqlite_stats s;
+	sqlite3_pcache_page *p[300];
+	sqlite3_pcache *pc;
+	unsigned i;
+
+	(void)state;
+	u0 = rcl_domain_usage(g_domain);
+	pc = m.xCreate(512, 16, 1);
+	assert_non_null(pc);
+	rcl_sqlite_stats(&s);
+	meta0 = s.meta;
+	assert_int_equal(rcl_domain_usage(g_domain), u0 + meta0);
+	for (i = 0; i < 200; i++) {	/* 64 -> 128 -> 256 buckets */
+		p[i] = m.xFetch(pc, i + 1, 2);
+		assert_non_null(p[i]);
+	}
+	rcl_sqlite_stats(&s);
+	assert_true(s.meta >= meta0 + 192 * (sizeof(void *) + 16));
+	assert_int_equal(rcl_domain_usage(g_domain), u0 + s.meta + 200 * charge);
+	meta0 = s.meta;
+	/* room for pages 201 .. 257 but not for the doubling to 512 */
+	assert_int_equal(rcl_domain_set_budget(g_domain, rcl_domain_usage(g_domain) +
+						      57 * charge + 1024), 0);
+	for (i = 200; i < 257; i++) {
+		p[i] = m.xFetch(pc, i + 1, 2);
+		assert_non_null(p[i]);
+	}
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.meta, meta0);		/* not doubled */
+	for (i = 0; i < 257; i++)			/* longer chains, all there */
+		assert_ptr_equal(m.xFetch(pc, i + 1, 0), p[i]);
+	assert_int_equal(rcl_domain_set_budget(g_domain, 4u << 20), 0);
+	for (i = 0; i < 257; i++)
+		m.xUnpin(pc, p[i], 1);
+	m.xDestroy(pc);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.meta, 0);
+	assert_int_equal(s.charged, 0);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Faults                                                                     */
 /* ------------------------------------------------------------------------- */
@@ -409,6 +460,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_install_badinput),
 		cmocka_unit_test(test_methods),
+		cmocka_unit_test(test_table_charge),
 		cmocka_unit_test(test_databases),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_teardown),
