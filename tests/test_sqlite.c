@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -372,6 +373,25 @@ static void test_table_charge(void **state)
 /* Faults                                                                     */
 /* ------------------------------------------------------------------------- */
 
+/*
+ * The fault points swept: with --full (suite 'slow'), every one; otherwise
+ * (suites 'unit' and 'concurrency', run under valgrind and the sanitizers)
+ * the first SWEEP_DENSE (xCreate in sqlite3_open, the first fetches), then
+ * one in SWEEP_STRIDE, at a different phase for the two modes.
+ */
+#define SWEEP_DENSE 16
+#define SWEEP_STRIDE 13
+static bool g_full_sweep;
+
+static long sweep_next(long nth, int from)
+{
+	if (g_full_sweep || nth < SWEEP_DENSE)
+		return nth + 1;
+	if (nth == SWEEP_DENSE)
+		return nth + 1 + (from ? SWEEP_STRIDE / 2 : 0);
+	return nth + SWEEP_STRIDE;
+}
+
 static void test_faults(void **state)
 {
 	sqlite3 *db;
@@ -391,7 +411,7 @@ static void test_faults(void **state)
 	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 
 	for (from = 0; from < 2; from++) {
-		for (nth = 1;; nth++) {
+		for (nth = 1;; nth = sweep_next(nth, from)) {
 			int rc, orc;
 			uint64_t h;
 
@@ -399,7 +419,7 @@ static void test_faults(void **state)
 			arm(nth, from);
 			orc = sqlite3_open(g_path, &db);
 			if (orc == SQLITE_OK) {
-				exec(db, "PRAGMA cache_size=10");
+				exec(db, "PRAGMA synchronous=OFF; PRAGMA cache_size=10");
 				rc = exec(db, "BEGIN; UPDATE t SET v = v || 'y' WHERE id % 2 = 0;"
 					  "INSERT INTO t(v) SELECT v FROM t WHERE id < 400;"
 					  "SELECT count(*) FROM t; COMMIT");
@@ -420,6 +440,7 @@ static void test_faults(void **state)
 
 			/* the database is intact: before or after, and ok */
 			assert_int_equal(sqlite3_open(g_path, &db), SQLITE_OK);
+			assert_int_equal(exec(db, "PRAGMA synchronous=OFF"), SQLITE_OK);
 			integrity_ok(db);
 			h = content_hash(db);
 			assert_true(h == before || h == after);
@@ -436,8 +457,8 @@ static void test_faults(void **state)
 				fail_msg("no end to the fault points");
 		}
 	}
-	print_message("faults: %ld runs, %ld failures injected, %ld SQLITE_NOMEM\n",
-		      points, injected, nomem);
+	print_message("faults (%s sweep): %ld runs, %ld failures injected, %ld SQLITE_NOMEM\n",
+		      g_full_sweep ? "full" : "quick", points, injected, nomem);
 	assert_true(nomem > 0);
 	unlink(g_path);
 }
@@ -455,7 +476,7 @@ static void test_teardown(void **state)
 	assert_int_equal(rcl_domain_free(g_domain), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_install_badinput),
@@ -466,5 +487,11 @@ int main(void)
 		cmocka_unit_test(test_teardown),
 	};
 
+	if (argc > 1 && !strcmp(argv[1], "--full"))
+		g_full_sweep = true;
+	else if (argc > 1) {
+		fprintf(stderr, "usage: %s [--full]\n", argv[0]);
+		return 2;
+	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
