@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -152,8 +153,11 @@ static void test_methods(void **state)
 		*(int *)p[i]->pExtra = i + 100;
 	}
 	assert_int_equal(m.xPagecount(pc), 8);
-	assert_int_equal(rcl_domain_usage(g_domain), u0 + 8 * charge);
 	rcl_sqlite_stats(&s);
+	/* the cache structure and its tables are charged with the pages */
+	assert_true(s.meta >= 64 * (sizeof(void *) + 16));
+	assert_int_equal(rcl_domain_usage(g_domain), u0 + s.meta + 8 * charge);
+	assert_int_equal(s.charged, s.meta + 8 * charge);
 	assert_int_equal(s.pinned, 8);
 	/* a hit returns the same page, content intact */
 	assert_ptr_equal(m.xFetch(pc, 3, 0), p[2]);
@@ -317,9 +321,76 @@ static void test_databases(void **state)
 	assert_int_equal(a_live, 0);
 }
 
+/*
+ * The tables' doublings are charged before they are allocated; one that the
+ * strict domain refuses is not made, and the cache works on.
+ */
+static void test_table_charge(void **state)
+{
+	uint64_t charge = rcl_sqlite_page_charge(512, 16), u0, meta0;
+	struct rcl_sqlite_stats s;
+	sqlite3_pcache_page *p[300];
+	sqlite3_pcache *pc;
+	unsigned i;
+
+	(void)state;
+	u0 = rcl_domain_usage(g_domain);
+	pc = m.xCreate(512, 16, 1);
+	assert_non_null(pc);
+	rcl_sqlite_stats(&s);
+	meta0 = s.meta;
+	assert_int_equal(rcl_domain_usage(g_domain), u0 + meta0);
+	for (i = 0; i < 200; i++) {	/* 64 -> 128 -> 256 buckets */
+		p[i] = m.xFetch(pc, i + 1, 2);
+		assert_non_null(p[i]);
+	}
+	rcl_sqlite_stats(&s);
+	assert_true(s.meta >= meta0 + 192 * (sizeof(void *) + 16));
+	assert_int_equal(rcl_domain_usage(g_domain), u0 + s.meta + 200 * charge);
+	meta0 = s.meta;
+	/* room for pages 201 .. 257 but not for the doubling to 512 */
+	assert_int_equal(rcl_domain_set_budget(g_domain, rcl_domain_usage(g_domain) +
+						      57 * charge + 1024), 0);
+	for (i = 200; i < 257; i++) {
+		p[i] = m.xFetch(pc, i + 1, 2);
+		assert_non_null(p[i]);
+	}
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.meta, meta0);		/* not doubled */
+	for (i = 0; i < 257; i++)			/* longer chains, all there */
+		assert_ptr_equal(m.xFetch(pc, i + 1, 0), p[i]);
+	assert_int_equal(rcl_domain_set_budget(g_domain, 4u << 20), 0);
+	for (i = 0; i < 257; i++)
+		m.xUnpin(pc, p[i], 1);
+	m.xDestroy(pc);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.meta, 0);
+	assert_int_equal(s.charged, 0);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Faults                                                                     */
 /* ------------------------------------------------------------------------- */
+
+/*
+ * The fault points swept: with --full (suite 'slow'), every one; otherwise
+ * (suites 'unit' and 'concurrency', run under valgrind and the sanitizers)
+ * the first SWEEP_DENSE (xCreate in sqlite3_open, the first fetches), then
+ * one in SWEEP_STRIDE, at a different phase for the two modes.
+ */
+#define SWEEP_DENSE 16
+#define SWEEP_STRIDE 13
+static bool g_full_sweep;
+
+static long sweep_next(long nth, int from)
+{
+	if (g_full_sweep || nth < SWEEP_DENSE)
+		return nth + 1;
+	if (nth == SWEEP_DENSE)
+		return nth + 1 + (from ? SWEEP_STRIDE / 2 : 0);
+	return nth + SWEEP_STRIDE;
+}
 
 static void test_faults(void **state)
 {
@@ -340,7 +411,7 @@ static void test_faults(void **state)
 	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 
 	for (from = 0; from < 2; from++) {
-		for (nth = 1;; nth++) {
+		for (nth = 1;; nth = sweep_next(nth, from)) {
 			int rc, orc;
 			uint64_t h;
 
@@ -348,7 +419,7 @@ static void test_faults(void **state)
 			arm(nth, from);
 			orc = sqlite3_open(g_path, &db);
 			if (orc == SQLITE_OK) {
-				exec(db, "PRAGMA cache_size=10");
+				exec(db, "PRAGMA synchronous=OFF; PRAGMA cache_size=10");
 				rc = exec(db, "BEGIN; UPDATE t SET v = v || 'y' WHERE id % 2 = 0;"
 					  "INSERT INTO t(v) SELECT v FROM t WHERE id < 400;"
 					  "SELECT count(*) FROM t; COMMIT");
@@ -369,6 +440,7 @@ static void test_faults(void **state)
 
 			/* the database is intact: before or after, and ok */
 			assert_int_equal(sqlite3_open(g_path, &db), SQLITE_OK);
+			assert_int_equal(exec(db, "PRAGMA synchronous=OFF"), SQLITE_OK);
 			integrity_ok(db);
 			h = content_hash(db);
 			assert_true(h == before || h == after);
@@ -385,8 +457,8 @@ static void test_faults(void **state)
 				fail_msg("no end to the fault points");
 		}
 	}
-	print_message("faults: %ld runs, %ld failures injected, %ld SQLITE_NOMEM\n",
-		      points, injected, nomem);
+	print_message("faults (%s sweep): %ld runs, %ld failures injected, %ld SQLITE_NOMEM\n",
+		      g_full_sweep ? "full" : "quick", points, injected, nomem);
 	assert_true(nomem > 0);
 	unlink(g_path);
 }
@@ -404,15 +476,22 @@ static void test_teardown(void **state)
 	assert_int_equal(rcl_domain_free(g_domain), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_install_badinput),
 		cmocka_unit_test(test_methods),
+		cmocka_unit_test(test_table_charge),
 		cmocka_unit_test(test_databases),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_teardown),
 	};
 
+	if (argc > 1 && !strcmp(argv[1], "--full"))
+		g_full_sweep = true;
+	else if (argc > 1) {
+		fprintf(stderr, "usage: %s [--full]\n", argv[0]);
+		return 2;
+	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

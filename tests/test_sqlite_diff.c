@@ -85,6 +85,9 @@ struct out {
 };
 
 static void out_printf(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void out_printf(struct out *o, const char *fmt, ...)
 {
 	va_list ap;
 	int n;

@@ -29,8 +29,17 @@
  * of page buffer, then szExtra bytes of SQLite's extra area.  That sum is
  * charged to the domain when the page is created and uncharged when it is
  * freed, and is its weight on the lruvec.  A cache's own structure and its
- * two tables (the page index and the shadow table, both sized to the pages
- * the cache holds) come from the allocator too but are not charged.
+ * two tables (the page index, 8 bytes a bucket, and the shadow table, 16
+ * bytes a slot, with as many buckets as the cache holds pages, at least
+ * 64) are charged too: the structure and the first tables at xCreate
+ * (which fails, and SQLite's open with SQLITE_NOMEM, when a strict domain
+ * has no room for them after reclaim), each doubling of the tables before
+ * it allocates the new ones, the old ones uncharged after they are freed.
+ * A doubling the domain refuses is not made (the old tables stay, with
+ * longer chains).  So every byte the plug-in holds from its allocator is
+ * charged before it is allocated and uncharged after it is freed: the
+ * allocator's bytes <= the plug-in's charge <= the budget (strict mode), at
+ * every instant.
  *
  * PRAGMA cache_size (xCachesize) is a *soft share*, not a limit: a cache
  * may hold more pages, up to what the domain's budget allows.  When a new
@@ -110,7 +119,8 @@ RCL_API int rcl_sqlite_install(const struct rcl_sqlite_config *cfg);
  * @caches: open page caches (xCreate - xDestroy); 1 for one cache
  * @pages: pages held (pinned + unpinned)
  * @pinned: pages pinned now
- * @charged: bytes charged to the domain now
+ * @charged: bytes charged to the domain now (pages and @meta)
+ * @meta: of @charged, the bytes of cache structures and their tables
  * @hits: xFetch found the page
  * @misses: xFetch did not (whatever the create flag)
  * @evictions: pages reclaimed by the domain (or by the cache itself, above
@@ -125,6 +135,7 @@ struct rcl_sqlite_stats {
 	uint64_t hits, misses;
 	uint64_t evictions;
 	uint64_t refault_activations;
+	uint64_t meta;
 };
 
 /**

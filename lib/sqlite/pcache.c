@@ -89,6 +89,8 @@ struct rsq_cache {
 	unsigned share;			/* cache_size, in pages */
 	unsigned npages;		/* held: pinned + unpinned (+ orphans) */
 	unsigned npinned;
+	bool growing;			/* a thread is doubling the tables */
+	uint64_t meta;			/* charged: this structure + tables */
 	uint64_t hits, misses, evictions, refault_activations;
 };
 
@@ -101,7 +103,7 @@ struct rsq_cache {
 static struct rcl_sqlite_config g_cfg;
 static atomic_bool g_installed;
 
-static atomic_uint_fast64_t g_caches, g_pages, g_pinned, g_charged;
+static atomic_uint_fast64_t g_caches, g_pages, g_pinned, g_charged, g_meta;
 static atomic_uint_fast64_t g_hits, g_misses, g_evictions, g_refault_act;
 
 /* rcl_sqlite_cache_stats(): the first cache this thread fetches from. */
@@ -196,31 +198,81 @@ static void rsq_shadow_put(struct rsq_cache *c, unsigned key, uint64_t shadow)
 	s->key = key;
 }
 
-/* Double the index (and the shadow table) when it holds more pages than
- * buckets.  A failed allocation is not an error: longer chains. */
-static void rsq_grow(struct rsq_cache *c)
+/* The bytes of the index and the shadow table at @n buckets. */
+static uint64_t rsq_tables_bytes(unsigned n)
 {
-	unsigned n = c->nbuckets * 2, shift = c->shift - 1, i;
-	struct rsq_page **nt;
-	struct rsq_shadow *ns = NULL;
+	uint64_t b = (uint64_t)n * sizeof(struct rsq_page *);
+
+	if (!(g_cfg.flags & RCL_SQLITE_NO_SHADOWS))
+		b += (uint64_t)n * sizeof(struct rsq_shadow);
+	return b;
+}
+
+static void rsq_meta_charged(uint64_t bytes)
+{
+	CNT_ADD(g_charged, bytes);
+	CNT_ADD(g_meta, bytes);
+}
+
+static void rsq_meta_uncharge(uint64_t bytes)
+{
+	rcl_domain_uncharge(g_cfg.domain, bytes);
+	CNT_SUB(g_charged, bytes);
+	CNT_SUB(g_meta, bytes);
+}
+
+/*
+ * Double the index (and the shadow table) when it holds more pages than
+ * buckets; called without the mutex.  The new tables are charged before
+ * they are allocated and the old ones uncharged after they are freed, so
+ * the transient (old + new) is charged too.  A failed charge (a strict
+ * domain without room; @create 1 never reclaims for it) or allocation is
+ * not an error: the old tables stay, with longer chains.
+ */
+static void rsq_grow(struct rsq_cache *c, int create)
+{
+	uint64_t ctx = create >= 2 ? RCL_CTX_CAPABLE : 0, nbytes, obytes;
+	unsigned n, shift, i, old_n;
+	struct rsq_page **nt, **ot;
+	struct rsq_shadow *ns = NULL, *os;
 	struct rsq_cache tmp;
 
-	if (c->npages <= c->nbuckets || c->nbuckets >= (1u << 30))
+	pthread_mutex_lock(&c->mu);
+	if (c->growing || c->npages <= c->nbuckets ||
+	    c->nbuckets >= (1u << 30)) {
+		pthread_mutex_unlock(&c->mu);
 		return;
+	}
+	c->growing = true;	/* only this thread changes the tables' size */
+	old_n = c->nbuckets;
+	shift = c->shift - 1;
+	pthread_mutex_unlock(&c->mu);
+
+	n = old_n * 2;
+	nbytes = rsq_tables_bytes(n);
+	obytes = rsq_tables_bytes(old_n);
+	if (rcl_domain_charge(g_cfg.domain, nbytes, ctx, NULL) != 0)
+		goto out;
 	nt = rsq_alloc(n * sizeof(*nt));
-	if (!nt)
-		return;
-	if (c->shadows) {
+	if (nt && !(g_cfg.flags & RCL_SQLITE_NO_SHADOWS)) {
 		ns = rsq_alloc(n * sizeof(*ns));
 		if (!ns) {
 			rsq_free(nt);
-			return;
+			nt = NULL;
 		}
-		memset(ns, 0, n * sizeof(*ns));
 	}
+	if (!nt) {
+		rcl_domain_uncharge(g_cfg.domain, nbytes);
+		goto out;
+	}
+	rsq_meta_charged(nbytes);
 	memset(nt, 0, n * sizeof(*nt));
+	if (ns)
+		memset(ns, 0, n * sizeof(*ns));
 	tmp = (struct rsq_cache){ .shift = shift };
-	for (i = 0; i < c->nbuckets; i++) {
+
+	pthread_mutex_lock(&c->mu);
+	for (i = 0; i < old_n; i++) {
 		struct rsq_page *p = c->table[i], *next;
 
 		for (; p; p = next) {
@@ -236,12 +288,23 @@ static void rsq_grow(struct rsq_cache *c)
 			ns[h] = c->shadows[i];
 		}
 	}
-	rsq_free(c->table);
-	rsq_free(c->shadows);
+	ot = c->table;
+	os = c->shadows;
 	c->table = nt;
 	c->shadows = ns;
 	c->nbuckets = n;
 	c->shift = shift;
+	c->meta += nbytes - obytes;
+	c->growing = false;
+	pthread_mutex_unlock(&c->mu);
+	rsq_free(ot);
+	rsq_free(os);
+	rsq_meta_uncharge(obytes);
+	return;
+out:
+	pthread_mutex_lock(&c->mu);
+	c->growing = false;
+	pthread_mutex_unlock(&c->mu);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -421,14 +484,23 @@ static void rsq_shutdown(void *arg)
 static sqlite3_pcache *rsq_create(int sz_page, int sz_extra, int purgeable)
 {
 	struct rcl_lruvec_config lc = { .ops = &rsq_lru_ops };
+	uint64_t meta = sizeof(struct rsq_cache) + rsq_tables_bytes(RSQ_MIN_BUCKETS);
 	struct rsq_cache *c;
 
 	if (sz_page <= 0 || sz_extra < 0)
 		return NULL;
-	c = rsq_alloc(sizeof(*c));
-	if (!c)
+	/* The structure and its first tables are charged before they are
+	 * allocated (this may reclaim other caches' pages); a strict domain
+	 * without room for them fails the open (SQLITE_NOMEM). */
+	if (rcl_domain_charge(g_cfg.domain, meta, RCL_CTX_CAPABLE, NULL) != 0)
 		return NULL;
+	c = rsq_alloc(sizeof(*c));
+	if (!c) {
+		rcl_domain_uncharge(g_cfg.domain, meta);
+		return NULL;
+	}
 	memset(c, 0, sizeof(*c));
+	c->meta = meta;
 	c->nbuckets = RSQ_MIN_BUCKETS;
 	c->shift = 64 - 6;
 	c->sz_page = (unsigned)sz_page;
@@ -453,6 +525,7 @@ static sqlite3_pcache *rsq_create(int sz_page, int sz_extra, int purgeable)
 	if (rcl_domain_attach(g_cfg.domain, &c->lv, 0) != 0)
 		goto fail_lv;
 	CNT_ADD(g_caches, 1);
+	rsq_meta_charged(meta);
 	return (sqlite3_pcache *)c;
 
 fail_lv:
@@ -463,6 +536,7 @@ fail:
 	rsq_free(c->shadows);
 	rsq_free(c->table);
 	rsq_free(c);
+	rcl_domain_uncharge(g_cfg.domain, meta);
 	return NULL;
 }
 
@@ -540,8 +614,8 @@ static sqlite3_pcache_page *rsq_fetch(sqlite3_pcache *pc, unsigned key,
 	c->npages++;
 	c->npinned++;
 	CNT_ADD(g_pinned, 1);
-	rsq_grow(c);
 	pthread_mutex_unlock(&c->mu);
+	rsq_grow(c, create);
 	return &p->base;
 }
 
@@ -687,15 +761,18 @@ static void rsq_shrink(sqlite3_pcache *pc)
 static void rsq_destroy(sqlite3_pcache *pc)
 {
 	struct rsq_cache *c = (struct rsq_cache *)pc;
+	uint64_t meta;
 
 	/* No reclaim pass is inside the lruvec after this. */
 	rcl_domain_detach(g_cfg.domain, &c->lv);
 	rsq_drop_pages(c, 0, true);
 	rcl_lruvec_destroy(&c->lv);
 	pthread_mutex_destroy(&c->mu);
+	meta = c->meta;
 	rsq_free(c->shadows);
 	rsq_free(c->table);
 	rsq_free(c);
+	rsq_meta_uncharge(meta);
 	CNT_SUB(g_caches, 1);
 }
 
@@ -753,6 +830,7 @@ RCL_API int rcl_sqlite_stats(struct rcl_sqlite_stats *out)
 	out->pages = CNT_GET(g_pages);
 	out->pinned = CNT_GET(g_pinned);
 	out->charged = CNT_GET(g_charged);
+	out->meta = CNT_GET(g_meta);
 	out->hits = CNT_GET(g_hits);
 	out->misses = CNT_GET(g_misses);
 	out->evictions = CNT_GET(g_evictions);
@@ -807,7 +885,8 @@ RCL_API int rcl_sqlite_cache_stats(struct sqlite3 *db, const char *schema,
 	out->caches = 1;
 	out->pages = c->npages;
 	out->pinned = c->npinned;
-	out->charged = (uint64_t)c->npages * c->charge;
+	out->charged = (uint64_t)c->npages * c->charge + c->meta;
+	out->meta = c->meta;
 	out->hits = c->hits;
 	out->misses = c->misses;
 	out->evictions = c->evictions;
