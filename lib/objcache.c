@@ -854,7 +854,8 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	/*
 	 * Present already: no charge, no reclaim for nothing.  After a get of
 	 * this key missed (its token), the key was absent a moment ago: skip
-	 * the look and let the check after the charge catch a race.
+	 * the look, and let the looks after the charge (or after a failed
+	 * one) catch a race, with the same answer, -EEXIST.
 	 */
 	if (!miss || miss->__hash != h) {
 		oc_lock(sh);
@@ -874,6 +875,17 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 			return RCL__REFUSE(err, "the domain refused the charge (rcl_domain_charge())");
 		if (err == -ENOMEM) {
 			oc_lock(sh);
+			/*
+			 * Without the look before the charge (a miss token), a
+			 * key inserted since the get is still the documented
+			 * lost race, not a failed charge.
+			 */
+			e = oc_find_locked(c, sh, h, key, len);
+			if (e) {
+				oc_pin_locked(sh, e);
+				oc_unlock(sh);
+				goto lost;
+			}
 			sh->st.charge_failures++;
 			oc_unlock(sh);
 		}
