@@ -851,22 +851,15 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 		shadow = miss->__shadow;
 	sh = oc_shard_of(c, h);
 
-	/*
-	 * Present already: no charge, no reclaim for nothing.  After a get of
-	 * this key missed (its token), the key was absent a moment ago: skip
-	 * the look, and let the looks after the charge (or after a failed
-	 * one) catch a race, with the same answer, -EEXIST.
-	 */
-	if (!miss || miss->__hash != h) {
-		oc_lock(sh);
-		e = oc_find_locked(c, sh, h, key, len);
-		if (e) {
-			oc_pin_locked(sh, e);
-			oc_unlock(sh);
-			goto lost;
-		}
+	/* Present already: no charge, no reclaim for nothing. */
+	oc_lock(sh);
+	e = oc_find_locked(c, sh, h, key, len);
+	if (e) {
+		oc_pin_locked(sh, e);
 		oc_unlock(sh);
+		goto lost;
 	}
+	oc_unlock(sh);
 
 	/* The charge may reclaim in this thread: no lock held. */
 	err = rcl_domain_charge(c->d, weight, context, NULL);
@@ -876,9 +869,9 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 		if (err == -ENOMEM) {
 			oc_lock(sh);
 			/*
-			 * Without the look before the charge (a miss token), a
-			 * key inserted since the get is still the documented
-			 * lost race, not a failed charge.
+			 * A key inserted by another thread since the look
+			 * before the charge is still the documented lost race,
+			 * not a failed charge.
 			 */
 			e = oc_find_locked(c, sh, h, key, len);
 			if (e) {
