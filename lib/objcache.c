@@ -70,6 +70,7 @@ struct oc_shard {
 	size_t smask;
 	size_t hand;				/* clock hand of the drop */
 	uint64_t nr_shadows;
+	_Atomic uint64_t ins_seq;		/* inserts so far (shard lock) */
 	struct rcl_objcache_node *reap;		/* evicted, destructor pending */
 	unsigned nr_reap;
 	struct oc_shard_stats st;
@@ -793,6 +794,8 @@ struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *c,
 		miss->__shadow = 0;
 		miss->__hash = h;
 		miss->__cache = c;
+		miss->__seq = atomic_load_explicit(&sh->ins_seq,
+						   memory_order_relaxed);
 		if (sh->shadows) {
 			struct oc_shadow *s = &sh->shadows[h & sh->smask];
 
@@ -851,15 +854,25 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 		shadow = miss->__shadow;
 	sh = oc_shard_of(c, h);
 
-	/* Present already: no charge, no reclaim for nothing. */
-	oc_lock(sh);
-	e = oc_find_locked(c, sh, h, key, len);
-	if (e) {
-		oc_pin_locked(sh, e);
+	/*
+	 * Present already: no charge, no reclaim for nothing.  The look is
+	 * skipped after a get of this key missed (its token) if nothing was
+	 * inserted into the shard since: the key is still absent.  (A
+	 * concurrent insert that this load does not see yet is the race the
+	 * look after the charge catches, as it always was.)
+	 */
+	if (!miss || miss->__hash != h ||
+	    atomic_load_explicit(&sh->ins_seq, memory_order_acquire) !=
+		    miss->__seq) {
+		oc_lock(sh);
+		e = oc_find_locked(c, sh, h, key, len);
+		if (e) {
+			oc_pin_locked(sh, e);
+			oc_unlock(sh);
+			goto lost;
+		}
 		oc_unlock(sh);
-		goto lost;
 	}
-	oc_unlock(sh);
 
 	/* The charge may reclaim in this thread: no lock held. */
 	err = rcl_domain_charge(c->d, weight, context, NULL);
@@ -917,6 +930,10 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	atomic_store_explicit(&node->__refs, OC_HASHED | 2, memory_order_relaxed);
 	oc_link_locked(sh, node);
 	sh->st.inserts++;
+	atomic_store_explicit(&sh->ins_seq,
+			      atomic_load_explicit(&sh->ins_seq,
+						   memory_order_relaxed) + 1,
+			      memory_order_release);
 	if (outcome & RCL_REFAULT_ACTIVATE)
 		sh->st.refault_activations++;
 	reap = sh->reap;

@@ -315,6 +315,7 @@ struct rcl_objcache_miss {
 	uint64_t __shadow;
 	uint64_t __hash;
 	const struct rcl_objcache *__cache;
+	uint64_t __seq;
 };
 
 /**
