@@ -71,24 +71,6 @@ static const char *const vm_names[NR_VM_ITEMS] = {
 };
 
 /* ------------------------------------------------------------------------- */
-/* Memory                                                                     */
-/* ------------------------------------------------------------------------- */
-
-static void *std_alloc(void *ctx, size_t size)
-{
-	(void)ctx;
-	return malloc(size);
-}
-
-static void std_free(void *ctx, void *p)
-{
-	(void)ctx;
-	free(p);
-}
-
-static const struct rcl_allocator std_allocator = { std_alloc, std_free, NULL };
-
-/* ------------------------------------------------------------------------- */
 /* Watermarks                                                                 */
 /* ------------------------------------------------------------------------- */
 
@@ -136,7 +118,7 @@ static void store_watermarks(struct rcl_domain *d, const struct rcl_watermarks *
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out)
 {
-	const struct rcl_allocator *a = &std_allocator;
+	const struct rcl_allocator *a = &rcl__std_allocator;
 	struct rcl_shrinker_registry_config rc = { 0 };
 	struct rcl_watermarks wm;
 	pthread_condattr_t ca;

@@ -55,6 +55,20 @@ void rcl__free(void *p)
 	free(p);
 }
 
+static void *std_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	return malloc(size);
+}
+
+static void std_free(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
+}
+
+const struct rcl_allocator rcl__std_allocator = { std_alloc, std_free, NULL };
+
 void *rcl__alloc(const struct rcl_allocator *a, size_t size)
 {
 	if (fault(RCL__FAULT_ALLOC, size))

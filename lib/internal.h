@@ -182,16 +182,29 @@ static inline void rcl__cpu_relax(void)
 #endif
 }
 
-static inline void rcl__lruvec_lock(struct rcl_lruvec *lv)
+/* Up to @spins trylocks, relaxing between them; true if one took @m. */
+static inline bool rcl__mutex_trylock_spin(pthread_mutex_t *m, unsigned spins)
 {
 	unsigned i;
 
-	for (i = 0; i < RCL__LOCK_SPINS; i++) {
-		if (pthread_mutex_trylock(&lv->__lock) == 0)
-			return;
+	for (i = 0; i < spins; i++) {
+		if (pthread_mutex_trylock(m) == 0)
+			return true;
 		rcl__cpu_relax();
 	}
-	pthread_mutex_lock(&lv->__lock);
+	return false;
+}
+
+/* Lock @m: spin briefly (@spins trylocks), then sleep in the mutex. */
+static inline void rcl__mutex_lock_spin(pthread_mutex_t *m, unsigned spins)
+{
+	if (!rcl__mutex_trylock_spin(m, spins))
+		pthread_mutex_lock(m);
+}
+
+static inline void rcl__lruvec_lock(struct rcl_lruvec *lv)
+{
+	rcl__mutex_lock_spin(&lv->__lock, RCL__LOCK_SPINS);
 }
 
 static inline void rcl__lruvec_unlock(struct rcl_lruvec *lv)
@@ -327,6 +340,8 @@ void *rcl__calloc(size_t size);
 void rcl__free(void *p);
 /* @size bytes from an application's allocator. */
 void *rcl__alloc(const struct rcl_allocator *a, size_t size);
+/* malloc() and free(), for objects created without an allocator. */
+extern const struct rcl_allocator rcl__std_allocator;
 /* pthread_create() with default attributes; returns 0 or an errno value. */
 int rcl__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 

@@ -103,18 +103,6 @@ struct rcl_objcache {
 /* Allocation and locking                                                     */
 /* ------------------------------------------------------------------------- */
 
-static void *oc_malloc(void *ctx, size_t size)
-{
-	(void)ctx;
-	return malloc(size);
-}
-
-static void oc_mfree(void *ctx, void *p)
-{
-	(void)ctx;
-	free(p);
-}
-
 static void *oc_zalloc(struct rcl_objcache *c, size_t size)
 {
 	void *p = rcl__alloc(&c->alloc, size);
@@ -132,27 +120,13 @@ static void oc_free(struct rcl_objcache *c, void *p)
 
 static void oc_lock(struct oc_shard *sh)
 {
-	unsigned i;
-
-	for (i = 0; i < OC_LOCK_SPINS; i++) {
-		if (pthread_mutex_trylock(&sh->lock) == 0)
-			return;
-		rcl__cpu_relax();
-	}
-	pthread_mutex_lock(&sh->lock);
+	rcl__mutex_lock_spin(&sh->lock, OC_LOCK_SPINS);
 }
 
 /* A bounded trylock, for callbacks of reclaim (see oc_evict()). */
 static bool oc_trylock(struct oc_shard *sh)
 {
-	unsigned i;
-
-	for (i = 0; i < OC_TRY_SPINS; i++) {
-		if (pthread_mutex_trylock(&sh->lock) == 0)
-			return true;
-		rcl__cpu_relax();
-	}
-	return false;
+	return rcl__mutex_trylock_spin(&sh->lock, OC_TRY_SPINS);
 }
 
 static void oc_unlock(struct oc_shard *sh)
@@ -569,8 +543,6 @@ void rcl_objcache_node_init(struct rcl_objcache_node *node)
 int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg,
 		     struct rcl_objcache **out)
 {
-	static const struct rcl_allocator default_alloc = { oc_malloc, oc_mfree,
-							    NULL };
 	const struct rcl_allocator *a;
 	struct rcl_objcache *c;
 	unsigned nr_shards, i;
@@ -589,7 +561,7 @@ int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg
 		return -EINVAL;
 	if (cfg->ops && !cfg->ops->hash != !cfg->ops->eq)
 		return -EINVAL;
-	a = cfg->allocator ? cfg->allocator : &default_alloc;
+	a = cfg->allocator ? cfg->allocator : &rcl__std_allocator;
 	if (!a->alloc || !a->free)
 		return -EINVAL;
 	quota = cfg->shadow_quota ? cfg->shadow_quota
@@ -817,11 +789,21 @@ struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *c,
 }
 
 /* Pin an object found under the shard lock (a lost race's winner). */
-static struct rcl_objcache_node *oc_pin_locked(struct oc_shard *sh,
-					       struct rcl_objcache_node *e)
+/*
+ * An insert's look for its key (shard lock held): the object already
+ * cached, pinned and counted as a lost race; or NULL.
+ */
+static struct rcl_objcache_node *oc_find_winner_locked(struct rcl_objcache *c,
+						       struct oc_shard *sh,
+						       uint64_t h, const void *key,
+						       size_t len)
 {
-	atomic_fetch_add_explicit(&e->__refs, 1, memory_order_relaxed);
-	sh->st.lost_races++;
+	struct rcl_objcache_node *e = oc_find_locked(c, sh, h, key, len);
+
+	if (e) {
+		atomic_fetch_add_explicit(&e->__refs, 1, memory_order_relaxed);
+		sh->st.lost_races++;
+	}
 	return e;
 }
 
@@ -865,13 +847,10 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	    atomic_load_explicit(&sh->ins_seq, memory_order_acquire) !=
 		    miss->__seq) {
 		oc_lock(sh);
-		e = oc_find_locked(c, sh, h, key, len);
-		if (e) {
-			oc_pin_locked(sh, e);
-			oc_unlock(sh);
-			goto lost;
-		}
+		e = oc_find_winner_locked(c, sh, h, key, len);
 		oc_unlock(sh);
+		if (e)
+			goto lost;
 	}
 
 	/* The charge may reclaim in this thread: no lock held. */
@@ -886,22 +865,19 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 			 * before the charge is still the documented lost race,
 			 * not a failed charge.
 			 */
-			e = oc_find_locked(c, sh, h, key, len);
-			if (e) {
-				oc_pin_locked(sh, e);
-				oc_unlock(sh);
-				goto lost;
-			}
-			sh->st.charge_failures++;
+			e = oc_find_winner_locked(c, sh, h, key, len);
+			if (!e)
+				sh->st.charge_failures++;
 			oc_unlock(sh);
+			if (e)
+				goto lost;
 		}
 		return err;
 	}
 
 	oc_lock(sh);
-	e = oc_find_locked(c, sh, h, key, len);
+	e = oc_find_winner_locked(c, sh, h, key, len);
 	if (e) {
-		oc_pin_locked(sh, e);
 		oc_unlock(sh);
 		rcl_domain_uncharge(c->d, weight);
 		goto lost;

@@ -143,20 +143,6 @@ static RCL__TLS struct cb_frame *tls_frames;
 /* Memory                                                                     */
 /* ------------------------------------------------------------------------- */
 
-static void *std_alloc(void *ctx, size_t size)
-{
-	(void)ctx;
-	return malloc(size);
-}
-
-static void std_free(void *ctx, void *ptr)
-{
-	(void)ctx;
-	free(ptr);
-}
-
-static const struct rcl_allocator std_allocator = { std_alloc, std_free, NULL };
-
 /*
  * Zeroed, cache-line-aligned memory from the registry's allocator (which
  * only promises max_align_t); *@raw receives the pointer to free.
@@ -202,7 +188,7 @@ RCL_API const char *rcl_shrink_policy_name(enum rcl_shrink_policy policy)
 RCL_API int rcl_shrinker_registry_new(const struct rcl_shrinker_registry_config *cfg,
 				      struct rcl_shrinker_registry **out)
 {
-	const struct rcl_allocator *a = &std_allocator;
+	const struct rcl_allocator *a = &rcl__std_allocator;
 	struct rcl_shrinker_registry *reg;
 	unsigned parts = 1;
 	int err;
