@@ -358,16 +358,22 @@ static void oc_maybe_grow_locked(struct rcl_objcache *c, struct oc_shard *sh)
  * The last reference is gone and the node is off its lruvec (or answered
  * FREED): make it idle, run the destructor with no lock held, uncharge.
  */
-static void oc_finalize(struct rcl_objcache *c, struct rcl_objcache_node *n)
+/* Make @n idle and run the destructor (no lock held). */
+static void oc_destroy(struct rcl_objcache *c, struct rcl_objcache_node *n)
 {
-	uint32_t w = n->__weight;
-
 	n->__cache = NULL;
 	n->__hnext = NULL;
 	rcl_lru_node_init(&n->__lru);
 	atomic_store_explicit(&n->__refs, 0, memory_order_relaxed);
 	if (c->ops.destructor)
 		c->ops.destructor(n, c->priv);
+}
+
+static void oc_finalize(struct rcl_objcache *c, struct rcl_objcache_node *n)
+{
+	uint32_t w = n->__weight;
+
+	oc_destroy(c, n);
 	rcl_domain_uncharge(c->d, w);
 }
 
@@ -377,11 +383,7 @@ static void oc_reap(struct rcl_objcache *c, struct rcl_objcache_node *n)
 	while (n) {
 		struct rcl_objcache_node *next = n->__hnext;
 
-		n->__cache = NULL;
-		n->__hnext = NULL;
-		rcl_lru_node_init(&n->__lru);
-		if (c->ops.destructor)
-			c->ops.destructor(n, c->priv);
+		oc_destroy(c, n);	/* uncharged when it was evicted */
 		n = next;
 	}
 }
@@ -417,8 +419,8 @@ static enum rcl_evict_status oc_evict(struct rcl_lru_node *lru,
 	struct rcl_objcache *c = sh->cache;
 	struct rcl_objcache_node *n =
 		rcl_container_of(lru, struct rcl_objcache_node, __lru);
-	uint32_t want = OC_HASHED | 1;
-	bool added;
+	uint32_t want = OC_HASHED | 1, w;
+	bool added, reap;
 
 	/*
 	 * Only a domain with RCL_DOMAIN_RECLAIM_WRITES (the baseline in which
@@ -440,22 +442,22 @@ static enum rcl_evict_status oc_evict(struct rcl_lru_node *lru,
 	oc_unlink_locked(sh, n);
 	sh->st.evictions++;
 	added = oc_store_shadow_locked(sh, n->__hash, ctl->shadow);
-	if (!c->destroy_in_reclaim && sh->nr_reap < RCL_OBJCACHE_REAP_MAX) {
-		uint32_t w = n->__weight;
-
+	/* Destroyed by the shard's next insert (objcache.h), or here. */
+	reap = !c->destroy_in_reclaim && sh->nr_reap < RCL_OBJCACHE_REAP_MAX;
+	w = n->__weight;	/* once on the list, an insert may destroy it */
+	if (reap) {
 		n->__hnext = sh->reap;
 		sh->reap = n;
 		sh->nr_reap++;
-		oc_unlock(sh);
-		if (added)
-			rcl_shadow_limit_add(c->limit, 1);
-		rcl_domain_uncharge(c->d, w);
-		return RCL_EVICT_FREED;
 	}
 	oc_unlock(sh);
 	if (added)
 		rcl_shadow_limit_add(c->limit, 1);
-	oc_finalize(c, n);	/* the library does not touch the node again */
+	/* Neither the library nor this callback touches the node again. */
+	if (reap)
+		rcl_domain_uncharge(c->d, w);
+	else
+		oc_finalize(c, n);
 	return RCL_EVICT_FREED;
 }
 
