@@ -1,0 +1,572 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * DOC: pressure - the domain hears the system: PSI, cgroups, systemd, the
+ * application; and reports the memory the system sees
+ *
+ * A domain bounds what the application charges.  What gets a process killed
+ * is what the kernel sees: its cgroup's working set against memory.high or
+ * memory.max, pressure stalls, and resident memory that stays up after
+ * objects are freed.  A pressure monitor watches one or more *sources*,
+ * turns each event into a *level*, and applies the level to one domain by
+ * lowering its budget, which reclaims by the domain's own rules (watermarks,
+ * proportional passes, shrinkers; domain.h).
+ *
+ * Levels.  Named so as not to collide with GLib's "low" (its mildest):
+ *
+ * ==============  ==================================================
+ * level           reclaim target of one action
+ * ==============  ==================================================
+ * MODERATE        the budget steps down to 7/8 of usage (12.5 %)
+ * SEVERE          ... to 3/4 of usage (25 %)
+ * CRITICAL        ... to 1/2 of usage (50 %)
+ * ==============  ==================================================
+ *
+ * never below the floor (&rcl_pressure_config.min_budget).  An action sets
+ * the domain's budget with rcl_domain_set_budget(), so the reclaim that
+ * follows is the domain's: the caller of the action reclaims towards the
+ * high watermark (or the background reclaimer does, if it runs).
+ *
+ * The effective budget.  The monitor owns the domain's budget while it is
+ * attached: effective = min(base, container, pressure), where base is the
+ * domain's budget when the monitor was created (or
+ * &rcl_pressure_config.base_budget), container is the budget that follows
+ * the cgroup (RCL_PRESSURE_FOLLOW_CGROUP, below) and pressure is what the
+ * last actions left.  A step down is applied at once; a step up at most
+ * &rcl_pressure_config.grow_pct percent of base per interval, and only in an
+ * interval that had no action (hysteresis: a cache that dropped does not
+ * regrow at once and oscillate).  A budget set by the application with
+ * rcl_domain_set_budget() holds until the monitor's next change.
+ *
+ * Sources and their mapping to levels (each optional; add any number):
+ *
+ * - PSI (rcl_pressure_add_psi()): /proc/pressure/memory or a cgroup v2
+ *   memory.pressure.  Triggers, one per level, each on its own descriptor,
+ *   on a 2 s window (unprivileged triggers on kernels since 6.5 need a
+ *   window that is a multiple of 2 s): MODERATE "some 140000 2000000" (7 %
+ *   of the time some task stalled, Android lmkd's medium), SEVERE
+ *   "some 300000 2000000" (15 %, the kernel documentation's example),
+ *   CRITICAL "full 1400000 2000000" (70 % of the time every task stalled,
+ *   lmkd's critical).  Triggers are tried only on procfs and cgroup2 files;
+ *   where they are refused (EINVAL, EPERM, EACCES, ...) or the file is
+ *   elsewhere, the source reads the "total=" stall counters on a timer
+ *   (&rcl_pressure_config.interval_ns) and applies the same fractions to
+ *   the stall time of the interval: mode RCL_PSOURCE_PSI_POLL.  A file
+ *   whose reads fail (EOPNOTSUPP: PSI compiled in but disabled) makes the
+ *   call fail with that error; the other sources still work.
+ * - cgroup (rcl_pressure_add_cgroup()): the process's own cgroup, found from
+ *   /proc/self/cgroup and /proc/self/mountinfo (v2 first, then v1's memory
+ *   hierarchy), or a directory given.  Read on the timer: v2 memory.current,
+ *   memory.high, memory.max, memory.stat (inactive_file), memory.events;
+ *   v1 memory.usage_in_bytes, memory.limit_in_bytes, memory.stat
+ *   (total_inactive_file).  The working set is usage minus inactive file
+ *   pages (page cache the kernel drops at no cost): raw usage is never
+ *   taken as pressure.  Levels: working set at 90 % of the limit (v2
+ *   memory.high if set, else memory.max; v1 the limit) MODERATE, 95 %
+ *   SEVERE, 98 % CRITICAL; a rise of memory.events "high" SEVERE, of "max",
+ *   "oom" or "oom_kill" CRITICAL.  On v1, memory.pressure_level
+ *   notifications (eventfds registered through cgroup.event_control):
+ *   low MODERATE, medium SEVERE, critical CRITICAL.  On a real v2 cgroup
+ *   memory.events is also watched for POLLPRI (an event wakes the monitor
+ *   before the timer).
+ * - systemd (rcl_pressure_add_systemd()): $MEMORY_PRESSURE_WATCH and
+ *   $MEMORY_PRESSURE_WRITE as systemd's docs/PRESSURE.md says: a regular
+ *   file is a PSI file (write the decoded trigger, wait for POLLPRI, never
+ *   read; where the trigger is refused, poll its totals against the
+ *   trigger's own threshold), a FIFO (write, wait for POLLIN, read and
+ *   discard) or an AF_UNIX stream socket (connect, write, POLLIN, read and
+ *   discard); "/dev/null" means off.  systemd has one level: SEVERE.
+ * - the application (rcl_pressure_notify()), with the mappings of
+ *   rcl_pressure_level_from_glib() and rcl_pressure_level_from_android().
+ *
+ * Peers' failures, designed out:
+ *
+ * - Rate limit: at most one action per &rcl_pressure_config.window_ns per
+ *   source.  Events inside a window merge (the highest level wins) into
+ *   one action at the window's end.
+ * - Freed nothing, back off: an action that freed nothing (usage did not
+ *   fall across it) doubles that source's wait, up to
+ *   &rcl_pressure_config.backoff_max_ns; one that freed something restores
+ *   the window.  A source that fires continuously at an empty cache costs
+ *   one action per backoff_max_ns.
+ * - Budget that follows the container (RCL_PRESSURE_FOLLOW_CGROUP, needs a
+ *   cgroup source): container = (limit - (working set - this domain's
+ *   usage in bytes)) x &rcl_pressure_config.cgroup_pct / 100, converted to
+ *   the domain's unit by &rcl_pressure_config.bytes_per_unit, re-read every
+ *   interval (a limit change raises no event).  No limit: no container
+ *   budget.
+ * - Allocator trim: freed objects are not freed memory.  After actions
+ *   have freed at least &rcl_pressure_config.trim_min_bytes since the last
+ *   trim, and at most once per &rcl_pressure_config.trim_interval_ns, the
+ *   trim hook runs: by default malloc_trim(0) on glibc (nothing elsewhere),
+ *   or the application's (jemalloc's arena.<i>.purge, mimalloc's
+ *   mi_collect()), or none (RCL_PRESSURE_NO_TRIM).
+ *
+ * Two ways to run it.  rcl_pressure_start() runs a library thread that
+ * waits on the sources and the timer.  Without it, the application's event
+ * loop polls rcl_pressure_fd() for POLLIN (an epoll descriptor holding the
+ * sources' descriptors and a timerfd armed for the next deadline) and calls
+ * rcl_pressure_dispatch() when it is readable, or whenever it likes: with a
+ * fake clock (tests) dispatch does exactly what the clock's time says is
+ * due.
+ *
+ * Real memory.  rcl_pressure_memory() samples the process's resident memory
+ * (/proc/self/statm) and, with a cgroup source, the cgroup's usage, working
+ * set and limit, beside the domain's charged usage, with the sampling time.
+ * rcl_domain_vmstat() stays lock-free and reads no file.
+ *
+ * Lifetime.  A monitor holds its domain: rcl_domain_free() is refused
+ * (-EBUSY) until the monitor is freed.  Every descriptor is O_CLOEXEC.
+ * After fork() the child must not use a monitor created by its parent (the
+ * thread is not there; the descriptors are shared with the parent): free
+ * it there only with rcl_pressure_free(), which then closes its copies and
+ * does not join a thread it does not have.  When the process moves to
+ * another cgroup, a cgroup source keeps the directory it opened; remove
+ * nothing, add a new monitor (or call rcl_pressure_add_cgroup() again on a
+ * new monitor) to follow the move.
+ *
+ * Synchronization.  Every function is thread-safe (a monitor mutex), except
+ * rcl_pressure_free(), which must not run concurrently with other calls on
+ * the monitor.  Actions (dispatch, notify) run reclaim, and so the
+ * domain's callbacks, in the calling thread, with the monitor mutex not
+ * held.
+ */
+#ifndef RECLAIM_PRESSURE_H
+#define RECLAIM_PRESSURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <reclaim/common.h>
+#include <reclaim/clock.h>
+#include <reclaim/domain.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rcl_pressure;
+
+/** Pressure levels, mildest first. */
+enum rcl_pressure_level {
+	RCL_PRESSURE_NONE = 0,
+	RCL_PRESSURE_MODERATE = 1,
+	RCL_PRESSURE_SEVERE = 2,
+	RCL_PRESSURE_CRITICAL = 3,
+};
+
+/** Most sources one monitor watches. */
+#define RCL_PRESSURE_MAX_SOURCES 16
+
+/** Monitor flag: the budget follows the cgroup's limit (needs a cgroup source). */
+#define RCL_PRESSURE_FOLLOW_CGROUP (1u << 0)
+/** Monitor flag: no allocator trim at all. */
+#define RCL_PRESSURE_NO_TRIM (1u << 1)
+
+/** Defaults of &struct rcl_pressure_config (0 selects them). */
+#define RCL_PRESSURE_WINDOW_DEFAULT_NS		1000000000ull	/* 1 s */
+#define RCL_PRESSURE_BACKOFF_MAX_DEFAULT_NS	60000000000ull	/* 60 s */
+#define RCL_PRESSURE_INTERVAL_DEFAULT_NS	1000000000ull	/* 1 s */
+#define RCL_PRESSURE_GROW_PCT_DEFAULT		5
+#define RCL_PRESSURE_CGROUP_PCT_DEFAULT		90
+#define RCL_PRESSURE_TRIM_MIN_DEFAULT_BYTES	(1ull << 20)	/* 1 MiB */
+#define RCL_PRESSURE_TRIM_INTERVAL_DEFAULT_NS	1000000000ull	/* 1 s */
+
+/**
+ * struct rcl_pressure_config - creation parameters
+ * @domain: the domain the levels apply to (required)
+ * @clock: the clock of windows, intervals and samples; NULL = the real
+ *	monotonic clock.  With a fake clock, the library thread and the
+ *	timerfd still wait in real time; tests call rcl_pressure_dispatch().
+ * @allocator: where the monitor comes from; NULL = malloc
+ * @flags: RCL_PRESSURE_FOLLOW_CGROUP, RCL_PRESSURE_NO_TRIM; others -EINVAL
+ * @bytes_per_unit: bytes per unit of the domain's budget; 0 = 1 (the
+ *	domain counts bytes).  Used for cgroup budgets, trim amounts and
+ *	rcl_pressure_memory().
+ * @base_budget: the budget without pressure; 0 = the domain's budget now
+ * @min_budget: the floor no action goes below; 0 = base / 64 (at least 1)
+ * @window_ns: the rate-limit window per source; 0 = 1 s
+ * @backoff_max_ns: the longest wait after actions that freed nothing;
+ *	0 = 60 s; raised to @window_ns if below it
+ * @interval_ns: the timer: PSI polling, cgroup reads, budget growth;
+ *	0 = 1 s; at least 1 ms
+ * @grow_pct: how far the budget grows back per quiet interval, in percent
+ *	of base, 1..100; 0 = 5
+ * @cgroup_pct: the fraction of the cgroup's room the budget follows, in
+ *	percent, 1..100; 0 = 90
+ * @trim: the allocator trim hook; NULL = malloc_trim(0) on glibc (none
+ *	elsewhere), unless RCL_PRESSURE_NO_TRIM
+ * @trim_priv: passed to @trim
+ * @trim_min_bytes: freed bytes that make a trim worth it; 0 = 1 MiB
+ * @trim_interval_ns: the shortest time between two trims; 0 = 1 s
+ */
+struct rcl_pressure_config {
+	struct rcl_domain *domain;
+	const struct rcl_clock *clock;
+	const struct rcl_allocator *allocator;
+	unsigned flags;
+	uint64_t bytes_per_unit;
+	uint64_t base_budget;
+	uint64_t min_budget;
+	uint64_t window_ns;
+	uint64_t backoff_max_ns;
+	uint64_t interval_ns;
+	unsigned grow_pct;
+	unsigned cgroup_pct;
+	void (*trim)(void *priv);
+	void *trim_priv;
+	uint64_t trim_min_bytes;
+	uint64_t trim_interval_ns;
+};
+
+/** What a source is and how it is read (rcl_pressure_source_info()). */
+enum rcl_psource_mode {
+	RCL_PSOURCE_MANUAL = 0,		/**< rcl_pressure_notify() */
+	RCL_PSOURCE_PSI_TRIGGER,	/**< PSI triggers, POLLPRI */
+	RCL_PSOURCE_PSI_POLL,		/**< PSI totals read on the timer */
+	RCL_PSOURCE_CGROUP_V2,		/**< cgroup v2 files on the timer (+ events) */
+	RCL_PSOURCE_CGROUP_V1,		/**< cgroup v1 files on the timer */
+	RCL_PSOURCE_CGROUP_V1_EVENTS,	/**< ... and memory.pressure_level eventfds */
+	RCL_PSOURCE_SYSTEMD_PSI,	/**< $MEMORY_PRESSURE_WATCH, a PSI file */
+	RCL_PSOURCE_SYSTEMD_PSI_POLL,	/**< ... its trigger refused: totals polled */
+	RCL_PSOURCE_SYSTEMD_FIFO,	/**< ... a FIFO */
+	RCL_PSOURCE_SYSTEMD_SOCKET,	/**< ... an AF_UNIX stream socket */
+	RCL_PSOURCE_OFF,		/**< $MEMORY_PRESSURE_WATCH=/dev/null, or a
+					     peer that closed: watches nothing */
+};
+
+/**
+ * struct rcl_pressure_source_info - one source
+ * @mode: how it is read now
+ * @level: the level of its last event (NONE if none yet or it has ended)
+ * @events: events it raised (merged ones included)
+ * @actions: actions it caused
+ * @merged: events merged into a pending action (rate limit)
+ * @empty_actions: actions that freed nothing
+ * @wait_ns: its current wait between actions (window, or backed off)
+ * @fallback_errno: why a PSI trigger was not used (positive errno: EINVAL,
+ *	EPERM, ...; ENOTSUP when the file is not on procfs or cgroup2); 0
+ * @path: the file, directory or socket it watches ("" for manual)
+ */
+struct rcl_pressure_source_info {
+	enum rcl_psource_mode mode;
+	enum rcl_pressure_level level;
+	uint64_t events;
+	uint64_t actions;
+	uint64_t merged;
+	uint64_t empty_actions;
+	uint64_t wait_ns;
+	int fallback_errno;
+	char path[256];
+};
+
+/**
+ * struct rcl_pressure_stats - a monitor's counters and state
+ * @nr_sources: sources added
+ * @actions: actions taken (all sources)
+ * @empty_actions: of which freed nothing
+ * @freed_bytes: what the actions freed (usage drops, x bytes_per_unit)
+ * @trims: trim hook calls
+ * @budget: the effective budget last applied
+ * @base_budget: the budget without pressure
+ * @container_budget: the budget that follows the cgroup (UINT64_MAX: none)
+ * @pressure_budget: what actions left (UINT64_MAX: none)
+ * @level: the highest level among the sources' last events
+ * @dispatches: rcl_pressure_dispatch() calls and thread wakeups
+ * @read_errors: source reads that failed or could not be parsed (the
+ *	source keeps its last good values; a budget is never derived from a
+ *	value that did not parse)
+ */
+struct rcl_pressure_stats {
+	unsigned nr_sources;
+	uint64_t actions;
+	uint64_t empty_actions;
+	uint64_t freed_bytes;
+	uint64_t trims;
+	uint64_t budget;
+	uint64_t base_budget;
+	uint64_t container_budget;
+	uint64_t pressure_budget;
+	enum rcl_pressure_level level;
+	uint64_t dispatches;
+	uint64_t read_errors;
+};
+
+/**
+ * struct rcl_memory_sample - real memory beside logical bytes
+ * @time_ns: when it was sampled (the monitor's clock)
+ * @charged_bytes: the domain's usage x bytes_per_unit
+ * @budget_bytes: the domain's budget x bytes_per_unit
+ * @rss_bytes: the process's resident memory (/proc/self/statm, field 2,
+ *	times the page size); 0 if unreadable
+ * @cgroup_usage_bytes: the cgroup's usage (v2 memory.current, v1
+ *	memory.usage_in_bytes); 0 without a cgroup source
+ * @cgroup_working_set_bytes: usage minus inactive file pages; 0 likewise
+ * @cgroup_limit_bytes: the limit the levels use; UINT64_MAX: none; 0
+ *	without a cgroup source
+ */
+struct rcl_memory_sample {
+	uint64_t time_ns;
+	uint64_t charged_bytes;
+	uint64_t budget_bytes;
+	uint64_t rss_bytes;
+	uint64_t cgroup_usage_bytes;
+	uint64_t cgroup_working_set_bytes;
+	uint64_t cgroup_limit_bytes;
+};
+
+/**
+ * rcl_pressure_new() - create a monitor of one domain.  Pair with
+ * rcl_pressure_free().
+ * @cfg: the configuration
+ * @out: receives the monitor (written only on success)
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL arguments, a NULL domain, unknown flags, a
+ * grow_pct or cgroup_pct above 100, a min_budget above the base budget, or
+ * an allocator without both callbacks; -ENOMEM; -EMFILE, -ENFILE (no
+ * descriptor for the epoll set or the timerfd).
+ */
+RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
+			     struct rcl_pressure **out);
+
+/**
+ * rcl_pressure_free() - stop and free a monitor
+ * @p: the monitor; NULL is a no-op
+ *
+ * Stops its thread if it runs, closes every descriptor, and releases the
+ * domain (which may then be freed).  The budget stays as last applied.
+ *
+ * Context: any thread but the monitor's own (its trim hook, the domain's
+ * callbacks run by its actions: -EDEADLK); not concurrently with other
+ * calls on @p.
+ * Return: 0; -EDEADLK (nothing done).
+ */
+RCL_API int rcl_pressure_free(struct rcl_pressure *p);
+
+/**
+ * rcl_pressure_add_psi() - watch a PSI file
+ * @p: the monitor
+ * @path: /proc/pressure/memory, a cgroup v2 memory.pressure, or any file in
+ *	that format; NULL = "/proc/pressure/memory"
+ *
+ * Tries triggers (on procfs and cgroup2 only), else polls the totals; see
+ * rcl_pressure_source_info() for the mode in force and why.
+ *
+ * Context: any thread.
+ * Return: the source's index (>= 0); -EINVAL for NULL @p; -ENOENT, -EACCES,
+ * -EOPNOTSUPP (PSI disabled), ... (the errno of opening or reading it);
+ * -EBADMSG if its content does not parse; -ENOSPC with
+ * RCL_PRESSURE_MAX_SOURCES already; -ENOMEM.
+ */
+RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
+
+/**
+ * rcl_pressure_add_cgroup() - watch a cgroup's memory
+ * @p: the monitor
+ * @dir: the cgroup's directory; NULL = the process's own (v2 if its
+ *	cgroup2 mount has the memory controller, else v1's memory hierarchy)
+ * @version: 1 or 2; 0 = from the files in @dir (memory.current: 2,
+ *	memory.usage_in_bytes: 1)
+ *
+ * On a real cgroupfs, v1 also registers memory.pressure_level
+ * notifications (mode RCL_PSOURCE_CGROUP_V1_EVENTS; RCL_PSOURCE_CGROUP_V1
+ * if they are refused).  At most one cgroup source per monitor.
+ *
+ * Context: any thread.
+ * Return: the source's index; -EINVAL for NULL @p or a version other than
+ * 0, 1, 2; -ENOENT (no such directory, no memory controller for this
+ * process, or neither version's files); -EBADMSG if a file does not parse;
+ * -EEXIST if the monitor has a cgroup source; -ENOSPC; -ENOMEM; the errno
+ * of opening a file.
+ */
+RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
+				    unsigned version);
+
+/**
+ * rcl_pressure_add_systemd() - watch what systemd's protocol says
+ * @p: the monitor
+ * @watch: the path; NULL = getenv("MEMORY_PRESSURE_WATCH")
+ * @write_b64: base64 of the bytes to write first (NUL bytes allowed); NULL =
+ *	getenv("MEMORY_PRESSURE_WRITE") when @watch is NULL too, else none
+ *
+ * Context: any thread.
+ * Return: the source's index (mode RCL_PSOURCE_OFF for "/dev/null");
+ * -EINVAL for NULL @p, a relative path, or @write_b64 that is not base64
+ * (or decodes to more than 1 KiB); -ENOENT if @watch is NULL and the
+ * variable is unset (or the path does not exist); -EBADF for a file that is
+ * no regular file, FIFO or socket; -ENOSPC; -ENOMEM; the errno of opening,
+ * connecting or writing.
+ */
+RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
+				     const char *write_b64);
+
+/**
+ * rcl_pressure_add_manual() - a source for the application's own levels
+ * @p: the monitor
+ *
+ * Context: any thread.
+ * Return: the source's index, for rcl_pressure_notify(); -EINVAL for NULL;
+ * -ENOSPC.
+ */
+RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p);
+
+/**
+ * rcl_pressure_notify() - an event from the application
+ * @p: the monitor
+ * @source: an index from rcl_pressure_add_manual()
+ * @level: the level; RCL_PRESSURE_NONE says the pressure has ended
+ *
+ * Rate-limited like every source: the action runs now, in the caller, or
+ * merges into the one due at the end of the source's wait (run by the next
+ * dispatch or by the thread).
+ *
+ * Context: any thread but the domain's reclaim callbacks; runs reclaim
+ * (and so the domain's callbacks) when it acts.
+ * Return: 0; -EINVAL for NULL, a level out of range, or an index that is
+ * not a manual source.
+ */
+RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
+				enum rcl_pressure_level level);
+
+/**
+ * rcl_pressure_level_from_glib() - GLib's GMemoryMonitorWarningLevel
+ * @glib_level: 50 (LOW), 100 (MEDIUM), 255 (CRITICAL), taken as ranges:
+ *	1..99 MODERATE, 100..254 SEVERE, 255 and above CRITICAL, 0 and
+ *	below NONE
+ *
+ * Context: any thread.
+ * Return: the level.
+ */
+RCL_API enum rcl_pressure_level rcl_pressure_level_from_glib(int glib_level);
+
+/**
+ * rcl_pressure_level_from_android() - Android's onTrimMemory() level
+ * @trim_level: TRIM_MEMORY_RUNNING_MODERATE 5, _RUNNING_LOW 10,
+ *	_RUNNING_CRITICAL 15, _UI_HIDDEN 20, _BACKGROUND 40, _MODERATE 60,
+ *	_COMPLETE 80, taken as ranges: 5..9 MODERATE, 10..14 SEVERE, 15..19
+ *	CRITICAL (the app runs, the system is nearly out), 20..59 MODERATE
+ *	(hidden or in the background list's top), 60..79 SEVERE, 80 and above
+ *	CRITICAL (next to be killed); below 5 NONE
+ *
+ * Context: any thread.
+ * Return: the level.
+ */
+RCL_API enum rcl_pressure_level rcl_pressure_level_from_android(int trim_level);
+
+/**
+ * rcl_pressure_level_name() - "none", "moderate", "severe", "critical"
+ * @level: the level
+ *
+ * Context: any thread.
+ * Return: a static string; "unknown" out of range.
+ */
+RCL_API const char *rcl_pressure_level_name(enum rcl_pressure_level level);
+
+/**
+ * rcl_pressure_start() - run the monitor in a library thread
+ * @p: the monitor
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL; -EBUSY if it runs; -EAGAIN if the thread
+ * cannot be created.
+ */
+RCL_API int rcl_pressure_start(struct rcl_pressure *p);
+
+/**
+ * rcl_pressure_stop() - stop the library thread and join it
+ * @p: the monitor
+ *
+ * Context: any thread but the monitor's own (-EDEADLK).
+ * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK.
+ */
+RCL_API int rcl_pressure_stop(struct rcl_pressure *p);
+
+/**
+ * rcl_pressure_fd() - the descriptor an event loop polls
+ * @p: the monitor
+ *
+ * Readable (POLLIN) when a source has an event or the timer is due; then
+ * call rcl_pressure_dispatch().  Do not read or close it.
+ *
+ * Context: any thread.
+ * Return: the descriptor; -EINVAL for NULL; -EBUSY while the library thread
+ * runs (it waits on the same descriptor).
+ */
+RCL_API int rcl_pressure_fd(struct rcl_pressure *p);
+
+/**
+ * rcl_pressure_dispatch() - do what is due
+ * @p: the monitor
+ *
+ * Reads the sources that have events (without waiting), runs the timer's
+ * work if the clock says it is due (PSI and cgroup reads, budget growth),
+ * runs the actions whose windows have ended, and re-arms the timerfd.
+ *
+ * Context: any thread but the domain's reclaim callbacks; runs reclaim.
+ * Calls from several threads are serialised.
+ * Return: the number of actions taken (>= 0); -EINVAL for NULL.
+ */
+RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p);
+
+/**
+ * rcl_pressure_next_deadline() - when the monitor next has work
+ * @p: the monitor
+ *
+ * Context: any thread.
+ * Return: the clock time (ns) of the next timer or pending action;
+ * RCL_CLOCK_FOREVER for none or for NULL.
+ */
+RCL_API uint64_t rcl_pressure_next_deadline(struct rcl_pressure *p);
+
+/**
+ * rcl_pressure_stats() - a monitor's counters
+ * @p: the monitor
+ * @out: receives them
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_pressure_stats(struct rcl_pressure *p,
+			       struct rcl_pressure_stats *out);
+
+/**
+ * rcl_pressure_source_info() - one source's mode and counters
+ * @p: the monitor
+ * @source: its index
+ * @out: receives them
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL; -ENOENT for an index not in use.
+ */
+RCL_API int rcl_pressure_source_info(struct rcl_pressure *p, int source,
+				     struct rcl_pressure_source_info *out);
+
+/**
+ * rcl_pressure_source_mode_name() - "manual", "psi-trigger", "psi-poll", ...
+ * @mode: the mode
+ *
+ * Context: any thread.
+ * Return: a static string; "unknown" out of range.
+ */
+RCL_API const char *rcl_pressure_source_mode_name(enum rcl_psource_mode mode);
+
+/**
+ * rcl_pressure_memory() - sample real memory beside the domain's bytes
+ * @p: the monitor
+ * @out: receives the sample
+ *
+ * Reads /proc/self/statm and, with a cgroup source, its usage and
+ * memory.stat, now (a few small file reads; not lock-free).
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL.  A file that cannot be read leaves its
+ * fields 0 (and counts a read error).
+ */
+RCL_API int rcl_pressure_memory(struct rcl_pressure *p,
+				struct rcl_memory_sample *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RECLAIM_PRESSURE_H */
