@@ -537,7 +537,13 @@ static int cg_poll_locked(struct rcl_pressure *p, struct psrc *s)
 	s->cg_ws = ws;
 	s->cg_limit = lim;
 	s->have_cg = true;
-	if (lim != UINT64_MAX && lim)
+	/*
+	 * A budget that follows the cgroup already answers its working set
+	 * (it is re-read here); ratio levels on top would cut the cache
+	 * again for the same memory, every window.
+	 */
+	if (lim != UINT64_MAX && lim &&
+	    !(p->flags & RCL_PRESSURE_FOLLOW_CGROUP))
 		for (i = 0; i < 3; i++)
 			if ((u128)ws * 100 >=
 			    (u128)lim * cg_ratio[i])
@@ -714,12 +720,18 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 			       RCL_PRESSURE_SEVERE :
 			       (int)slot + 1;
 	case RCL_PSOURCE_CGROUP_V1_EVENTS:
-		if (slot < 3) {
-			if (read(s->fds[slot], &v, sizeof(v)) != sizeof(v))
-				return -1;
-			return (int)slot + 1;
-		}
-		return -1;
+		if (slot >= 3 ||
+		    read(s->fds[slot], &v, sizeof(v)) != sizeof(v))
+			return -1;
+		/*
+		 * "low" only says that the kernel reclaims in the cgroup:
+		 * with the working set under 90 % of the limit that is page
+		 * cache going at no cost, not this cache's problem.
+		 */
+		if (slot == 0 && s->have_cg && s->cg_limit != UINT64_MAX &&
+		    (u128)s->cg_ws * 100 < (u128)s->cg_limit * cg_ratio[0])
+			return -1;
+		return (int)slot + 1;
 	case RCL_PSOURCE_CGROUP_V2:
 		/* memory.events changed: reading it through this descriptor
 		   is what clears its POLLPRI (kernfs). */
@@ -1454,8 +1466,8 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 
 	if (!p || (unsigned)level > RCL_PRESSURE_CRITICAL)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor or a level out of range");
-	if (tls_acting == p)
-		return RCL__REFUSE(-EDEADLK, "called from a callback of the monitor's own action");
+	if (tls_acting == p || rcl__tls_pass_domain == p->d)
+		return RCL__REFUSE(-EDEADLK, "called from a callback of the domain's reclaim");
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
 	if (source < 0 || source >= (int)p->nr ||
