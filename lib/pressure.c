@@ -149,7 +149,10 @@ struct rcl_pressure {
 	uint64_t pressure;	/* UINT64_MAX: none */
 	uint64_t applied;
 	uint64_t next_tick;
-	bool acted_since_tick;
+	bool any_action;
+	uint64_t last_any_action;	/* the latest action of any source */
+	uint64_t grow_interval;
+	uint64_t last_grow;		/* the latest growth step */
 
 	/* Trim. */
 	uint64_t trim_acc, last_trim;
@@ -296,13 +299,18 @@ static uint64_t effective_locked(const struct rcl_pressure *p)
 }
 
 /*
- * Apply the effective budget (p->act held, p->lock not): the domain's
- * set_budget reclaims towards the high watermark when usage is over low.
+ * Apply the effective budget (p->act held, p->lock not), and reclaim down
+ * to it in this thread: rcl_domain_set_budget() reclaims towards the high
+ * watermark itself, but only wakes the background reclaimer if one runs,
+ * and an action must see what it freed (its back-off and the trim depend
+ * on it), so what is still over the high watermark is reclaimed here.
  * Returns the usage drop across it (domain units).
  */
 static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 {
-	uint64_t b, before, after;
+	struct rcl_reclaim_result res;
+	struct rcl_watermarks wm;
+	uint64_t b, before, after, over;
 
 	pthread_mutex_lock(&p->lock);
 	b = effective_locked(p);
@@ -316,9 +324,49 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 	before = rcl_domain_usage(p->d);
 	tls_acting = p;
 	rcl_domain_set_budget(p->d, b);
+	if (!rcl_domain_watermarks(p->d, &wm)) {
+		over = need(p->d, wm.high);
+		if (over)
+			rcl_domain_reclaim(p->d,
+					   rcl__domain_goal_objects(p->d, over),
+					   RCL_CTX_CAPABLE, &res);
+	}
 	tls_acting = NULL;
 	after = rcl_domain_usage(p->d);
 	return before > after ? before - after : 0;
+}
+
+/*
+ * Count @freed units freed by an action or a budget change, and run the
+ * trim hook if enough was freed since the last trim and it is not too soon
+ * (p->act held, p->lock not).
+ */
+static void freed_and_trim(struct rcl_pressure *p, uint64_t freed,
+			   uint64_t now)
+{
+	uint64_t bytes = freed > UINT64_MAX / p->bpu ? UINT64_MAX :
+						      freed * p->bpu;
+	bool trim = false;
+
+	pthread_mutex_lock(&p->lock);
+	p->freed_bytes = sat_add(p->freed_bytes, bytes);
+	p->trim_acc = sat_add(p->trim_acc, bytes);
+	if (!(p->flags & RCL_PRESSURE_NO_TRIM) && p->trim_acc &&
+	    p->trim_acc >= p->trim_min &&
+	    (!p->trimmed || now - p->last_trim >= p->trim_interval)) {
+		trim = true;
+		p->trim_acc = 0;
+		p->last_trim = now;
+		p->trimmed = true;
+		p->trims++;
+	}
+	pthread_mutex_unlock(&p->lock);
+
+	if (trim) {
+		tls_acting = p;
+		p->trim(p->trim_priv);
+		tls_acting = NULL;
+	}
 }
 
 /* The fraction of usage an action at @level leaves, in eighths. */
@@ -350,13 +398,13 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 	       enum rcl_pressure_level level, uint64_t now)
 {
 	uint64_t usage = rcl_domain_usage(p->d), target, freed;
-	bool trim = false;
 
 	pthread_mutex_lock(&p->lock);
 	target = mul_div(usage, level_keep_eighths(level), 8);
 	target = RCL_MAX(target, p->floor);
 	p->pressure = RCL_MIN(p->pressure, target);
-	p->acted_since_tick = true;
+	p->last_any_action = now;
+	p->any_action = true;
 	pthread_mutex_unlock(&p->lock);
 
 	freed = apply_budget(p, true);
@@ -370,31 +418,13 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 	if (!freed) {
 		s->empty_actions++;
 		p->empty_actions++;
-		s->wait = RCL_MIN(s->wait > p->backoff_max / 2 ?
-				  p->backoff_max : s->wait * 2,
-				  p->backoff_max);
+		s->wait = s->wait > p->backoff_max / 2 ? p->backoff_max :
+							 s->wait * 2;
 	} else {
 		s->wait = p->window;
-		p->freed_bytes = sat_add(p->freed_bytes,
-					 freed * p->bpu);
-		p->trim_acc = sat_add(p->trim_acc, freed * p->bpu);
-	}
-	if (!(p->flags & RCL_PRESSURE_NO_TRIM) && p->trim_acc &&
-	    p->trim_acc >= p->trim_min &&
-	    (!p->trimmed || now - p->last_trim >= p->trim_interval)) {
-		trim = true;
-		p->trim_acc = 0;
-		p->last_trim = now;
-		p->trimmed = true;
-		p->trims++;
 	}
 	pthread_mutex_unlock(&p->lock);
-
-	if (trim) {
-		tls_acting = p;
-		p->trim(p->trim_priv);
-		tls_acting = NULL;
-	}
+	freed_and_trim(p, freed, now);
 	return 1;
 }
 
@@ -604,6 +634,7 @@ static uint64_t container_raw_locked(struct rcl_pressure *p,
 static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 {
 	uint64_t step = RCL_MAX(mul_div(p->base, p->grow_pct, 100), 1);
+	bool quiet, grow;
 	unsigned i;
 
 	for (i = 0; i < p->nr; i++) {
@@ -630,8 +661,16 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 			act_now[i] = true;
 	}
 
-	/* Hysteresis: grow back only after an interval without an action. */
-	if (!p->acted_since_tick && p->pressure != UINT64_MAX) {
+	/*
+	 * Hysteresis: grow back by one step per grow interval, and only when
+	 * no action came in the last one: a cache that dropped regrows at a
+	 * bounded rate and not while pressure goes on.
+	 */
+	quiet = !p->any_action || now - p->last_any_action >= p->grow_interval;
+	grow = quiet && now - p->last_grow >= p->grow_interval;
+	if (grow)
+		p->last_grow = now;
+	if (grow && p->pressure != UINT64_MAX) {
 		p->pressure = sat_add(p->pressure, step);
 		if (p->pressure >= p->base)
 			p->pressure = UINT64_MAX;
@@ -643,7 +682,7 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 
 		if (raw <= p->container) {
 			p->container = raw;
-		} else if (!p->acted_since_tick) {
+		} else if (grow) {
 			uint64_t c = sat_add(p->container, step);
 
 			/* At base the container no longer binds: none. */
@@ -653,7 +692,6 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 					       c;
 		}
 	}
-	p->acted_since_tick = false;
 	if (now - p->next_tick >= p->interval)
 		p->next_tick = now + p->interval;	/* far behind: skip */
 	else
@@ -824,7 +862,7 @@ static int do_dispatch(struct rcl_pressure *p)
 			nr_actions += act(p, &p->src[i], l, now);
 	}
 	/* A budget that moved without an action (growth, the container). */
-	apply_budget(p, false);
+	freed_and_trim(p, apply_budget(p, false), now);
 
 	pthread_mutex_lock(&p->lock);
 	arm_timer_locked(p, now_ns(p));
@@ -888,6 +926,9 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 	p->interval = RCL_MAX(p->interval, 1000000ull);
 	p->grow_pct = cfg->grow_pct ? cfg->grow_pct :
 				      RCL_PRESSURE_GROW_PCT_DEFAULT;
+	p->grow_interval = cfg->grow_interval_ns ?
+				   cfg->grow_interval_ns :
+				   RCL_PRESSURE_GROW_INTERVAL_DEFAULT_NS;
 	p->cgroup_pct = cfg->cgroup_pct ? cfg->cgroup_pct :
 					  RCL_PRESSURE_CGROUP_PCT_DEFAULT;
 	p->trim = cfg->trim ? cfg->trim : default_trim;
@@ -928,6 +969,7 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->act, NULL);
 	p->next_tick = now_ns(p) + p->interval;
+	p->last_grow = now_ns(p);
 	arm_timer_locked(p, now_ns(p));
 	atomic_fetch_add(&p->d->nr_monitors, 1);
 	*out = p;
@@ -1298,7 +1340,7 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 out:
 	pthread_mutex_unlock(&p->lock);
 	if (err >= 0 && (p->flags & RCL_PRESSURE_FOLLOW_CGROUP))
-		apply_budget(p, false);
+		freed_and_trim(p, apply_budget(p, false), now_ns(p));
 	pthread_mutex_unlock(&p->act);
 	return err;
 }

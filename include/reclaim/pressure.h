@@ -32,9 +32,12 @@
  * &rcl_pressure_config.base_budget), container is the budget that follows
  * the cgroup (RCL_PRESSURE_FOLLOW_CGROUP, below) and pressure is what the
  * last actions left.  A step down is applied at once; a step up at most
- * &rcl_pressure_config.grow_pct percent of base per interval, and only in an
- * interval that had no action (hysteresis: a cache that dropped does not
- * regrow at once and oscillate).  A budget set by the application with
+ * &rcl_pressure_config.grow_pct percent of base per
+ * &rcl_pressure_config.grow_interval_ns (1 s), and only once no action came
+ * for a whole grow interval (hysteresis: a cache that dropped does not
+ * regrow at once and oscillate).  Applying a budget reclaims down to it in
+ * the caller (the monitor's thread or dispatch), even when the domain's
+ * background reclaimer runs, so that an action knows what it freed.  A budget set by the application with
  * rcl_domain_set_budget() holds until the monitor's next change.
  *
  * Sources and their mapping to levels (each optional; add any number):
@@ -90,7 +93,7 @@
  *   source.  Events inside a window merge (the highest level wins) into
  *   one action at the window's end.
  * - Freed nothing, back off: an action that freed nothing (usage did not
- *   fall across it) doubles that source's wait, up to
+ *   fall across it, reclaim included) doubles that source's wait, up to
  *   &rcl_pressure_config.backoff_max_ns; one that freed something restores
  *   the window.  A source that fires continuously at an empty cache costs
  *   one action per backoff_max_ns.
@@ -100,8 +103,8 @@
  *   the domain's unit by &rcl_pressure_config.bytes_per_unit, re-read every
  *   interval (a limit change raises no event).  No limit: no container
  *   budget.
- * - Allocator trim: freed objects are not freed memory.  After actions
- *   have freed at least &rcl_pressure_config.trim_min_bytes since the last
+ * - Allocator trim: freed objects are not freed memory.  After actions and
+ *   budget changes (the container's included) have freed at least &rcl_pressure_config.trim_min_bytes since the last
  *   trim, and at most once per &rcl_pressure_config.trim_interval_ns, the
  *   trim hook runs: by default malloc_trim(0) on glibc (nothing elsewhere),
  *   or the application's (jemalloc's arena.<i>.purge, mimalloc's
@@ -176,6 +179,7 @@ enum rcl_pressure_level {
 #define RCL_PRESSURE_CGROUP_PCT_DEFAULT		90
 #define RCL_PRESSURE_TRIM_MIN_DEFAULT_BYTES	(1ull << 20)	/* 1 MiB */
 #define RCL_PRESSURE_TRIM_INTERVAL_DEFAULT_NS	1000000000ull	/* 1 s */
+#define RCL_PRESSURE_GROW_INTERVAL_DEFAULT_NS	1000000000ull	/* 1 s */
 
 /**
  * struct rcl_pressure_config - creation parameters
@@ -193,9 +197,8 @@ enum rcl_pressure_level {
  * @window_ns: the rate-limit window per source; 0 = 1 s
  * @backoff_max_ns: the longest wait after actions that freed nothing;
  *	0 = 60 s; raised to @window_ns if below it
- * @interval_ns: the timer: PSI polling, cgroup reads, budget growth;
- *	0 = 1 s; at least 1 ms
- * @grow_pct: how far the budget grows back per quiet interval, in percent
+ * @interval_ns: the timer: PSI polling, cgroup reads; 0 = 1 s; at least 1 ms
+ * @grow_pct: how far the budget grows back per grow interval, in percent
  *	of base, 1..100; 0 = 5
  * @cgroup_pct: the fraction of the cgroup's room the budget follows, in
  *	percent, 1..100; 0 = 90
@@ -204,6 +207,8 @@ enum rcl_pressure_level {
  * @trim_priv: passed to @trim
  * @trim_min_bytes: freed bytes that make a trim worth it; 0 = 1 MiB
  * @trim_interval_ns: the shortest time between two trims; 0 = 1 s
+ * @grow_interval_ns: the budget grows one step per grow interval, once no
+ *	action came for a whole one (checked on the timer); 0 = 1 s
  */
 struct rcl_pressure_config {
 	struct rcl_domain *domain;
@@ -222,6 +227,7 @@ struct rcl_pressure_config {
 	void *trim_priv;
 	uint64_t trim_min_bytes;
 	uint64_t trim_interval_ns;
+	uint64_t grow_interval_ns;
 };
 
 /** What a source is and how it is read (rcl_pressure_source_info()). */
