@@ -617,14 +617,20 @@ static int cg_poll_locked(struct rcl_pressure *p, struct psrc *s)
 static uint64_t container_raw_locked(struct rcl_pressure *p,
 				     const struct psrc *s)
 {
-	uint64_t own = rcl_domain_usage(p->d), others, room;
+	uint64_t own = rcl_domain_usage(p->d), others, line;
 
 	if (!s->have_cg || s->cg_limit == UINT64_MAX)
 		return UINT64_MAX;
 	own = own > UINT64_MAX / p->bpu ? UINT64_MAX : own * p->bpu;
 	others = s->cg_ws > own ? s->cg_ws - own : 0;
-	room = s->cg_limit > others ? s->cg_limit - others : 0;
-	return mul_div(room, p->cgroup_pct, 100) / p->bpu;
+	/*
+	 * The cgroup's working set is to stay at cgroup_pct of the limit:
+	 * the margin is a share of the limit, so it does not shrink as the
+	 * others grow (a share of the room would leave less than one step
+	 * of a growing neighbour once it holds a third of the limit).
+	 */
+	line = mul_div(s->cg_limit, p->cgroup_pct, 100);
+	return (line > others ? line - others : 0) / p->bpu;
 }
 
 /*

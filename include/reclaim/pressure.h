@@ -98,11 +98,14 @@
  *   the window.  A source that fires continuously at an empty cache costs
  *   one action per backoff_max_ns.
  * - Budget that follows the container (RCL_PRESSURE_FOLLOW_CGROUP, needs a
- *   cgroup source): container = (limit - (working set - this domain's
- *   usage in bytes)) x &rcl_pressure_config.cgroup_pct / 100, converted to
- *   the domain's unit by &rcl_pressure_config.bytes_per_unit, re-read every
- *   interval (a limit change raises no event).  No limit: no container
- *   budget.
+ *   cgroup source): container = limit x &rcl_pressure_config.cgroup_pct /
+ *   100 - (working set - this domain's usage in bytes), converted to the
+ *   domain's unit by &rcl_pressure_config.bytes_per_unit, re-read every
+ *   interval (a limit change raises no event): the cgroup's working set is
+ *   to stay at cgroup_pct of its limit, whatever the others hold, so the
+ *   margin left for their growth between two readings (and for what the
+ *   cache does not charge) is a fixed share of the limit.  No limit: no
+ *   container budget.
  * - Allocator trim: freed objects are not freed memory.  After actions and
  *   budget changes (the container's included) have freed at least &rcl_pressure_config.trim_min_bytes since the last
  *   trim, and at most once per &rcl_pressure_config.trim_interval_ns, the
@@ -200,8 +203,8 @@ enum rcl_pressure_level {
  * @interval_ns: the timer: PSI polling, cgroup reads; 0 = 1 s; at least 1 ms
  * @grow_pct: how far the budget grows back per grow interval, in percent
  *	of base, 1..100; 0 = 5
- * @cgroup_pct: the fraction of the cgroup's room the budget follows, in
- *	percent, 1..100; 0 = 90
+ * @cgroup_pct: the share of the cgroup's limit its working set is to stay
+ *	within, in percent, 1..100; 0 = 90
  * @trim: the allocator trim hook; NULL = malloc_trim(0) on glibc (none
  *	elsewhere), unless RCL_PRESSURE_NO_TRIM
  * @trim_priv: passed to @trim
