@@ -348,6 +348,16 @@ double bench_hist_quantile(const uint64_t *h, uint64_t n, double q)
 	return bench_hist_value(BENCH_HIST_BUCKETS - 1u);
 }
 
+void bench_zipf_init(struct bench_zipf *z, uint64_t n, double s)
+{
+	z->s = s;
+	z->n = (double)n;
+	z->h_x1 = bench__zipf_hint(z, 1.5) - 1.0;
+	z->h_n = bench__zipf_hint(z, z->n + 0.5);
+	z->acc = 2.0 - bench__zipf_hint_inv(z, bench__zipf_hint(z, 2.5) -
+						  bench__zipf_h(z, 2.0));
+}
+
 /* ------------------------------------------------------------------------- */
 /* JSON lines                                                                 */
 /* ------------------------------------------------------------------------- */

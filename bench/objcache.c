@@ -14,7 +14,6 @@
  * cache.  See bench/README.md ("objcache") for the parameters.
  */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -59,16 +58,9 @@ _Static_assert(OC_REPS <= BENCH_MAX_REPS, "bench_median_of_runs() takes OC_REPS"
 /* Keys and values                                                            */
 /* ------------------------------------------------------------------------- */
 
-static inline uint64_t oc_mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static inline uint32_t val_size(uint64_t key)
 {
-	return OC_VAL_MIN + (uint32_t)(oc_mix64(key ^ 0x5bd1e995u) % OC_VAL_SPAN);
+	return OC_VAL_MIN + (uint32_t)(bench_mix64(key ^ 0x5bd1e995u) % OC_VAL_SPAN);
 }
 
 /*
@@ -119,78 +111,6 @@ static inline bool obj_touch(const struct oc_obj *o, uint64_t key,
 	       o->val[o->size - 1] == (unsigned char)(key & 0xff);
 }
 
-/*
- * Zipf(s) over ranks 1..n by rejection-inversion (Hoermann and Derflinger
- * 1996, as in Apache Commons RNG): O(1) per draw, no table, a few log/exp.
- * Rank r is key r - 1.
- */
-struct zipf {
-	double s;		/* the exponent, alpha */
-	double n;
-	double h_x1;		/* hIntegral(1.5) - 1 */
-	double h_n;		/* hIntegral(n + 0.5) */
-	double acc;		/* the acceptance shortcut */
-};
-
-static double zipf_helper1(double x)	/* log1p(x) / x */
-{
-	return fabs(x) > 1e-8 ? log1p(x) / x
-			      : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
-}
-
-static double zipf_helper2(double x)	/* expm1(x) / x */
-{
-	return fabs(x) > 1e-8 ? expm1(x) / x
-			      : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
-}
-
-static double zipf_hint(const struct zipf *z, double x)
-{
-	double lx = log(x);
-
-	return zipf_helper2((1.0 - z->s) * lx) * lx;
-}
-
-static double zipf_h(const struct zipf *z, double x)
-{
-	return exp(-z->s * log(x));
-}
-
-static double zipf_hint_inv(const struct zipf *z, double x)
-{
-	double t = x * (1.0 - z->s);
-
-	if (t < -1.0)
-		t = -1.0;
-	return exp(zipf_helper1(t) * x);
-}
-
-static void zipf_init(struct zipf *z, uint64_t n, double s)
-{
-	z->s = s;
-	z->n = (double)n;
-	z->h_x1 = zipf_hint(z, 1.5) - 1.0;
-	z->h_n = zipf_hint(z, z->n + 0.5);
-	z->acc = 2.0 - zipf_hint_inv(z, zipf_hint(z, 2.5) - zipf_h(z, 2.0));
-}
-
-static inline uint64_t zipf_key(const struct zipf *z, uint64_t *rng)
-{
-	for (;;) {
-		double u01 = (double)(bench_rng_next(rng) >> 11) * 0x1p-53;
-		double u = z->h_n + u01 * (z->h_x1 - z->h_n);
-		double x = zipf_hint_inv(z, u);
-		double k = floor(x + 0.5);
-
-		if (k < 1.0)
-			k = 1.0;
-		else if (k > z->n)
-			k = z->n;
-		if (k - x <= z->acc || u >= zipf_hint(z, k + 0.5) - zipf_h(z, k))
-			return (uint64_t)k - 1;
-	}
-}
-
 /* ------------------------------------------------------------------------- */
 /* The baseline: a hash map and an LRU list behind one mutex                  */
 /* ------------------------------------------------------------------------- */
@@ -220,7 +140,7 @@ static int ml_map_init(struct ml_map *m, uint64_t budget, uint64_t max_objs)
 
 static inline struct oc_obj **ml_bucket(struct ml_map *m, uint64_t key)
 {
-	return &m->buckets[oc_mix64(key) & m->mask];
+	return &m->buckets[bench_mix64(key) & m->mask];
 }
 
 static inline struct oc_obj *ml_find(struct ml_map *m, uint64_t key)
@@ -298,7 +218,7 @@ struct oc_params {
 	uint64_t budget;	/* bytes: budget_pct of every key's obj_weight() */
 	uint64_t warm_ops;	/* all threads together */
 	unsigned run_ms;
-	struct zipf zipf;
+	struct bench_zipf zipf;
 };
 
 struct oc_run;
@@ -332,7 +252,7 @@ struct oc_run {
 /* The seed of thread @idx: the same for both implementations. */
 static uint64_t thread_seed(unsigned idx)
 {
-	return oc_mix64(0x6f626a6361636865ull + idx) | 1;
+	return bench_mix64(0x6f626a6361636865ull + idx) | 1;
 }
 
 static void fail(struct oc_worker *w, const char *what, int code)
@@ -451,13 +371,13 @@ static void worker_loop(struct oc_worker *w, uint64_t n, uint64_t deadline,
 			bool count)
 {
 	struct oc_run *r = w->run;
-	const struct zipf *z = &r->p->zipf;
+	const struct bench_zipf *z = &r->p->zipf;
 	uint64_t ops = 0, hits = 0, uncached = 0, rng = w->rng;
 	unsigned i;
 
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		for (i = 0; i < OC_CHUNK; i++) {
-			uint64_t key = zipf_key(z, &rng);
+			uint64_t key = bench_zipf_next(z, &rng);
 			bool cached = true;
 			int ret;
 
@@ -848,7 +768,7 @@ int cmd_objcache(int argc, char **argv)
 	for (k = 0; k < p.keys; k++)
 		total += (long double)obj_weight(val_size(k));
 	p.budget = (uint64_t)(total * budget_pct / 100);
-	zipf_init(&p.zipf, p.keys, p.alpha);
+	bench_zipf_init(&p.zipf, p.keys, p.alpha);
 
 	/* Rows: 1, 2, 4, ... threads up to max_threads (and it). */
 	for (t = 1; t <= max_threads && nrows < 8; t *= 2)
