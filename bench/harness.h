@@ -92,6 +92,7 @@ enum bench_opt_kind {
 	BENCH_OPT_KIND_FLAG,	/* NAME: *flag = true */
 	BENCH_OPT_KIND_UINT,	/* NAME N or NAME=N, min <= N <= max */
 	BENCH_OPT_KIND_CHOICE,	/* NAME WORD (one of choices; no NAME=WORD) */
+	BENCH_OPT_KIND_DBL,	/* NAME X or NAME=X, dmin <= X <= dmax */
 };
 
 /* One option of a command, in a table ended by BENCH_OPT_END. */
@@ -102,6 +103,8 @@ struct bench_opt {
 	unsigned *val;			/* UINT: N; CHOICE: the word's index */
 	unsigned min, max;		/* UINT */
 	const char *const *choices;	/* CHOICE: NULL-terminated */
+	double *dval;			/* DBL */
+	double dmin, dmax;		/* DBL */
 };
 
 #define BENCH_OPT_FLAG(n, p) { .name = (n), .kind = BENCH_OPT_KIND_FLAG, .flag = (p) }
@@ -111,6 +114,9 @@ struct bench_opt {
 #define BENCH_OPT_CHOICE(n, p, words)                                         \
 	{ .name = (n), .kind = BENCH_OPT_KIND_CHOICE, .val = (p),             \
 	  .choices = (words) }
+#define BENCH_OPT_DBL(n, p, lo, hi)                                           \
+	{ .name = (n), .kind = BENCH_OPT_KIND_DBL, .dval = (p), .dmin = (lo), \
+	  .dmax = (hi) }
 #define BENCH_OPT_END { .name = NULL, .kind = BENCH_OPT_KIND_END }
 
 /* bench_parse_opts(): every option was good, run the benchmark. */

@@ -695,46 +695,12 @@ static void oc_print_table(const struct oc_params *p, const struct oc_row *rows,
 		printf("*: measured while other processes used the CPUs; less reliable.\n");
 }
 
-/*
- * --alpha A takes a real number, which bench_parse_opts() has no kind for:
- * take it (and its value) out of argv first.  0 if absent or good, 2 if bad.
- */
-static int take_alpha(int *argc, char **argv, double *alpha)
-{
-	int i, j;
-
-	for (i = 1; i < *argc; i++) {
-		const char *v = NULL;
-		int used = 1;
-		char *end;
-
-		if (!strcmp(argv[i], "--alpha")) {
-			if (i + 1 >= *argc)
-				return 2;
-			v = argv[i + 1];
-			used = 2;
-		} else if (!strncmp(argv[i], "--alpha=", 8)) {
-			v = argv[i] + 8;
-		} else {
-			continue;
-		}
-		errno = 0;
-		*alpha = strtod(v, &end);
-		if (errno || end == v || *end || !(*alpha > 0.0) || *alpha > 10.0)
-			return 2;
-		for (j = i; j + used < *argc; j++)
-			argv[j] = argv[j + used];
-		*argc -= used;
-		i--;
-	}
-	return 0;
-}
-
 int cmd_objcache(int argc, char **argv)
 {
 	unsigned max_threads = OC_MAX_THREADS_DEFAULT, keys = 0, budget_pct = OC_BUDGET_PCT;
 	unsigned run_ms = 0, reps = OC_REPS, tries = BENCH_TRIES, nrows = 0, t, k;
 	bool json = false, shortrun = false;
+	struct oc_params p = { .alpha = OC_ALPHA };
 	const struct bench_opt opts[] = {
 		BENCH_OPT_FLAG("--json", &json),
 		BENCH_OPT_FLAG("--short", &shortrun),
@@ -742,18 +708,14 @@ int cmd_objcache(int argc, char **argv)
 		BENCH_OPT_UINT("--keys", &keys, 1000, 100000000),
 		BENCH_OPT_UINT("--budget-pct", &budget_pct, 1, 100),
 		BENCH_OPT_UINT("--run-ms", &run_ms, 1, 60000),
+		BENCH_OPT_DBL("--alpha", &p.alpha, 1e-6, 10.0),
 		BENCH_OPT_END,
 	};
 	struct oc_row rows[8];
-	struct oc_params p = { .alpha = OC_ALPHA };
 	long double total = 0;
 	uint64_t t0;
 	int ret;
 
-	if (take_alpha(&argc, argv, &p.alpha)) {
-		bench_usage(stderr);
-		return 2;
-	}
 	ret = bench_parse_opts(argc, argv, opts);
 	if (ret != BENCH_CONTINUE)
 		return ret;
