@@ -249,6 +249,8 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	for (i = 0; i < high; i++)
 		if (atomic_load(&d->slots[i].lv))
 			return RCL__REFUSE(-EBUSY, "lruvecs are still attached (rcl_domain_detach() them first)");
+	if (atomic_load(&d->nr_monitors))
+		return RCL__REFUSE(-EBUSY, "a pressure monitor holds it (rcl_pressure_free() it first)");
 	/* Check before stopping anything: a failing call changes nothing. */
 	if (rcl__shrinker_registry_count(d->reg))
 		return RCL__REFUSE(-EBUSY, "shrinkers remain in its registry (rcl_shrinker_free() them first)");

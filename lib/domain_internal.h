@@ -113,6 +113,8 @@ struct rcl_domain {
 	atomic_uint nr_wball_waiters;	/* rcl_domain_writeback_all() */
 	/* Calls still using the domain after an lruvec lock (rcl__domain_get). */
 	atomic_uint users;
+	/* Pressure monitors attached (lib/pressure.c): rcl_domain_free() waits. */
+	atomic_uint nr_monitors;
 	/* Flush requests: one in flight, one pending (under flock). */
 	pthread_mutex_t flock;
 	pthread_cond_t fcond;		/* the library's flusher thread */

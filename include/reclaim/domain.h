@@ -199,10 +199,11 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
  * Stops the background reclaimer if it runs.
  *
  * Context: any thread, not concurrently with other calls on @d.
- * Return: 0; -EBUSY (nothing freed) while lruvecs are attached or shrinkers
- * remain in its registry; -EDEADLK (nothing done, checked first) from a
- * callback run by @d's reclaimer or flusher thread, or by a write-back of
- * @d (rcl_domain_writeback_all()).
+ * Return: 0; -EBUSY (nothing freed) while lruvecs are attached, shrinkers
+ * remain in its registry, or a pressure monitor holds it (pressure.h);
+ * -EDEADLK (nothing done, checked first) from a callback run by @d's
+ * reclaimer or flusher thread, or by a write-back of @d
+ * (rcl_domain_writeback_all()).
  *
  * Bad input: It stops the background reclaimer and the flusher thread first.
  * -EDEADLK (nothing done) from its own reclaimer or flusher thread, or from a

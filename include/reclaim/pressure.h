@@ -62,10 +62,16 @@
  *   pages (page cache the kernel drops at no cost): raw usage is never
  *   taken as pressure.  Levels: working set at 90 % of the limit (v2
  *   memory.high if set, else memory.max; v1 the limit) MODERATE, 95 %
- *   SEVERE, 98 % CRITICAL; a rise of memory.events "high" SEVERE, of "max",
- *   "oom" or "oom_kill" CRITICAL.  On v1, memory.pressure_level
- *   notifications (eventfds registered through cgroup.event_control):
- *   low MODERATE, medium SEVERE, critical CRITICAL.  On a real v2 cgroup
+ *   SEVERE, 98 % CRITICAL, unless the budget follows the cgroup
+ *   (RCL_PRESSURE_FOLLOW_CGROUP: the budget already answers the working
+ *   set, re-read every interval, and ratio levels would cut the cache a
+ *   second time for the same memory); a rise of memory.events "high"
+ *   SEVERE, of "max", "oom" or "oom_kill" CRITICAL.  On v1,
+ *   memory.pressure_level notifications (eventfds registered through
+ *   cgroup.event_control): low MODERATE, but only with the working set at
+ *   90 % of the limit or more (below it, "low" reports the kernel dropping
+ *   page cache, at no cost), medium SEVERE, critical CRITICAL.  On a real
+ *   v2 cgroup
  *   memory.events is also watched for POLLPRI (an event wakes the monitor
  *   before the timer).
  * - systemd (rcl_pressure_add_systemd()): $MEMORY_PRESSURE_WATCH and
@@ -423,7 +429,7 @@ RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p);
  * Context: any thread but the domain's reclaim callbacks; runs reclaim
  * (and so the domain's callbacks) when it acts.
  * Return: 0; -EINVAL for NULL, a level out of range, or an index that is
- * not a manual source.
+ * not a manual source; -EDEADLK from a callback of the domain's reclaim.
  */
 RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 				enum rcl_pressure_level level);

@@ -19,5 +19,6 @@
 #include <reclaim/workingset.h>
 #include <reclaim/refusal.h>
 #include <reclaim/objcache.h>
+#include <reclaim/pressure.h>
 
 #endif /* RECLAIM_RECLAIM_H */

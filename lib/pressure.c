@@ -1,0 +1,1754 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pressure monitor (<reclaim/pressure.h>): sources, levels, actions.
+ *
+ * Algorithm.  Each source yields events with a level: a PSI trigger's or a
+ * v1 pressure_level eventfd's descriptor becoming ready, a FIFO or socket
+ * byte from systemd's protocol, a PSI stall fraction or a cgroup working-set
+ * ratio read on the timer, or the application's rcl_pressure_notify().  An
+ * event either acts at once (its source's wait since its last action has
+ * passed) or merges into the source's pending level, acted on when the wait
+ * ends.  An action lowers the "pressure budget" to a fraction of usage
+ * (7/8, 3/4, 1/2 by level) and applies the effective budget, min(base,
+ * container, pressure), with rcl_domain_set_budget(), which reclaims by the
+ * domain's rules.  An action that freed nothing doubles its source's wait
+ * (bounded): the busy loop of systemd #38417 designed out.  On each quiet
+ * timer tick (no action since the previous one) the pressure and container
+ * budgets grow back by at most grow_pct of base (CacheLib's band rule).
+ *
+ * Kernel counterpart.  None in the kernel itself: this is what userspace
+ * OOM daemons (lmkd, oomd, systemd-oomd) and sd_event's memory-pressure
+ * source do with PSI and memcg files.  The thresholds are lmkd's and the
+ * kernel documentation's (pressure.h).
+ *
+ * Locks.  p->lock guards the sources and the budgets (a leaf: nothing is
+ * called with it held but file reads of the sources).  p->act serialises
+ * dispatch and actions, so that two threads never step the budget against
+ * each other; it is held while reclaim runs (rcl_domain_set_budget()), so
+ * the domain's callbacks run under it, and a callback that calls back into
+ * the monitor's acting calls is refused (-EDEADLK, thread-local check).
+ *
+ * Threads.  Optionally one (rcl_pressure_start()): it waits on the epoll
+ * descriptor, which holds the sources' descriptors, a timerfd armed for the
+ * next deadline, and an eventfd that stops it.
+ */
+#include "domain_internal.h"
+#include "pressure_parse.h"
+#include "refusal.h"
+
+#include <reclaim/pressure.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+__extension__ typedef unsigned __int128 u128;
+
+#define PROC_MAGIC 0x9fa0u
+#define CGROUP1_MAGIC 0x27e0ebu
+#define CGROUP2_MAGIC 0x63677270u
+
+/* Epoll tags: a source's slot is (index << 2 | slot); these are above. */
+#define TAG_TIMER (~0ull)
+#define TAG_STOP (~0ull - 1)
+
+/* A file the monitor reads is at most this long (v2 memory.stat: ~3 KiB). */
+#define READ_MAX 16384
+
+/* Longest decoded $MEMORY_PRESSURE_WRITE. */
+#define WRITE_MAX 1024
+
+/* PSI thresholds in parts per million of the interval (pressure.h). */
+#define PSI_WINDOW_US 2000000ull
+static const struct {
+	bool full;
+	uint64_t stall_us;	/* per PSI_WINDOW_US */
+} psi_levels[3] = {
+	{ false, 140000 },	/* MODERATE: some 7 % */
+	{ false, 300000 },	/* SEVERE: some 15 % */
+	{ true, 1400000 },	/* CRITICAL: full 70 % */
+};
+
+/* Working set over the limit, in percent, for MODERATE, SEVERE, CRITICAL. */
+static const unsigned cg_ratio[3] = { 90, 95, 98 };
+
+struct psrc {
+	bool used;
+	enum rcl_psource_mode mode;
+	int fds[3];		/* trigger fds, v1 eventfds; FIFO/socket in 0 */
+	int file;		/* PSI file polled; v1 pressure_level; v2 events */
+	int dir;		/* a cgroup's directory */
+	unsigned version;	/* cgroup */
+	char path[256];
+
+	/* PSI polling: the last totals and when they were read. */
+	bool have_prev;
+	struct rcl__psi prev;
+	uint64_t prev_ns;
+	/* systemd's PSI file polled: its trigger's own threshold. */
+	bool sd_full;
+	uint64_t sd_stall_us, sd_window_us;
+
+	/* cgroup: the last good values. */
+	bool have_cg;
+	uint64_t cg_usage, cg_ws, cg_limit;
+	bool have_events;
+	uint64_t ev_high, ev_max;	/* max: max + oom + oom_kill */
+	bool read_now;			/* memory.events changed */
+
+	/* Rate limit. */
+	enum rcl_pressure_level level;
+	enum rcl_pressure_level pending;
+	bool acted;
+	uint64_t last_action;
+	uint64_t wait;
+
+	uint64_t events, actions, merged, empty_actions;
+	int fallback_errno;
+};
+
+struct rcl_pressure {
+	struct rcl_allocator alloc;
+	const struct rcl_clock *clock;
+	struct rcl_domain *d;
+	unsigned flags;
+	uint64_t bpu;
+	uint64_t window, backoff_max, interval;
+	unsigned grow_pct, cgroup_pct;
+	void (*trim)(void *priv);
+	void *trim_priv;
+	uint64_t trim_min, trim_interval;
+
+	pthread_mutex_t lock;
+	pthread_mutex_t act;
+	int epfd, tfd, stopfd;
+	unsigned nr;
+	int cg;			/* the cgroup source, or -1 */
+	struct psrc src[RCL_PRESSURE_MAX_SOURCES];
+
+	/* Budgets (domain units), under lock. */
+	uint64_t base, floor;
+	uint64_t container;	/* smoothed; UINT64_MAX: none */
+	uint64_t pressure;	/* UINT64_MAX: none */
+	uint64_t applied;
+	uint64_t next_tick;
+	bool acted_since_tick;
+
+	/* Trim. */
+	uint64_t trim_acc, last_trim;
+	bool trimmed;
+
+	/* Counters. */
+	uint64_t actions, empty_actions, freed_bytes, trims, dispatches;
+	uint64_t read_errors;
+
+	/* The library thread. */
+	bool running;
+	atomic_bool stop;
+	pthread_t thread;
+	pid_t pid;		/* of the process that created it (fork) */
+
+	char buf[READ_MAX];	/* file reads, under lock */
+};
+
+/* The monitor whose thread this is, and the one acting in this thread. */
+static RCL__TLS const struct rcl_pressure *tls_thread_of;
+static RCL__TLS const struct rcl_pressure *tls_acting;
+
+/* ------------------------------------------------------------------------- */
+/* Small helpers                                                              */
+/* ------------------------------------------------------------------------- */
+
+static uint64_t now_ns(struct rcl_pressure *p)
+{
+	return p->clock->now(p->clock->ctx);
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* @v x @num / @den without overflow (den > 0). */
+static uint64_t mul_div(uint64_t v, uint64_t num, uint64_t den)
+{
+	return (uint64_t)((u128)v * num / den);
+}
+
+/* Copy @src into @dst of @size bytes, truncating: a path for display. */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static unsigned long fs_magic(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf))
+		return 0;
+	return (unsigned long)sf.f_type;
+}
+
+/*
+ * Read a whole small file from @fd at offset 0 into p->buf (NUL after it):
+ * the length, or a negative errno (-EFBIG if it does not fit).
+ */
+static ssize_t read_fd(struct rcl_pressure *p, int fd)
+{
+	size_t len = 0;
+	ssize_t n;
+	int tries = 0;
+
+	for (;;) {
+		n = pread(fd, p->buf + len, sizeof(p->buf) - 1 - len,
+			  (off_t)len);
+		if (n < 0) {
+			if (errno == EINTR && ++tries < 8)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof(p->buf) - 1)
+			return -EFBIG;
+	}
+	p->buf[len] = '\0';
+	return (ssize_t)len;
+}
+
+static ssize_t read_at(struct rcl_pressure *p, int dir, const char *name)
+{
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read_fd(p, fd);
+	close(fd);
+	return n;
+}
+
+static int read_u64_at(struct rcl_pressure *p, int dir, const char *name,
+		       uint64_t *out)
+{
+	ssize_t n = read_at(p, dir, name);
+
+	if (n < 0)
+		return (int)n;
+	return rcl__cg_parse_u64(p->buf, (size_t)n, out);
+}
+
+static int read_key_at(struct rcl_pressure *p, int dir, const char *name,
+		       const char *key, uint64_t *out)
+{
+	ssize_t n = read_at(p, dir, name);
+
+	if (n < 0)
+		return (int)n;
+	return rcl__cg_parse_keyed(p->buf, (size_t)n, key, out);
+}
+
+static enum rcl_pressure_level max_level(enum rcl_pressure_level a,
+					 enum rcl_pressure_level b)
+{
+	return a > b ? a : b;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Budgets                                                                    */
+/* ------------------------------------------------------------------------- */
+
+/* The effective budget: min(base, container, pressure), at least the floor. */
+static uint64_t effective_locked(const struct rcl_pressure *p)
+{
+	uint64_t b = RCL_MIN(p->base, RCL_MIN(p->container, p->pressure));
+
+	return RCL_MAX(b, p->floor);
+}
+
+/*
+ * Apply the effective budget (p->act held, p->lock not): the domain's
+ * set_budget reclaims towards the high watermark when usage is over low.
+ * Returns the usage drop across it (domain units).
+ */
+static uint64_t apply_budget(struct rcl_pressure *p, bool force)
+{
+	uint64_t b, before, after;
+
+	pthread_mutex_lock(&p->lock);
+	b = effective_locked(p);
+	if (!force && b == p->applied) {
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	p->applied = b;
+	pthread_mutex_unlock(&p->lock);
+
+	before = rcl_domain_usage(p->d);
+	tls_acting = p;
+	rcl_domain_set_budget(p->d, b);
+	tls_acting = NULL;
+	after = rcl_domain_usage(p->d);
+	return before > after ? before - after : 0;
+}
+
+/* The fraction of usage an action at @level leaves, in eighths. */
+static uint64_t level_keep_eighths(enum rcl_pressure_level level)
+{
+	switch (level) {
+	case RCL_PRESSURE_MODERATE:
+		return 7;
+	case RCL_PRESSURE_SEVERE:
+		return 6;
+	default:
+		return 4;
+	}
+}
+
+static void default_trim(void *priv)
+{
+	(void)priv;
+#if defined(__GLIBC__)
+	malloc_trim(0);
+#endif
+}
+
+/*
+ * One action of source @s at @level (p->act held).  Returns 1 (an action
+ * was taken).
+ */
+static int act(struct rcl_pressure *p, struct psrc *s,
+	       enum rcl_pressure_level level, uint64_t now)
+{
+	uint64_t usage = rcl_domain_usage(p->d), target, freed;
+	bool trim = false;
+
+	pthread_mutex_lock(&p->lock);
+	target = mul_div(usage, level_keep_eighths(level), 8);
+	target = RCL_MAX(target, p->floor);
+	p->pressure = RCL_MIN(p->pressure, target);
+	p->acted_since_tick = true;
+	pthread_mutex_unlock(&p->lock);
+
+	freed = apply_budget(p, true);
+
+	pthread_mutex_lock(&p->lock);
+	s->actions++;
+	s->last_action = now;
+	s->acted = true;
+	s->pending = RCL_PRESSURE_NONE;
+	p->actions++;
+	if (!freed) {
+		s->empty_actions++;
+		p->empty_actions++;
+		s->wait = RCL_MIN(s->wait > p->backoff_max / 2 ?
+				  p->backoff_max : s->wait * 2,
+				  p->backoff_max);
+	} else {
+		s->wait = p->window;
+		p->freed_bytes = sat_add(p->freed_bytes,
+					 freed * p->bpu);
+		p->trim_acc = sat_add(p->trim_acc, freed * p->bpu);
+	}
+	if (!(p->flags & RCL_PRESSURE_NO_TRIM) && p->trim_acc &&
+	    p->trim_acc >= p->trim_min &&
+	    (!p->trimmed || now - p->last_trim >= p->trim_interval)) {
+		trim = true;
+		p->trim_acc = 0;
+		p->last_trim = now;
+		p->trimmed = true;
+		p->trims++;
+	}
+	pthread_mutex_unlock(&p->lock);
+
+	if (trim) {
+		tls_acting = p;
+		p->trim(p->trim_priv);
+		tls_acting = NULL;
+	}
+	return 1;
+}
+
+/*
+ * An event of source @s (p->lock held): true if it should act now (the
+ * caller does, after dropping the lock), else it merged into the pending
+ * level.
+ */
+static bool event_locked(struct rcl_pressure *p, struct psrc *s,
+			 enum rcl_pressure_level level, uint64_t now)
+{
+	s->events++;
+	s->level = level;
+	if (level == RCL_PRESSURE_NONE)
+		return false;
+	if (!s->acted || now - s->last_action >= s->wait) {
+		s->pending = max_level(s->pending, level);
+		return true;
+	}
+	s->merged++;
+	s->pending = max_level(s->pending, level);
+	return false;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Reading the sources                                                        */
+/* ------------------------------------------------------------------------- */
+
+/* The level of a stall fraction: @some and @full in us over @dt_us. */
+static enum rcl_pressure_level psi_level(uint64_t some, uint64_t full,
+					 uint64_t dt_us)
+{
+	enum rcl_pressure_level l = RCL_PRESSURE_NONE;
+	unsigned i;
+
+	if (!dt_us)
+		return l;
+	for (i = 0; i < 3; i++) {
+		uint64_t v = psi_levels[i].full ? full : some;
+
+		/* v / dt >= stall / window, without division. */
+		if ((u128)v * PSI_WINDOW_US >=
+		    (u128)psi_levels[i].stall_us * dt_us)
+			l = (enum rcl_pressure_level)(i + 1);
+	}
+	return l;
+}
+
+/* Read a polled PSI file (p->lock held): the level, or -1 for no reading. */
+static int psi_poll_locked(struct rcl_pressure *p, struct psrc *s,
+			   uint64_t now)
+{
+	struct rcl__psi cur;
+	ssize_t n = read_fd(p, s->file);
+	uint64_t dsome, dfull, dt;
+	int l;
+
+	if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, &cur)) {
+		p->read_errors++;
+		return -1;
+	}
+	if (!s->have_prev || cur.some_total_us < s->prev.some_total_us ||
+	    cur.full_total_us < s->prev.full_total_us || now <= s->prev_ns) {
+		s->prev = cur;
+		s->prev_ns = now;
+		s->have_prev = true;
+		return -1;
+	}
+	dsome = cur.some_total_us - s->prev.some_total_us;
+	dfull = cur.full_total_us - s->prev.full_total_us;
+	dt = (now - s->prev_ns) / 1000;
+	s->prev = cur;
+	s->prev_ns = now;
+	if (s->mode == RCL_PSOURCE_SYSTEMD_PSI_POLL) {
+		uint64_t v = s->sd_full ? dfull : dsome;
+
+		l = (u128)v * s->sd_window_us >=
+		    (u128)s->sd_stall_us * dt ?
+			RCL_PRESSURE_SEVERE : RCL_PRESSURE_NONE;
+		return l;
+	}
+	return (int)psi_level(dsome, dfull, dt);
+}
+
+/*
+ * Read a cgroup's usage, working set and limit (p->lock held): 0 or a
+ * negative errno; the outputs only on success.
+ */
+static int cg_read_locked(struct rcl_pressure *p, struct psrc *s,
+			  uint64_t *usage, uint64_t *ws, uint64_t *limit)
+{
+	uint64_t u, inact, lim, high;
+	int err;
+
+	if (s->version == 2) {
+		err = read_u64_at(p, s->dir, "memory.current", &u);
+		if (!err)
+			err = read_key_at(p, s->dir, "memory.stat",
+					  "inactive_file", &inact);
+		if (!err)
+			err = read_u64_at(p, s->dir, "memory.max", &lim);
+		if (!err)
+			err = read_u64_at(p, s->dir, "memory.high", &high);
+		if (err)
+			return err;
+		if (high < lim)
+			lim = high;
+	} else {
+		err = read_u64_at(p, s->dir, "memory.usage_in_bytes", &u);
+		if (!err)
+			err = read_key_at(p, s->dir, "memory.stat",
+					  "total_inactive_file", &inact);
+		if (!err)
+			err = read_u64_at(p, s->dir, "memory.limit_in_bytes",
+					  &lim);
+		if (err)
+			return err;
+		/* v1 says "no limit" with a huge number (PAGE_COUNTER_MAX). */
+		if (lim >= (1ull << 62))
+			lim = UINT64_MAX;
+	}
+	*usage = u;
+	*ws = u > inact ? u - inact : 0;
+	*limit = lim;
+	return 0;
+}
+
+/* The level of the cgroup source on this tick (p->lock held), or -1. */
+static int cg_poll_locked(struct rcl_pressure *p, struct psrc *s)
+{
+	uint64_t u, ws, lim, high, max, oom, kill;
+	int l = RCL_PRESSURE_NONE;
+	unsigned i;
+
+	s->read_now = false;
+	if (cg_read_locked(p, s, &u, &ws, &lim)) {
+		p->read_errors++;
+		return -1;
+	}
+	s->cg_usage = u;
+	s->cg_ws = ws;
+	s->cg_limit = lim;
+	s->have_cg = true;
+	/*
+	 * A budget that follows the cgroup already answers its working set
+	 * (it is re-read here); ratio levels on top would cut the cache
+	 * again for the same memory, every window.
+	 */
+	if (lim != UINT64_MAX && lim &&
+	    !(p->flags & RCL_PRESSURE_FOLLOW_CGROUP))
+		for (i = 0; i < 3; i++)
+			if ((u128)ws * 100 >=
+			    (u128)lim * cg_ratio[i])
+				l = (int)i + 1;
+
+	if (s->version == 2) {
+		ssize_t n = read_at(p, s->dir, "memory.events");
+
+		if (n < 0 ||
+		    rcl__cg_parse_keyed(p->buf, (size_t)n, "high", &high) ||
+		    rcl__cg_parse_keyed(p->buf, (size_t)n, "max", &max)) {
+			p->read_errors++;
+			return l;
+		}
+		/* Older kernels lack oom_kill; a missing key counts 0. */
+		if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom", &oom))
+			oom = 0;
+		if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom_kill", &kill))
+			kill = 0;
+		max = sat_add(max, sat_add(oom, kill));
+		if (s->have_events) {
+			if (high > s->ev_high)
+				l = RCL_MAX(l, RCL_PRESSURE_SEVERE);
+			if (max > s->ev_max)
+				l = RCL_PRESSURE_CRITICAL;
+		}
+		s->ev_high = high;
+		s->ev_max = max;
+		s->have_events = true;
+	}
+	return l;
+}
+
+/*
+ * The container budget from the cgroup's last reading (p->lock held), in
+ * domain units; UINT64_MAX for no limit.
+ */
+static uint64_t container_raw_locked(struct rcl_pressure *p,
+				     const struct psrc *s)
+{
+	uint64_t own = rcl_domain_usage(p->d), others, room;
+
+	if (!s->have_cg || s->cg_limit == UINT64_MAX)
+		return UINT64_MAX;
+	own = own > UINT64_MAX / p->bpu ? UINT64_MAX : own * p->bpu;
+	others = s->cg_ws > own ? s->cg_ws - own : 0;
+	room = s->cg_limit > others ? s->cg_limit - others : 0;
+	return mul_div(room, p->cgroup_pct, 100) / p->bpu;
+}
+
+/*
+ * The timer's work (p->lock held): read the polled sources, mark those that
+ * should act in @act_now, and step the budgets.
+ */
+static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
+{
+	uint64_t step = RCL_MAX(mul_div(p->base, p->grow_pct, 100), 1);
+	unsigned i;
+
+	for (i = 0; i < p->nr; i++) {
+		struct psrc *s = &p->src[i];
+		int l = -1;
+
+		if (!s->used)
+			continue;
+		switch (s->mode) {
+		case RCL_PSOURCE_PSI_POLL:
+		case RCL_PSOURCE_SYSTEMD_PSI_POLL:
+			l = psi_poll_locked(p, s, now);
+			break;
+		case RCL_PSOURCE_CGROUP_V1:
+		case RCL_PSOURCE_CGROUP_V1_EVENTS:
+		case RCL_PSOURCE_CGROUP_V2:
+			l = cg_poll_locked(p, s);
+			break;
+		default:
+			break;
+		}
+		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
+					   now))
+			act_now[i] = true;
+	}
+
+	/* Hysteresis: grow back only after an interval without an action. */
+	if (!p->acted_since_tick && p->pressure != UINT64_MAX) {
+		p->pressure = sat_add(p->pressure, step);
+		if (p->pressure >= p->base)
+			p->pressure = UINT64_MAX;
+	}
+	if ((p->flags & RCL_PRESSURE_FOLLOW_CGROUP) && p->cg >= 0) {
+		uint64_t raw = container_raw_locked(p, &p->src[p->cg]);
+
+		if (raw <= p->container) {
+			p->container = raw;
+		} else if (!p->acted_since_tick) {
+			uint64_t c = sat_add(p->container, step);
+
+			/* At base the container no longer binds: none. */
+			p->container = c >= raw || (c >= p->base &&
+						    raw >= p->base) ?
+					       raw :
+					       c;
+		}
+	}
+	p->acted_since_tick = false;
+	if (now - p->next_tick >= p->interval)
+		p->next_tick = now + p->interval;	/* far behind: skip */
+	else
+		p->next_tick += p->interval;
+}
+
+/* The next deadline (p->lock held). */
+static uint64_t deadline_locked(const struct rcl_pressure *p)
+{
+	uint64_t d = p->next_tick;
+	unsigned i;
+
+	for (i = 0; i < p->nr; i++) {
+		const struct psrc *s = &p->src[i];
+
+		if (s->used && s->pending != RCL_PRESSURE_NONE && s->acted)
+			d = RCL_MIN(d, sat_add(s->last_action, s->wait));
+	}
+	return d;
+}
+
+static void arm_timer_locked(struct rcl_pressure *p, uint64_t now)
+{
+	uint64_t d = deadline_locked(p);
+	uint64_t rel = d > now ? d - now : 1;
+	struct itimerspec its = { 0 };
+
+	if (rel > 3600ull * 1000000000ull)
+		rel = 3600ull * 1000000000ull;
+	its.it_value.tv_sec = (time_t)(rel / 1000000000ull);
+	its.it_value.tv_nsec = (long)(rel % 1000000000ull);
+	timerfd_settime(p->tfd, 0, &its, NULL);
+}
+
+/* Drain a FIFO or socket (bounded); false if the peer closed. */
+static bool drain(int fd)
+{
+	char b[256];
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		ssize_t n = read(fd, b, sizeof(b));
+
+		if (n > 0)
+			continue;
+		if (n == 0)
+			return false;
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN || errno == EWOULDBLOCK;
+	}
+	return true;
+}
+
+/* A source's descriptor is ready (p->lock held): its level, or -1. */
+static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
+			uint32_t events)
+{
+	uint64_t v;
+
+	switch (s->mode) {
+	case RCL_PSOURCE_PSI_TRIGGER:
+	case RCL_PSOURCE_SYSTEMD_PSI:
+		if (events & EPOLLERR && !(events & EPOLLPRI)) {
+			/* The file went away (a removed cgroup). */
+			goto off;
+		}
+		return s->mode == RCL_PSOURCE_SYSTEMD_PSI ?
+			       RCL_PRESSURE_SEVERE :
+			       (int)slot + 1;
+	case RCL_PSOURCE_CGROUP_V1_EVENTS:
+		if (slot >= 3 ||
+		    read(s->fds[slot], &v, sizeof(v)) != sizeof(v))
+			return -1;
+		/*
+		 * "low" only says that the kernel reclaims in the cgroup:
+		 * with the working set under 90 % of the limit that is page
+		 * cache going at no cost, not this cache's problem.
+		 */
+		if (slot == 0 && s->have_cg && s->cg_limit != UINT64_MAX &&
+		    (u128)s->cg_ws * 100 < (u128)s->cg_limit * cg_ratio[0])
+			return -1;
+		return (int)slot + 1;
+	case RCL_PSOURCE_CGROUP_V2:
+		/* memory.events changed: reading it through this descriptor
+		   is what clears its POLLPRI (kernfs). */
+		if (read_fd(p, s->file) < 0)
+			p->read_errors++;
+		s->read_now = true;
+		return -1;
+	case RCL_PSOURCE_SYSTEMD_FIFO:
+	case RCL_PSOURCE_SYSTEMD_SOCKET:
+		if (!drain(s->fds[0]) || (events & (EPOLLHUP | EPOLLERR)))
+			goto off;
+		return RCL_PRESSURE_SEVERE;
+	default:
+		return -1;
+	}
+off:
+	for (slot = 0; slot < 3; slot++) {
+		if (s->fds[slot] >= 0)
+			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[slot], NULL);
+		close_fd(&s->fds[slot]);
+	}
+	s->mode = RCL_PSOURCE_OFF;
+	s->level = RCL_PRESSURE_NONE;
+	s->pending = RCL_PRESSURE_NONE;
+	return -1;
+}
+
+static int do_dispatch(struct rcl_pressure *p)
+{
+	struct epoll_event ev[16];
+	bool act_now[RCL_PRESSURE_MAX_SOURCES] = { false };
+	int n, i, nr_actions = 0;
+	uint64_t now;
+
+	pthread_mutex_lock(&p->act);
+	pthread_mutex_lock(&p->lock);
+	p->dispatches++;
+	now = now_ns(p);
+	n = epoll_wait(p->epfd, ev, 16, 0);
+	for (i = 0; i < n; i++) {
+		uint64_t tag = ev[i].data.u64;
+		struct psrc *s;
+		int l;
+
+		if (tag == TAG_TIMER) {
+			uint64_t x;
+
+			if (read(p->tfd, &x, sizeof(x)) < 0) {
+				/* EAGAIN: re-armed meanwhile */
+			}
+			continue;
+		}
+		if (tag == TAG_STOP || (tag >> 2) >= p->nr)
+			continue;
+		s = &p->src[tag >> 2];
+		if (!s->used)
+			continue;
+		l = ready_locked(p, s, (unsigned)(tag & 3), ev[i].events);
+		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
+					   now))
+			act_now[tag >> 2] = true;
+	}
+	if (p->cg >= 0 && p->src[p->cg].read_now && now < p->next_tick)
+		p->next_tick = now;	/* memory.events changed: read now */
+	if (now >= p->next_tick)
+		tick_locked(p, now, act_now);
+	for (i = 0; i < (int)p->nr; i++) {
+		struct psrc *s = &p->src[i];
+
+		if (s->used && s->pending != RCL_PRESSURE_NONE && s->acted &&
+		    now - s->last_action >= s->wait)
+			act_now[i] = true;
+	}
+	pthread_mutex_unlock(&p->lock);
+
+	for (i = 0; i < (int)p->nr; i++) {
+		enum rcl_pressure_level l;
+
+		if (!act_now[i])
+			continue;
+		pthread_mutex_lock(&p->lock);
+		l = p->src[i].pending;
+		pthread_mutex_unlock(&p->lock);
+		if (l != RCL_PRESSURE_NONE)
+			nr_actions += act(p, &p->src[i], l, now);
+	}
+	/* A budget that moved without an action (growth, the container). */
+	apply_budget(p, false);
+
+	pthread_mutex_lock(&p->lock);
+	arm_timer_locked(p, now_ns(p));
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->act);
+	return nr_actions;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Creating and freeing                                                       */
+/* ------------------------------------------------------------------------- */
+
+static int epoll_add(struct rcl_pressure *p, int fd, uint32_t events,
+		     uint64_t tag)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = tag };
+
+	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
+			     struct rcl_pressure **out)
+{
+	const struct rcl_allocator *a;
+	struct rcl_pressure *p;
+	uint64_t base;
+	unsigned i, j;
+	int err;
+
+	if (!cfg || !out || !cfg->domain)
+		return RCL__REFUSE(-EINVAL, "a NULL configuration, output or domain");
+	if (cfg->flags & ~(RCL_PRESSURE_FOLLOW_CGROUP | RCL_PRESSURE_NO_TRIM))
+		return RCL__REFUSE(-EINVAL, "unknown flags");
+	if (cfg->grow_pct > 100 || cfg->cgroup_pct > 100)
+		return RCL__REFUSE(-EINVAL, "grow_pct or cgroup_pct above 100");
+	if (cfg->allocator && (!cfg->allocator->alloc || !cfg->allocator->free))
+		return RCL__REFUSE(-EINVAL, "an allocator without both callbacks");
+	base = cfg->base_budget ? cfg->base_budget :
+				  rcl_domain_budget(cfg->domain);
+	if (cfg->min_budget > base)
+		return RCL__REFUSE(-EINVAL, "min_budget above the base budget");
+
+	a = cfg->allocator ? cfg->allocator : &rcl__std_allocator;
+	p = rcl__alloc(a, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	p->alloc = *a;
+	p->clock = cfg->clock ? cfg->clock : rcl_clock_monotonic();
+	p->d = cfg->domain;
+	p->flags = cfg->flags;
+	p->bpu = cfg->bytes_per_unit ? cfg->bytes_per_unit : 1;
+	p->window = cfg->window_ns ? cfg->window_ns :
+				     RCL_PRESSURE_WINDOW_DEFAULT_NS;
+	p->backoff_max = cfg->backoff_max_ns ?
+				 cfg->backoff_max_ns :
+				 RCL_PRESSURE_BACKOFF_MAX_DEFAULT_NS;
+	p->backoff_max = RCL_MAX(p->backoff_max, p->window);
+	p->interval = cfg->interval_ns ? cfg->interval_ns :
+					 RCL_PRESSURE_INTERVAL_DEFAULT_NS;
+	p->interval = RCL_MAX(p->interval, 1000000ull);
+	p->grow_pct = cfg->grow_pct ? cfg->grow_pct :
+				      RCL_PRESSURE_GROW_PCT_DEFAULT;
+	p->cgroup_pct = cfg->cgroup_pct ? cfg->cgroup_pct :
+					  RCL_PRESSURE_CGROUP_PCT_DEFAULT;
+	p->trim = cfg->trim ? cfg->trim : default_trim;
+	p->trim_priv = cfg->trim ? cfg->trim_priv : NULL;
+	p->trim_min = cfg->trim_min_bytes ? cfg->trim_min_bytes :
+					    RCL_PRESSURE_TRIM_MIN_DEFAULT_BYTES;
+	p->trim_interval = cfg->trim_interval_ns ?
+				   cfg->trim_interval_ns :
+				   RCL_PRESSURE_TRIM_INTERVAL_DEFAULT_NS;
+	p->base = base;
+	p->floor = cfg->min_budget ? cfg->min_budget : RCL_MAX(base / 64, 1);
+	p->container = UINT64_MAX;
+	p->pressure = UINT64_MAX;
+	p->applied = rcl_domain_budget(p->d);
+	p->cg = -1;
+	p->pid = getpid();
+	for (i = 0; i < RCL_PRESSURE_MAX_SOURCES; i++) {
+		p->src[i].file = p->src[i].dir = -1;
+		for (j = 0; j < 3; j++)
+			p->src[i].fds[j] = -1;
+	}
+	p->tfd = p->stopfd = -1;
+
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (p->epfd < 0)
+		goto fail_errno;
+	p->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (p->tfd < 0)
+		goto fail_errno;
+	p->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->stopfd < 0)
+		goto fail_errno;
+	err = epoll_add(p, p->tfd, EPOLLIN, TAG_TIMER);
+	if (!err)
+		err = epoll_add(p, p->stopfd, EPOLLIN, TAG_STOP);
+	if (err)
+		goto fail;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->act, NULL);
+	p->next_tick = now_ns(p) + p->interval;
+	arm_timer_locked(p, now_ns(p));
+	atomic_fetch_add(&p->d->nr_monitors, 1);
+	*out = p;
+	return 0;
+
+fail_errno:
+	err = -errno;
+fail:
+	close_fd(&p->stopfd);
+	close_fd(&p->tfd);
+	close_fd(&p->epfd);
+	p->alloc.free(p->alloc.ctx, p);
+	return err;
+}
+
+RCL_API int rcl_pressure_free(struct rcl_pressure *p)
+{
+	struct rcl_allocator a;
+	unsigned i, j;
+
+	if (!p)
+		return 0;
+	if (tls_thread_of == p || tls_acting == p)
+		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread, its trim hook, or a callback of its reclaim");
+	/* A child after fork() has no thread to join: the parent's. */
+	if (p->pid == getpid())
+		rcl_pressure_stop(p);
+	for (i = 0; i < p->nr; i++) {
+		struct psrc *s = &p->src[i];
+
+		for (j = 0; j < 3; j++)
+			close_fd(&s->fds[j]);
+		close_fd(&s->file);
+		close_fd(&s->dir);
+	}
+	close_fd(&p->stopfd);
+	close_fd(&p->tfd);
+	close_fd(&p->epfd);
+	atomic_fetch_sub(&p->d->nr_monitors, 1);
+	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->act);
+	a = p->alloc;
+	a.free(a.ctx, p);
+	return 0;
+}
+
+/* A free source slot (p->lock held), initialised; NULL if none. */
+static struct psrc *new_source_locked(struct rcl_pressure *p, int *idx)
+{
+	struct psrc *s;
+
+	if (p->nr >= RCL_PRESSURE_MAX_SOURCES)
+		return NULL;
+	*idx = (int)p->nr;
+	s = &p->src[p->nr];
+	s->wait = p->window;
+	return s;
+}
+
+/* Publish source @idx (p->lock held). */
+static int commit_source_locked(struct rcl_pressure *p, int idx,
+				const char *path)
+{
+	struct psrc *s = &p->src[idx];
+
+	copy_str(s->path, sizeof(s->path), path ? path : "");
+	s->used = true;
+	p->nr++;
+	return idx;
+}
+
+static void undo_source(struct rcl_pressure *p, struct psrc *s)
+{
+	unsigned j;
+
+	for (j = 0; j < 3; j++) {
+		if (s->fds[j] >= 0)
+			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[j], NULL);
+		close_fd(&s->fds[j]);
+	}
+	if (s->file >= 0)
+		epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->file, NULL);
+	close_fd(&s->file);
+	close_fd(&s->dir);
+	memset(s, 0, sizeof(*s));
+	s->file = s->dir = -1;
+	for (j = 0; j < 3; j++)
+		s->fds[j] = -1;
+}
+
+/* Try PSI triggers on @path for source @idx: 0 or a positive errno. */
+static int psi_triggers(struct rcl_pressure *p, struct psrc *s, int idx,
+			const char *path, int file)
+{
+	unsigned long magic = fs_magic(file);
+	unsigned i;
+
+	if (magic != PROC_MAGIC && magic != CGROUP2_MAGIC)
+		return ENOTSUP;
+	for (i = 0; i < 3; i++) {
+		char t[64];
+		int fd, len, err;
+
+		len = snprintf(t, sizeof(t), "%s %llu %llu",
+			       psi_levels[i].full ? "full" : "some",
+			       (unsigned long long)psi_levels[i].stall_us,
+			       (unsigned long long)PSI_WINDOW_US);
+		fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			goto fail;
+		/* The kernel takes the string with its NUL. */
+		if (write(fd, t, (size_t)len + 1) < 0) {
+			err = errno;
+			close(fd);
+			errno = err;
+			goto fail;
+		}
+		s->fds[i] = fd;
+		err = epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2 | i);
+		if (err) {
+			errno = -err;
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	{
+		int e = errno ? errno : EINVAL;
+
+		for (i = 0; i < 3; i++) {
+			if (s->fds[i] >= 0)
+				epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[i],
+					  NULL);
+			close_fd(&s->fds[i]);
+		}
+		return e;
+	}
+}
+
+RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
+{
+	struct rcl__psi psi;
+	struct psrc *s;
+	ssize_t n;
+	int idx, fd, err;
+
+	if (!p)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (!path)
+		path = "/proc/pressure/memory";
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	pthread_mutex_lock(&p->act);
+	pthread_mutex_lock(&p->lock);
+	n = read_fd(p, fd);
+	if (n < 0) {
+		err = (int)n;
+		goto out;
+	}
+	if (rcl__psi_parse(p->buf, (size_t)n, &psi)) {
+		err = RCL__REFUSE(-EBADMSG, "the file is not in PSI's format");
+		goto out;
+	}
+	s = new_source_locked(p, &idx);
+	if (!s) {
+		err = RCL__REFUSE(-ENOSPC, "RCL_PRESSURE_MAX_SOURCES sources already");
+		goto out;
+	}
+	s->fallback_errno = psi_triggers(p, s, idx, path, fd);
+	if (s->fallback_errno) {
+		s->mode = RCL_PSOURCE_PSI_POLL;
+		s->file = fd;
+		s->prev = psi;
+		s->prev_ns = now_ns(p);
+		s->have_prev = true;
+		fd = -1;
+	} else {
+		s->mode = RCL_PSOURCE_PSI_TRIGGER;
+	}
+	err = commit_source_locked(p, idx, path);
+out:
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->act);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* The process's own memory cgroup: @dir and @version, or a negative errno. */
+static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
+			   unsigned *version)
+{
+	char v2[PATH_MAX], v1[PATH_MAX], mnt[PATH_MAX], root[PATH_MAX];
+	ssize_t n;
+	int mask, err, fd;
+
+	fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read_fd(p, fd);
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	mask = rcl__proc_cgroup_parse(p->buf, (size_t)n, v2, sizeof(v2), v1,
+				      sizeof(v1));
+	if (mask < 0)
+		return mask;
+	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read_fd(p, fd);
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	if (mask & 1 &&
+	    !rcl__mountinfo_find(p->buf, (size_t)n, 2, mnt, sizeof(mnt), root,
+				 sizeof(root)) &&
+	    !rcl__cgroup_dir(mnt, root, v2, dir, size)) {
+		/* v2 counts here only with the memory controller enabled. */
+		char f[PATH_MAX + 32];
+
+		snprintf(f, sizeof(f), "%s/memory.current", dir);
+		if (!access(f, R_OK)) {
+			*version = 2;
+			return 0;
+		}
+	}
+	if (mask & 2) {
+		err = rcl__mountinfo_find(p->buf, (size_t)n, 1, mnt,
+					  sizeof(mnt), root, sizeof(root));
+		if (!err)
+			err = rcl__cgroup_dir(mnt, root, v1, dir, size);
+		if (!err) {
+			*version = 1;
+			return 0;
+		}
+		return err;
+	}
+	return RCL__REFUSE(-ENOENT, "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
+}
+
+/* v1 memory.pressure_level notifications: 0 or a positive errno. */
+static int v1_events(struct rcl_pressure *p, struct psrc *s, int idx)
+{
+	static const char *const names[3] = { "low", "medium", "critical" };
+	int ctl, i, e;
+
+	if (fs_magic(s->dir) != CGROUP1_MAGIC)
+		return ENOTSUP;
+	s->file = openat(s->dir, "memory.pressure_level",
+			 O_RDONLY | O_CLOEXEC);
+	if (s->file < 0)
+		return errno;
+	ctl = openat(s->dir, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
+	if (ctl < 0) {
+		e = errno;
+		goto fail;
+	}
+	for (i = 0; i < 3; i++) {
+		char line[64];
+		int len;
+
+		s->fds[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (s->fds[i] < 0) {
+			e = errno;
+			goto fail;
+		}
+		len = snprintf(line, sizeof(line), "%d %d %s", s->fds[i],
+			       s->file, names[i]);
+		if (write(ctl, line, (size_t)len) < 0) {
+			e = errno;
+			goto fail;
+		}
+		e = -epoll_add(p, s->fds[i], EPOLLIN, (uint64_t)idx << 2 | i);
+		if (e)
+			goto fail;
+	}
+	close(ctl);
+	return 0;
+fail:
+	if (ctl >= 0)
+		close(ctl);
+	for (i = 0; i < 3; i++) {
+		if (s->fds[i] >= 0)
+			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[i], NULL);
+		close_fd(&s->fds[i]);
+	}
+	close_fd(&s->file);
+	return e ? e : EINVAL;
+}
+
+RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
+				    unsigned version)
+{
+	char own[PATH_MAX];
+	uint64_t u, ws, lim;
+	struct psrc *s;
+	int idx, err, dfd;
+
+	if (!p)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (version > 2)
+		return RCL__REFUSE(-EINVAL, "a cgroup version other than 0, 1, 2");
+	pthread_mutex_lock(&p->act);
+	pthread_mutex_lock(&p->lock);
+	if (p->cg >= 0) {
+		err = RCL__REFUSE(-EEXIST, "the monitor has a cgroup source");
+		goto out;
+	}
+	if (!dir) {
+		err = find_own_cgroup(p, own, sizeof(own), &version);
+		if (err)
+			goto out;
+		dir = own;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (!version) {
+		if (!faccessat(dfd, "memory.current", R_OK, 0))
+			version = 2;
+		else if (!faccessat(dfd, "memory.usage_in_bytes", R_OK, 0))
+			version = 1;
+		else {
+			close(dfd);
+			err = RCL__REFUSE(-ENOENT, "neither cgroup version's memory files in the directory");
+			goto out;
+		}
+	}
+	s = new_source_locked(p, &idx);
+	if (!s) {
+		close(dfd);
+		err = RCL__REFUSE(-ENOSPC, "RCL_PRESSURE_MAX_SOURCES sources already");
+		goto out;
+	}
+	s->dir = dfd;
+	s->version = version;
+	err = cg_read_locked(p, s, &u, &ws, &lim);
+	if (err) {
+		if (err == -EBADMSG || err == -ERANGE)
+			RCL__REFUSE(err, "a cgroup memory file does not parse");
+		undo_source(p, s);
+		goto out;
+	}
+	if (version == 2) {
+		s->mode = RCL_PSOURCE_CGROUP_V2;
+		if (fs_magic(dfd) == CGROUP2_MAGIC) {
+			s->file = openat(dfd, "memory.events",
+					 O_RDONLY | O_CLOEXEC);
+			if (s->file >= 0 &&
+			    epoll_add(p, s->file, EPOLLPRI, (uint64_t)idx << 2 | 3))
+				close_fd(&s->file);
+		}
+	} else {
+		s->fallback_errno = v1_events(p, s, idx);
+		s->mode = s->fallback_errno ? RCL_PSOURCE_CGROUP_V1 :
+					      RCL_PSOURCE_CGROUP_V1_EVENTS;
+	}
+	p->cg = idx;
+	/* The first reading is the events' baseline and the working set. */
+	cg_poll_locked(p, s);
+	if (p->flags & RCL_PRESSURE_FOLLOW_CGROUP)
+		p->container = container_raw_locked(p, s);
+	err = commit_source_locked(p, idx, dir);
+out:
+	pthread_mutex_unlock(&p->lock);
+	if (err >= 0 && (p->flags & RCL_PRESSURE_FOLLOW_CGROUP))
+		apply_budget(p, false);
+	pthread_mutex_unlock(&p->act);
+	return err;
+}
+
+RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
+				     const char *write_b64)
+{
+	uint8_t data[WRITE_MAX + 1];
+	ssize_t dlen = 0;
+	struct stat st;
+	struct psrc *s;
+	int idx, err = 0, fd = -1;
+
+	if (!p)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (!watch) {
+		watch = getenv("MEMORY_PRESSURE_WATCH");
+		if (!watch)
+			return RCL__REFUSE(-ENOENT, "$MEMORY_PRESSURE_WATCH is not set");
+		if (!write_b64)
+			write_b64 = getenv("MEMORY_PRESSURE_WRITE");
+	}
+	if (watch[0] != '/')
+		return RCL__REFUSE(-EINVAL, "the watch path is not absolute");
+	if (write_b64 && *write_b64) {
+		dlen = rcl__base64_decode(write_b64, strlen(write_b64), data,
+					  WRITE_MAX);
+		if (dlen < 0)
+			return RCL__REFUSE(-EINVAL, "the write data is not base64 or decodes to more than 1 KiB");
+	}
+
+	pthread_mutex_lock(&p->act);
+	pthread_mutex_lock(&p->lock);
+	s = new_source_locked(p, &idx);
+	if (!s) {
+		err = RCL__REFUSE(-ENOSPC, "RCL_PRESSURE_MAX_SOURCES sources already");
+		goto out;
+	}
+	if (!strcmp(watch, "/dev/null")) {
+		s->mode = RCL_PSOURCE_OFF;
+		goto commit;
+	}
+	if (stat(watch, &st)) {
+		err = -errno;
+		goto out;
+	}
+	if (S_ISSOCK(st.st_mode)) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		if (strlen(watch) >= sizeof(sa.sun_path)) {
+			err = -ENAMETOOLONG;
+			goto out;
+		}
+		memcpy(sa.sun_path, watch, strlen(watch));
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			err = -errno;
+			goto out;
+		}
+		s->mode = RCL_PSOURCE_SYSTEMD_SOCKET;
+	} else if (S_ISFIFO(st.st_mode)) {
+		/* Read-write: the FIFO never reports a hang-up to us. */
+		fd = open(watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			goto out;
+		}
+		s->mode = RCL_PSOURCE_SYSTEMD_FIFO;
+	} else if (S_ISREG(st.st_mode)) {
+		struct rcl__psi psi;
+		ssize_t n;
+		unsigned long magic;
+
+		fd = open(watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			goto out;
+		}
+		magic = fs_magic(fd);
+		if (magic == PROC_MAGIC || magic == CGROUP2_MAGIC) {
+			if (dlen && write(fd, data, (size_t)dlen) < 0)
+				s->fallback_errno = errno;
+			else if (epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2))
+				s->fallback_errno = errno ? errno : EINVAL;
+		} else {
+			s->fallback_errno = ENOTSUP;
+		}
+		if (!s->fallback_errno) {
+			s->mode = RCL_PSOURCE_SYSTEMD_PSI;
+			s->fds[0] = fd;
+			fd = -1;
+			goto commit;
+		}
+		/* Poll the totals against the trigger's own threshold. */
+		n = read_fd(p, fd);
+		if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, &psi)) {
+			err = n < 0 ? (int)n :
+				      RCL__REFUSE(-EBADMSG, "the watched file is not in PSI's format");
+			goto out;
+		}
+		if (!dlen || rcl__psi_trigger_parse((const char *)data,
+						    (size_t)dlen, &s->sd_full,
+						    &s->sd_stall_us,
+						    &s->sd_window_us)) {
+			/* systemd's documented default: 100 ms per 1 s. */
+			s->sd_full = false;
+			s->sd_stall_us = 100000;
+			s->sd_window_us = 1000000;
+		}
+		s->mode = RCL_PSOURCE_SYSTEMD_PSI_POLL;
+		s->file = fd;
+		fd = -1;
+		s->prev = psi;
+		s->prev_ns = now_ns(p);
+		s->have_prev = true;
+		goto commit;
+	} else {
+		err = RCL__REFUSE(-EBADF, "the watch path is no regular file, FIFO or socket");
+		goto out;
+	}
+	/* FIFO or socket: write the data, then wait for POLLIN. */
+	if (dlen && write(fd, data, (size_t)dlen) != dlen) {
+		err = -errno;
+		goto out;
+	}
+	if (s->mode == RCL_PSOURCE_SYSTEMD_FIFO)
+		drain(fd);	/* our own bytes are no event */
+	err = epoll_add(p, fd, EPOLLIN, (uint64_t)idx << 2);
+	if (err)
+		goto out;
+	s->fds[0] = fd;
+	fd = -1;
+commit:
+	err = commit_source_locked(p, idx, watch);
+out:
+	if (err < 0 && s)
+		undo_source(p, s);
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->act);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p)
+{
+	struct psrc *s;
+	int idx;
+
+	if (!p)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	pthread_mutex_lock(&p->lock);
+	s = new_source_locked(p, &idx);
+	if (!s) {
+		pthread_mutex_unlock(&p->lock);
+		return RCL__REFUSE(-ENOSPC, "RCL_PRESSURE_MAX_SOURCES sources already");
+	}
+	s->mode = RCL_PSOURCE_MANUAL;
+	idx = commit_source_locked(p, idx, NULL);
+	pthread_mutex_unlock(&p->lock);
+	return idx;
+}
+
+RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
+				enum rcl_pressure_level level)
+{
+	struct psrc *s;
+	bool now_act;
+	uint64_t now;
+
+	if (!p || (unsigned)level > RCL_PRESSURE_CRITICAL)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor or a level out of range");
+	if (tls_acting == p || rcl__tls_pass_domain == p->d)
+		return RCL__REFUSE(-EDEADLK, "called from a callback of the domain's reclaim");
+	pthread_mutex_lock(&p->act);
+	pthread_mutex_lock(&p->lock);
+	if (source < 0 || source >= (int)p->nr ||
+	    p->src[source].mode != RCL_PSOURCE_MANUAL) {
+		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_unlock(&p->act);
+		return RCL__REFUSE(-EINVAL, "the index is not a manual source");
+	}
+	s = &p->src[source];
+	now = now_ns(p);
+	now_act = event_locked(p, s, level, now);
+	level = s->pending;
+	pthread_mutex_unlock(&p->lock);
+	if (now_act)
+		act(p, s, level, now);
+	pthread_mutex_lock(&p->lock);
+	arm_timer_locked(p, now_ns(p));
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->act);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Levels of other systems                                                    */
+/* ------------------------------------------------------------------------- */
+
+RCL_API enum rcl_pressure_level rcl_pressure_level_from_glib(int glib_level)
+{
+	if (glib_level >= 255)
+		return RCL_PRESSURE_CRITICAL;
+	if (glib_level >= 100)
+		return RCL_PRESSURE_SEVERE;
+	if (glib_level >= 1)
+		return RCL_PRESSURE_MODERATE;
+	return RCL_PRESSURE_NONE;
+}
+
+RCL_API enum rcl_pressure_level rcl_pressure_level_from_android(int trim_level)
+{
+	if (trim_level >= 80)
+		return RCL_PRESSURE_CRITICAL;
+	if (trim_level >= 60)
+		return RCL_PRESSURE_SEVERE;
+	if (trim_level >= 20)
+		return RCL_PRESSURE_MODERATE;
+	if (trim_level >= 15)
+		return RCL_PRESSURE_CRITICAL;
+	if (trim_level >= 10)
+		return RCL_PRESSURE_SEVERE;
+	if (trim_level >= 5)
+		return RCL_PRESSURE_MODERATE;
+	return RCL_PRESSURE_NONE;
+}
+
+RCL_API const char *rcl_pressure_level_name(enum rcl_pressure_level level)
+{
+	static const char *const names[] = { "none", "moderate", "severe",
+					     "critical" };
+
+	if ((unsigned)level > RCL_PRESSURE_CRITICAL)
+		return "unknown";
+	return names[level];
+}
+
+RCL_API const char *rcl_pressure_source_mode_name(enum rcl_psource_mode mode)
+{
+	static const char *const names[] = {
+		[RCL_PSOURCE_MANUAL] = "manual",
+		[RCL_PSOURCE_PSI_TRIGGER] = "psi-trigger",
+		[RCL_PSOURCE_PSI_POLL] = "psi-poll",
+		[RCL_PSOURCE_CGROUP_V2] = "cgroup-v2",
+		[RCL_PSOURCE_CGROUP_V1] = "cgroup-v1",
+		[RCL_PSOURCE_CGROUP_V1_EVENTS] = "cgroup-v1-events",
+		[RCL_PSOURCE_SYSTEMD_PSI] = "systemd-psi",
+		[RCL_PSOURCE_SYSTEMD_PSI_POLL] = "systemd-psi-poll",
+		[RCL_PSOURCE_SYSTEMD_FIFO] = "systemd-fifo",
+		[RCL_PSOURCE_SYSTEMD_SOCKET] = "systemd-socket",
+		[RCL_PSOURCE_OFF] = "off",
+	};
+
+	if ((unsigned)mode > RCL_PSOURCE_OFF)
+		return "unknown";
+	return names[mode];
+}
+
+/* ------------------------------------------------------------------------- */
+/* Running                                                                    */
+/* ------------------------------------------------------------------------- */
+
+static void *monitor_thread(void *arg)
+{
+	struct rcl_pressure *p = arg;
+	struct epoll_event ev;
+
+	tls_thread_of = p;
+	while (!atomic_load(&p->stop)) {
+		/* The timerfd wakes it for deadlines; 1 s bounds any miss. */
+		epoll_wait(p->epfd, &ev, 1, 1000);
+		if (atomic_load(&p->stop))
+			break;
+		do_dispatch(p);
+	}
+	return NULL;
+}
+
+RCL_API int rcl_pressure_start(struct rcl_pressure *p)
+{
+	int err;
+
+	if (!p)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	pthread_mutex_lock(&p->lock);
+	if (p->running) {
+		pthread_mutex_unlock(&p->lock);
+		return RCL__REFUSE(-EBUSY, "its thread runs already");
+	}
+	atomic_store(&p->stop, false);
+	err = rcl__thread_create(&p->thread, monitor_thread, p);
+	if (!err)
+		p->running = true;
+	pthread_mutex_unlock(&p->lock);
+	return err ? -EAGAIN : 0;
+}
+
+RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
+{
+	uint64_t one = 1, x;
+	pthread_t t;
+
+	if (!p)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (tls_thread_of == p || tls_acting == p)
+		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread or a callback of its action");
+	pthread_mutex_lock(&p->lock);
+	if (!p->running) {
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	t = p->thread;
+	atomic_store(&p->stop, true);
+	if (write(p->stopfd, &one, sizeof(one)) < 0) {
+		/* An eventfd counter cannot overflow from one write. */
+	}
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(t, NULL);
+	pthread_mutex_lock(&p->lock);
+	p->running = false;
+	if (read(p->stopfd, &x, sizeof(x)) < 0) {
+		/* EAGAIN: nothing left to read */
+	}
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+RCL_API int rcl_pressure_fd(struct rcl_pressure *p)
+{
+	int fd;
+
+	if (!p)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	pthread_mutex_lock(&p->lock);
+	fd = p->running ? RCL__REFUSE(-EBUSY, "the library thread waits on it") :
+			  p->epfd;
+	pthread_mutex_unlock(&p->lock);
+	return fd;
+}
+
+RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p)
+{
+	if (!p)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (tls_acting == p || rcl__tls_pass_domain == p->d)
+		return RCL__REFUSE(-EDEADLK, "called from a callback of the domain's reclaim");
+	return do_dispatch(p);
+}
+
+RCL_API uint64_t rcl_pressure_next_deadline(struct rcl_pressure *p)
+{
+	uint64_t d;
+
+	if (!p)
+		return RCL_CLOCK_FOREVER;
+	pthread_mutex_lock(&p->lock);
+	d = deadline_locked(p);
+	pthread_mutex_unlock(&p->lock);
+	return d;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Reporting                                                                  */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_pressure_stats(struct rcl_pressure *p,
+			       struct rcl_pressure_stats *out)
+{
+	unsigned i;
+
+	if (!p || !out)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor or output");
+	pthread_mutex_lock(&p->lock);
+	memset(out, 0, sizeof(*out));
+	out->nr_sources = p->nr;
+	out->actions = p->actions;
+	out->empty_actions = p->empty_actions;
+	out->freed_bytes = p->freed_bytes;
+	out->trims = p->trims;
+	out->budget = p->applied;
+	out->base_budget = p->base;
+	out->container_budget = p->container;
+	out->pressure_budget = p->pressure;
+	for (i = 0; i < p->nr; i++)
+		if (p->src[i].used)
+			out->level = max_level(out->level, p->src[i].level);
+	out->dispatches = p->dispatches;
+	out->read_errors = p->read_errors;
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+RCL_API int rcl_pressure_source_info(struct rcl_pressure *p, int source,
+				     struct rcl_pressure_source_info *out)
+{
+	struct psrc *s;
+
+	if (!p || !out)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor or output");
+	pthread_mutex_lock(&p->lock);
+	if (source < 0 || source >= (int)p->nr || !p->src[source].used) {
+		pthread_mutex_unlock(&p->lock);
+		return RCL__REFUSE(-ENOENT, "no source at that index");
+	}
+	s = &p->src[source];
+	memset(out, 0, sizeof(*out));
+	out->mode = s->mode;
+	out->level = s->level;
+	out->events = s->events;
+	out->actions = s->actions;
+	out->merged = s->merged;
+	out->empty_actions = s->empty_actions;
+	out->wait_ns = s->wait;
+	out->fallback_errno = s->fallback_errno;
+	copy_str(out->path, sizeof(out->path), s->path);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+RCL_API int rcl_pressure_memory(struct rcl_pressure *p,
+				struct rcl_memory_sample *out)
+{
+	uint64_t pages, u, ws, lim, usage, budget;
+	ssize_t n;
+	int fd;
+
+	if (!p || !out)
+		return RCL__REFUSE(-EINVAL, "a NULL monitor or output");
+	memset(out, 0, sizeof(*out));
+	usage = rcl_domain_usage(p->d);
+	budget = rcl_domain_budget(p->d);
+	out->charged_bytes = usage > UINT64_MAX / p->bpu ? UINT64_MAX :
+							  usage * p->bpu;
+	out->budget_bytes = budget > UINT64_MAX / p->bpu ? UINT64_MAX :
+							  budget * p->bpu;
+	pthread_mutex_lock(&p->lock);
+	out->time_ns = now_ns(p);
+	fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -errno : read_fd(p, fd);
+	if (fd >= 0)
+		close(fd);
+	if (n >= 0 && !rcl__statm_parse(p->buf, (size_t)n, &pages))
+		out->rss_bytes = pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	else
+		p->read_errors++;
+	if (p->cg >= 0) {
+		if (!cg_read_locked(p, &p->src[p->cg], &u, &ws, &lim)) {
+			out->cgroup_usage_bytes = u;
+			out->cgroup_working_set_bytes = ws;
+			out->cgroup_limit_bytes = lim;
+		} else {
+			p->read_errors++;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
