@@ -67,6 +67,20 @@
 #define PR_SHORT_STEP_MS 500u
 #define PR_FINAL_MS 5000u
 #define PR_SHORT_FINAL_MS 2000u
+/*
+ * library: the monitor's configuration.  The timer at 100 ms (the
+ * library's default is 1 s) to follow a hog that steps every second.
+ * grow_pct is per interval, so 1 % per 100 ms is 10 % of base per second
+ * (the default, 5 % per 1 s interval, would be 50 % per second here).
+ * cgroup_pct applies to the room the others leave, so the free memory it
+ * keeps shrinks as they grow: 90 % (the default) leaves 10 % of the room,
+ * under one step of the hog (L/16) once the hog holds more than a third
+ * of L, and keeps the working set above 90 % of the limit; 75 % leaves
+ * 12.5 % of L free at the end of the ramp.  See bench/README.md.
+ */
+#define PR_INTERVAL_MS 100u
+#define PR_GROW_PCT 1u
+#define PR_CGROUP_PCT 75u
 #define PR_THRESH_PCT 90u		/* pressure: the working set at 90 % */
 #define PR_FINAL_PCT 92u		/* the final phase's working set */
 #define PR_SAMPLE_MS 10u		/* the parent's sampling */
@@ -79,12 +93,14 @@
 /* Ops between two looks at the phase (and publications of the counters). */
 #define PR_CHUNK 64u
 
-enum pr_mode { MODE_FIXED, MODE_TRIM_ALL, NR_MODES };
+enum pr_mode { MODE_FIXED, MODE_TRIM_ALL, MODE_LIBRARY, NR_MODES };
 
-static const char *const mode_names[NR_MODES] = { "fixed", "trim-all" };
+static const char *const mode_names[NR_MODES] = { "fixed", "trim-all",
+						  "library" };
 
 /* The --mode words: every mode, or one. */
-static const char *const mode_words[] = { "all", "fixed", "trim-all", NULL };
+static const char *const mode_words[] = { "all", "fixed", "trim-all",
+					  "library", NULL };
 
 struct pr_params {
 	uint64_t limit;		/* L, bytes */
@@ -97,6 +113,9 @@ struct pr_params {
 	uint64_t keys;
 	double alpha;
 	struct bench_zipf zipf;
+	unsigned interval_ms;	/* library: the monitor's timer */
+	unsigned cgroup_pct;	/* library: its budget's share of the room */
+	unsigned grow_pct;	/* library: regrowth per quiet interval */
 	bool trace;
 	bool shortrun;
 };
@@ -586,13 +605,18 @@ struct pr_shared {
 	atomic_int cache_state;
 	atomic_ullong budget, usage;	/* the domain's, bytes */
 	atomic_ullong ramp_ops, ramp_hits, ramp_refused;
-	atomic_ullong events;		/* trim-all: drops */
+	atomic_ullong events;		/* trim-all: drops; library: actions */
 	atomic_ullong final_events;	/* ... of them in the final phase */
+	atomic_ullong container;	/* library: the container budget */
+	atomic_ullong trims;		/* library: trim hook calls */
 
 	/* the cache's results (CS_DONE) */
 	uint64_t final_ns;		/* the final phase, its own clock */
 	uint64_t reclaim_cpu_ns;	/* CPU of its other threads in it */
 	uint64_t empty_ns;		/* deleting everything, and the trim */
+	/* library: the monitor's counters (every 10 ms, and at the end) */
+	struct rcl_pressure_stats stats;
+	char sources[160];		/* its sources' modes */
 	char err[192];
 	atomic_flag err_set;
 };
@@ -723,6 +747,9 @@ struct cache {
 	pthread_t poller;
 	atomic_bool poller_stop;
 	bool poller_started;
+	/* library */
+	struct rcl_pressure *mon;
+	uint64_t next_stats;
 };
 
 /* The miss's backend fetch: spin for the miss penalty. */
@@ -836,6 +863,64 @@ static void *poller_main(void *arg)
 	return NULL;
 }
 
+/* The sources' modes, "cgroup-v1-events psi-poll", into @buf. */
+static void describe_sources(struct rcl_pressure *mon, const int *idx,
+			     unsigned n, char *buf, size_t size)
+{
+	size_t len = 0;
+	unsigned i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++) {
+		struct rcl_pressure_source_info info;
+
+		if (idx[i] < 0 || rcl_pressure_source_info(mon, idx[i], &info))
+			continue;
+		len += (size_t)snprintf(buf + len, len < size ? size - len : 0,
+					"%s%s", len ? " " : "",
+					rcl_pressure_source_mode_name(info.mode));
+		if (info.fallback_errno && len < size)
+			len += (size_t)snprintf(buf + len, size - len, "(%s)",
+						strerror(info.fallback_errno));
+	}
+}
+
+/*
+ * library: the pressure monitor on the domain, its budget following the
+ * process's own cgroup (the child: it is there by now), the system's PSI
+ * too where it can be read, on a library thread.
+ */
+static void library_setup(struct cache *k)
+{
+	struct rcl_pressure_config pc = {
+		.domain = k->d,
+		.flags = RCL_PRESSURE_FOLLOW_CGROUP,
+		.bytes_per_unit = 1,
+		.interval_ns = (uint64_t)k->p->interval_ms * 1000000u,
+		.cgroup_pct = k->p->cgroup_pct,
+		.grow_pct = k->p->grow_pct,
+	};
+	int err, idx[2];
+
+	err = rcl_pressure_new(&pc, &k->mon);
+	if (err)
+		child_fail(k->sh, "cache: rcl_pressure_new", err);
+	idx[0] = rcl_pressure_add_cgroup(k->mon, NULL, 0);
+	if (idx[0] < 0)
+		child_fail(k->sh, "cache: rcl_pressure_add_cgroup", idx[0]);
+	idx[1] = rcl_pressure_add_psi(k->mon, NULL);	/* optional */
+	describe_sources(k->mon, idx, 2, k->sh->sources, sizeof(k->sh->sources));
+	if (idx[1] < 0) {
+		size_t len = strlen(k->sh->sources);
+
+		snprintf(k->sh->sources + len, sizeof(k->sh->sources) - len,
+			 " (no psi: %s)", strerror(-idx[1]));
+	}
+	err = rcl_pressure_start(k->mon);
+	if (err)
+		child_fail(k->sh, "cache: rcl_pressure_start", err);
+}
+
 static void cache_setup(struct cache *k)
 {
 	struct rcl_domain_config dcfg = {
@@ -858,6 +943,8 @@ static void cache_setup(struct cache *k)
 	err = rcl_domain_reclaimer_start(k->d);
 	if (err)
 		child_fail(k->sh, "cache: rcl_domain_reclaimer_start", err);
+	if (k->mode == MODE_LIBRARY)
+		library_setup(k);
 	if (k->mode == MODE_TRIM_ALL) {
 		atomic_init(&k->poller_stop, false);
 		err = pthread_create(&k->poller, NULL, poller_main, k);
@@ -881,6 +968,19 @@ static void cache_publish(struct cache *k)
 			      memory_order_relaxed);
 	atomic_store_explicit(&k->sh->usage, rcl_domain_usage(k->d),
 			      memory_order_relaxed);
+	if (k->mon) {
+		/* The monitor's counters take its lock: every 10 ms. */
+		uint64_t now = bench_now_ns();
+		struct rcl_pressure_stats st;
+
+		if (now < k->next_stats || rcl_pressure_stats(k->mon, &st))
+			return;
+		k->next_stats = now + PR_SAMPLE_MS * 1000000ull;
+		k->sh->stats = st;	/* read once the cache has ended */
+		atomic_store(&k->sh->events, st.actions);
+		atomic_store(&k->sh->container, st.container_budget);
+		atomic_store(&k->sh->trims, st.trims);
+	}
 }
 
 /* The values' bytes read on hits go here, so that the reads stay. */
@@ -891,6 +991,7 @@ static void cache_main(struct pr_shared *sh, const struct pr_params *p,
 {
 	struct cache k = { .sh = sh, .p = p, .cg = cg, .mode = mode };
 	uint64_t ops = 0, hits = 0, refused = 0, t0, c0_proc, c0_main;
+	struct rcl_pressure_stats st0 = { 0 };
 	bool warm = false;
 	int phase, err;
 	unsigned i;
@@ -931,6 +1032,8 @@ static void cache_main(struct pr_shared *sh, const struct pr_params *p,
 	drop_everything(&k);
 	sh->empty_ns = bench_now_ns() - t0;
 	cache_publish(&k);
+	if (k.mon && rcl_pressure_stats(k.mon, &st0))
+		child_fail(sh, "cache: rcl_pressure_stats", -EINVAL);
 	t0 = bench_now_ns();
 	c0_proc = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
 	c0_main = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -942,6 +1045,16 @@ static void cache_main(struct pr_shared *sh, const struct pr_params *p,
 	sh->reclaim_cpu_ns = bench_sub(cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - c0_proc,
 				       cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0_main);
 	sh->final_ns = bench_now_ns() - t0;
+	if (k.mon) {
+		if (rcl_pressure_stats(k.mon, &sh->stats))
+			child_fail(sh, "cache: rcl_pressure_stats", -EINVAL);
+		atomic_store(&sh->events, sh->stats.actions);
+		atomic_store(&sh->final_events,
+			     sh->stats.actions - st0.actions);
+		err = rcl_pressure_free(k.mon);
+		if (err)
+			child_fail(sh, "cache: rcl_pressure_free", err);
+	}
 
 	if (k.poller_started) {
 		atomic_store(&k.poller_stop, true);
@@ -980,6 +1093,9 @@ struct pr_result {
 	uint64_t peak_ws;
 	uint64_t final_ws;		/* the working set at the end */
 	uint64_t events, final_events;
+	uint64_t trims;			/* malloc_trim(0) calls: trim-all's, the monitor's */
+	struct rcl_pressure_stats stats;	/* library: the monitor's */
+	char sources[160];		/* library: its sources' modes */
 	double other;			/* CPU share others took */
 };
 
@@ -1033,6 +1149,21 @@ static void reap(struct run *r, bool wait)
 	}
 }
 
+/* A process's resident memory (/proc/PID/statm, field 2); 0 if gone. */
+static uint64_t rss_bytes(pid_t pid)
+{
+	char path[64], buf[128];
+	unsigned long long size, res;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/statm", (long)pid);
+	if (read_file(path, NULL, buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%llu %llu", &size, &res) != 2)
+		return 0;
+	return res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 static void sample_now(struct run *r)
 {
 	uint64_t ws, usage, now = bench_now_ns();
@@ -1050,18 +1181,25 @@ static void sample_now(struct run *r)
 	}
 	if (r->p->trace && now >= r->next_trace) {
 		uint64_t ops = atomic_load(&sh->ramp_ops);
+		uint64_t c = atomic_load(&sh->container);
+		char cont[32] = "-";
 
-		fprintf(stderr, "  trace %-8s t=%6.2f s %-5s step %u ws %6.1f MiB (%5.1f %%) usage %6.1f hog %6.1f budget %6.1f charged %6.1f MiB hit %.3f events %llu\n",
+		if (r->mode == MODE_LIBRARY && c != UINT64_MAX && c)
+			snprintf(cont, sizeof(cont), "%.1f", (double)c / MIB);
+		fprintf(stderr, "  trace %-8s t=%6.2f s %-5s step %u ws %6.1f MiB (%5.1f %%) hog %6.1f cache rss %6.1f budget %6.1f container %6s charged %6.1f MiB hit %.3f events %llu trims %llu\n",
 			mode_names[r->mode], (double)(now - r->t_start) / 1e9,
 			phase_name(atomic_load(&sh->phase)),
 			atomic_load(&sh->hog_done), (double)ws / MIB,
 			100.0 * (double)ws / (double)r->cg->limit,
-			(double)usage / MIB,
 			(double)atomic_load(&sh->hog_bytes) / MIB,
-			(double)atomic_load(&sh->budget) / MIB,
+			(double)rss_bytes(r->cache_ended ? 0 : r->cache) / MIB,
+			(double)atomic_load(&sh->budget) / MIB, cont,
 			(double)atomic_load(&sh->usage) / MIB,
 			ops ? (double)atomic_load(&sh->ramp_hits) / (double)ops : 0.0,
-			(unsigned long long)atomic_load(&sh->events));
+			(unsigned long long)atomic_load(&sh->events),
+			(unsigned long long)(r->mode == MODE_TRIM_ALL ?
+					     atomic_load(&sh->events) :
+					     atomic_load(&sh->trims)));
 		r->next_trace = now + PR_TRACE_MS * 1000000ull;
 	}
 }
@@ -1331,6 +1469,14 @@ out:
 		res->peak_ws = r.peak_ws;
 		res->events = atomic_load(&sh->events);
 		res->final_events = atomic_load(&sh->final_events);
+		res->trims = mode == MODE_TRIM_ALL ? res->events
+						   : atomic_load(&sh->trims);
+		if (mode == MODE_LIBRARY) {
+			/* Its last counters, also if it was killed. */
+			res->stats = sh->stats;
+			res->trims = sh->stats.trims;
+		}
+		snprintf(res->sources, sizeof(res->sources), "%s", sh->sources);
 		if (done) {
 			res->reclaim_cpu_ms = (double)sh->reclaim_cpu_ns / 1e6;
 			res->final_phase_ms = (double)sh->final_ns / 1e6;
@@ -1383,6 +1529,16 @@ static void print_json(const struct pr_params *p, const struct cg *cg,
 	bench_json_uint("events", r->events);
 	bench_json_uint("final_events", r->final_events);
 	bench_json_uint("final_working_set", r->final_ws);
+	bench_json_uint("trims", r->trims);
+	if (r->mode == MODE_LIBRARY) {
+		bench_json_str("sources", r->sources);
+		bench_json_uint("interval_ms", p->interval_ms);
+		bench_json_uint("cgroup_pct", p->cgroup_pct);
+		bench_json_uint("grow_pct", p->grow_pct);
+		bench_json_uint("empty_actions", r->stats.empty_actions);
+		bench_json_uint("dispatches", r->stats.dispatches);
+		bench_json_uint("read_errors", r->stats.read_errors);
+	}
 	bench_json_end();
 }
 
@@ -1431,7 +1587,8 @@ static void print_table(const struct pr_params *p, const struct cg *cg,
 int cmd_pressure(int argc, char **argv)
 {
 	unsigned limit_mib = 0, step_ms = 0, final_ms = 0, miss_us = PR_MISS_US;
-	unsigned mode_word = 0, nres = 0, m;
+	unsigned mode_word = 0, nres = 0, m, interval_ms = PR_INTERVAL_MS;
+	unsigned cgroup_pct = PR_CGROUP_PCT, grow_pct = PR_GROW_PCT;
 	bool json = false, shortrun = false, trace = false, failed = false;
 	struct pr_params p = { .alpha = PR_ALPHA };
 	const struct bench_opt opts[] = {
@@ -1443,6 +1600,9 @@ int cmd_pressure(int argc, char **argv)
 		BENCH_OPT_UINT("--final-ms", &final_ms, 100, 600000),
 		BENCH_OPT_UINT("--miss-us", &miss_us, 0, 100000),
 		BENCH_OPT_DBL("--alpha", &p.alpha, 0.01, 5.0),
+		BENCH_OPT_UINT("--interval-ms", &interval_ms, 1, 10000),
+		BENCH_OPT_UINT("--cgroup-pct", &cgroup_pct, 1, 100),
+		BENCH_OPT_UINT("--grow-pct", &grow_pct, 1, 100),
 		BENCH_OPT_CHOICE("--mode", &mode_word, mode_words),
 		BENCH_OPT_END,
 	};
@@ -1465,6 +1625,9 @@ int cmd_pressure(int argc, char **argv)
 	p.step_ms = step_ms ? step_ms : shortrun ? PR_SHORT_STEP_MS : PR_STEP_MS;
 	p.final_ms = final_ms ? final_ms : shortrun ? PR_SHORT_FINAL_MS : PR_FINAL_MS;
 	p.miss_us = miss_us;
+	p.interval_ms = interval_ms;
+	p.cgroup_pct = cgroup_pct;
+	p.grow_pct = grow_pct;
 	for (key = 0; total < (long double)p.budget * PR_KEYS_FACTOR; key++)
 		total += (long double)obj_weight(val_size(key));
 	p.keys = key;
@@ -1509,6 +1672,15 @@ int cmd_pressure(int argc, char **argv)
 			(unsigned long long)r->events,
 			(unsigned long long)r->final_events, r->empty_ms,
 			r->other > BENCH_OTHER_MAX ? " (disturbed by other load)" : "");
+		if (m == MODE_LIBRARY)
+			fprintf(stderr, "            monitor: sources %s; %llu actions (%llu freed nothing), %llu trims, %llu dispatches, %llu read errors; budget at the end %.1f MiB (base %.1f)\n",
+				r->sources, (unsigned long long)r->stats.actions,
+				(unsigned long long)r->stats.empty_actions,
+				(unsigned long long)r->stats.trims,
+				(unsigned long long)r->stats.dispatches,
+				(unsigned long long)r->stats.read_errors,
+				(double)r->stats.budget / MIB,
+				(double)r->stats.base_budget / MIB);
 		nres++;
 	}
 	fprintf(stderr, "rcl-bench pressure: %.1f s\n",
