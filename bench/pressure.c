@@ -871,17 +871,18 @@ static void describe_sources(struct rcl_pressure *mon, const int *idx,
 	unsigned i;
 
 	buf[0] = '\0';
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && len < size; i++) {
 		struct rcl_pressure_source_info info;
 
 		if (idx[i] < 0 || rcl_pressure_source_info(mon, idx[i], &info))
 			continue;
-		len += (size_t)snprintf(buf + len, len < size ? size - len : 0,
-					"%s%s", len ? " " : "",
-					rcl_pressure_source_mode_name(info.mode));
-		if (info.fallback_errno && len < size)
-			len += (size_t)snprintf(buf + len, size - len, "(%s)",
-						strerror(info.fallback_errno));
+		len += (size_t)snprintf(buf + len, size - len, "%s%s%s%s%s",
+					len ? " " : "",
+					rcl_pressure_source_mode_name(info.mode),
+					info.fallback_errno ? "(" : "",
+					info.fallback_errno ?
+						strerror(info.fallback_errno) : "",
+					info.fallback_errno ? ")" : "");
 	}
 }
 
