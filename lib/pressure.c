@@ -111,6 +111,7 @@ struct psrc {
 	bool have_events;
 	uint64_t ev_high, ev_max;	/* max: max + oom + oom_kill */
 	bool read_now;			/* memory.events changed */
+	bool read_ok;			/* the last tick's reading parsed */
 
 	/* Rate limit. */
 	enum rcl_pressure_level level;
@@ -529,10 +530,12 @@ static int cg_poll_locked(struct rcl_pressure *p, struct psrc *s)
 	unsigned i;
 
 	s->read_now = false;
+	s->read_ok = false;
 	if (cg_read_locked(p, s, &u, &ws, &lim)) {
 		p->read_errors++;
 		return -1;
 	}
+	s->read_ok = true;
 	s->cg_usage = u;
 	s->cg_ws = ws;
 	s->cg_limit = lim;
@@ -633,7 +636,9 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 		if (p->pressure >= p->base)
 			p->pressure = UINT64_MAX;
 	}
-	if ((p->flags & RCL_PRESSURE_FOLLOW_CGROUP) && p->cg >= 0) {
+	/* A reading that failed holds the container budget where it is. */
+	if ((p->flags & RCL_PRESSURE_FOLLOW_CGROUP) && p->cg >= 0 &&
+	    p->src[p->cg].read_ok) {
 		uint64_t raw = container_raw_locked(p, &p->src[p->cg]);
 
 		if (raw <= p->container) {
