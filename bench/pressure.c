@@ -749,6 +749,8 @@ struct cache {
 	bool poller_started;
 	/* library */
 	struct rcl_pressure *mon;
+	int src[2];			/* the cgroup source, the PSI source */
+	int psi_err;			/* why there is no PSI source */
 	uint64_t next_stats;
 };
 
@@ -863,7 +865,11 @@ static void *poller_main(void *arg)
 	return NULL;
 }
 
-/* The sources' modes, "cgroup-v1-events psi-poll", into @buf. */
+/*
+ * The sources' modes and their actions so far, "cgroup-v1-events:0
+ * psi-trigger:2", into @buf; a PSI source in a fallback mode says why, as
+ * "psi-poll(Invalid argument):0".
+ */
 static void describe_sources(struct rcl_pressure *mon, const int *idx,
 			     unsigned n, char *buf, size_t size)
 {
@@ -876,13 +882,14 @@ static void describe_sources(struct rcl_pressure *mon, const int *idx,
 
 		if (idx[i] < 0 || rcl_pressure_source_info(mon, idx[i], &info))
 			continue;
-		len += (size_t)snprintf(buf + len, size - len, "%s%s%s%s%s",
+		len += (size_t)snprintf(buf + len, size - len, "%s%s%s%s%s:%llu",
 					len ? " " : "",
 					rcl_pressure_source_mode_name(info.mode),
 					info.fallback_errno ? "(" : "",
 					info.fallback_errno ?
 						strerror(info.fallback_errno) : "",
-					info.fallback_errno ? ")" : "");
+					info.fallback_errno ? ")" : "",
+					(unsigned long long)info.actions);
 	}
 }
 
@@ -901,7 +908,7 @@ static void library_setup(struct cache *k)
 		.cgroup_pct = k->p->cgroup_pct,
 		.grow_pct = k->p->grow_pct,
 	};
-	int err, idx[2];
+	int err, *idx = k->src;
 
 	err = rcl_pressure_new(&pc, &k->mon);
 	if (err)
@@ -910,13 +917,8 @@ static void library_setup(struct cache *k)
 	if (idx[0] < 0)
 		child_fail(k->sh, "cache: rcl_pressure_add_cgroup", idx[0]);
 	idx[1] = rcl_pressure_add_psi(k->mon, NULL);	/* optional */
-	describe_sources(k->mon, idx, 2, k->sh->sources, sizeof(k->sh->sources));
-	if (idx[1] < 0) {
-		size_t len = strlen(k->sh->sources);
-
-		snprintf(k->sh->sources + len, sizeof(k->sh->sources) - len,
-			 " (no psi: %s)", strerror(-idx[1]));
-	}
+	if (idx[1] < 0)
+		k->psi_err = -idx[1];
 	err = rcl_pressure_start(k->mon);
 	if (err)
 		child_fail(k->sh, "cache: rcl_pressure_start", err);
@@ -978,6 +980,14 @@ static void cache_publish(struct cache *k)
 			return;
 		k->next_stats = now + PR_SAMPLE_MS * 1000000ull;
 		k->sh->stats = st;	/* read once the cache has ended */
+		describe_sources(k->mon, k->src, 2, k->sh->sources,
+				 sizeof(k->sh->sources));
+		if (k->psi_err) {
+			size_t len = strlen(k->sh->sources);
+
+			snprintf(k->sh->sources + len, sizeof(k->sh->sources) - len,
+				 " (no psi: %s)", strerror(k->psi_err));
+		}
 		atomic_store(&k->sh->events, st.actions);
 		atomic_store(&k->sh->container, st.container_budget);
 		atomic_store(&k->sh->trims, st.trims);
@@ -1047,8 +1057,8 @@ static void cache_main(struct pr_shared *sh, const struct pr_params *p,
 				       cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0_main);
 	sh->final_ns = bench_now_ns() - t0;
 	if (k.mon) {
-		if (rcl_pressure_stats(k.mon, &sh->stats))
-			child_fail(sh, "cache: rcl_pressure_stats", -EINVAL);
+		k.next_stats = 0;
+		cache_publish(&k);	/* the last counters, now */
 		atomic_store(&sh->events, sh->stats.actions);
 		atomic_store(&sh->final_events,
 			     sh->stats.actions - st0.actions);
