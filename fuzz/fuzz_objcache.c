@@ -13,8 +13,10 @@
  * counts), every return code with the documented answer, and every
  * destructor call with what the contract allows at that moment (never
  * while pinned, dirty or under writeback, never twice, only from the paths
- * objcache.h names).  Any mismatch aborts.  fuzz/README.md documents the
- * encoding.
+ * objcache.h names).  Each cache may have a per-object meta_charge (an
+ * input that starts with "MC" and a byte choosing it): the model charges
+ * every object weight + meta_charge, the lru weight included.  Any
+ * mismatch aborts.  fuzz/README.md documents the encoding.
  *
  * Single-threaded, as fuzz_ops.c: no reclaimer or flusher thread, and a
  * harness clock whose wait never sleeps.
@@ -136,7 +138,7 @@ struct hobj {
 	bool dirty;
 	bool in_write;		/* in the write hook now */
 	unsigned writes;	/* write calls in this writeback_all */
-	uint64_t weight;
+	uint64_t weight;	/* its charge: the insert's weight + meta */
 	unsigned inserts, dtors;
 	bool visited;
 };
@@ -150,6 +152,7 @@ struct hcache {
 	struct rcl_objcache_ops ops;
 	bool live;
 	bool user_keys, weak, shadows, has_write;
+	uint64_t meta;			/* cfg.meta_charge */
 	struct rcl_objcache_stats m;	/* the model's counters */
 	struct rcl_objcache_miss tok[NKEY];
 	bool tok_set[NKEY];
@@ -515,7 +518,17 @@ static void cache_new(int c)
 	hc->live = true;
 }
 
-static void setup(struct reader *r)
+/*
+ * The meta_charge of a cache, by the nibble of the "MC" byte: small ones
+ * against the weights 1..16 and the budgets 16..1036, and ones at the lru
+ * weight's limit, where weights up to 16, 8, 1 and only 0 still fit.
+ */
+static const uint64_t metas[16] = {
+	0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 100, 1000,
+	UINT32_MAX - 16, UINT32_MAX - 8, UINT32_MAX - 1, UINT32_MAX,
+};
+
+static void setup(struct reader *r, uint8_t meta)
 {
 	uint8_t h[4];
 
@@ -566,6 +579,8 @@ static void setup(struct reader *r)
 		 */
 		hc->cfg.flags = (hc->shadows ? 0 : RCL_OBJCACHE_NO_SHADOWS) |
 				RCL_OBJCACHE_DESTROY_IN_RECLAIM;
+		hc->meta = metas[(meta >> (4 * c)) & 15];
+		hc->cfg.meta_charge = hc->meta;
 		cache_new((int)c);
 	}
 }
@@ -736,6 +751,7 @@ static void op_insert(const uint8_t *a, bool weird)
 	struct rcl_objcache_node *ex = (void *)1;
 	struct hobj *present = model_find(c, k);
 	uint64_t before = rcl_domain_usage(g_dom);
+	uint64_t charge;
 	bool refault_tok = false;
 	int want, rc;
 
@@ -752,10 +768,12 @@ static void op_insert(const uint8_t *a, bool weird)
 		tok_cache = 1 - c;
 	}
 
-	if (w == 0)
-		want = -EINVAL;
-	else if (w > UINT32_MAX)
+	/* The charge must fit the lru weight; the sum is never wrapped. */
+	charge = w > UINT32_MAX - hc->meta ? 0 : w + hc->meta;
+	if (w > UINT32_MAX - hc->meta)
 		want = -E2BIG;
+	else if (charge == 0)
+		want = -EINVAL;
 	else if (tok && tok_cache != c)
 		want = -EINVAL;
 	else if (o->st != O_FREE)
@@ -783,16 +801,17 @@ static void op_insert(const uint8_t *a, bool weird)
 	CHECK_REASON(rc, "rcl_objcache_insert");
 	if (want == 0 && rc == -ENOMEM && !g_soft) {
 		/* Strict: refused only if it still does not fit. */
-		CHECK(rcl_domain_usage(g_dom) + w > g_budget,
+		CHECK(rcl_domain_usage(g_dom) + charge > g_budget,
 		      "insert -ENOMEM with room: usage %llu + %llu <= %llu",
 		      (unsigned long long)rcl_domain_usage(g_dom),
-		      (unsigned long long)w, (unsigned long long)g_budget);
+		      (unsigned long long)charge, (unsigned long long)g_budget);
 		CHECK(ex == NULL, "-ENOMEM: existing not NULL");
 		hc->m.charge_failures++;
 		return;
 	}
-	CHECK(rc == want, "insert obj %d key %d w %llu: got %d, want %d",
-	      (int)(o - pool), k, (unsigned long long)w, rc, want);
+	CHECK(rc == want, "insert obj %d key %d w %llu meta %llu: got %d, want %d",
+	      (int)(o - pool), k, (unsigned long long)w,
+	      (unsigned long long)hc->meta, rc, want);
 	if (rc == -EEXIST) {
 		CHECK(ex == &present->node, "-EEXIST hands back obj %d, got %p",
 		      (int)(present - pool), (void *)ex);
@@ -810,11 +829,11 @@ static void op_insert(const uint8_t *a, bool weird)
 	o->klen = key_len(k);
 	o->pins = 1;
 	o->dirty = false;
-	o->weight = w;
+	o->weight = charge;
 	o->inserts++;
 	hc->m.inserts++;
 	hc->m.objects++;
-	hc->m.weight += w;
+	hc->m.weight += charge;
 	if (refault_tok)
 		hc->m.refault_activations++;
 	if (a[3] & 8) {
@@ -1091,12 +1110,24 @@ static void op_stats(const uint8_t *a)
 	unsigned ns = rcl_objcache_nr_shards(cc);
 
 	CHECK(ns >= 1 && (ns & (ns - 1)) == 0, "nr_shards %u", ns);
+	uint64_t lw = 0, w;
+
 	for (unsigned i = 0; i < ns; i++) {
 		CHECK(rcl_objcache_lruvec(cc, i) != NULL, "shard %u lruvec", i);
 		/* The pending adds onto the lists, where reclaim sees them. */
-		if (a[0] & 2)
+		if (a[0] & 2) {
 			rcl_lruvec_drain(rcl_objcache_lruvec(cc, i));
+			for (unsigned l = 0; l < RCL_LRU_NR_LISTS; l++) {
+				rcl_lruvec_count(rcl_objcache_lruvec(cc, i), l, &w);
+				lw += w;
+			}
+		}
 	}
+	/* On the lists, each object weighs its charge (weight + meta). */
+	if (a[0] & 2)
+		CHECK(lw == caches[c].m.weight, "lru weight %llu, model %llu",
+		      (unsigned long long)lw,
+		      (unsigned long long)caches[c].m.weight);
 	CHECK(rcl_objcache_lruvec(cc, ns) == NULL, "lruvec out of range");
 	check_stats(c);
 	/* gets of every key, without keeping the pin */
@@ -1171,8 +1202,11 @@ static void op_invalid(const uint8_t *a)
 			CHECK_OC_RC(rcl_objcache_insert(cc, &o->node, o->key,
 							(size_t)UINT32_MAX + 1,
 							1, 0, NULL, NULL), -EINVAL);
-			CHECK_OC_RC(rcl_objcache_insert(cc, &o->node, o->key, 1,
-							0, 0, NULL, NULL), -EINVAL);
+			/* Weight 0: a charge of 0 only without meta_charge. */
+			if (!caches[c].meta)
+				CHECK_OC_RC(rcl_objcache_insert(cc, &o->node, o->key,
+								1, 0, 0, NULL,
+								NULL), -EINVAL);
 		}
 		break;
 	}
@@ -1237,6 +1271,9 @@ static void op_invalid(const uint8_t *a)
 		CHECK_OC_RC(rcl_objcache_new(g_dom, &cfg, &out), -EINVAL);
 		cfg.partition = 5;
 		ops.hash = NULL;
+		CHECK_OC_RC(rcl_objcache_new(g_dom, &cfg, &out), -EINVAL);
+		cfg = caches[c].cfg;
+		cfg.meta_charge = (uint64_t)UINT32_MAX + 1 + a[3];
 		CHECK_OC_RC(rcl_objcache_new(g_dom, &cfg, &out), -EINVAL);
 		CHECK(out == NULL, "out written on failure");
 		break;
@@ -1305,6 +1342,7 @@ static void op_get_put(const uint8_t *a)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct reader r = { data, size, 0 };
+	uint8_t meta = 0;
 
 	if (g_trace < 0) {
 		const char *t = getenv("FUZZ_TRACE");
@@ -1313,7 +1351,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	g_step = 0;
 	g_op = 0;
-	setup(&r);
+	/* "MC" and a byte: the caches' meta_charge; otherwise none. */
+	if (size >= 2 && data[0] == 'M' && data[1] == 'C') {
+		r.i = 2;
+		meta = rd8(&r);
+	}
+	setup(&r, meta);
 	check_invariants();
 	while (r.i < r.n && g_step < MAX_STEPS) {
 		uint8_t a[4];

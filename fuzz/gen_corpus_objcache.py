@@ -3,8 +3,10 @@
 """Write the hand-made seeds of fuzz/corpus-objcache/ (see fuzz/README.md).
 
 Each seed is a 4-byte header followed by 5-byte operations (opcode, 4
-arguments), as LLVMFuzzerTestOneInput() in fuzz_objcache.c reads them.  The
-seeds cover every operation at least once; libFuzzer grows the rest.
+arguments), as LLVMFuzzerTestOneInput() in fuzz_objcache.c reads them; the
+meta-* seeds put "MC" and a byte before it, the caches' meta_charge (one
+nibble each, an index into fuzz_objcache.c's metas[]).  The seeds cover
+every operation at least once; libFuzzer grows the rest.
 
 usage: fuzz/gen_corpus_objcache.py [OUTDIR]
        (default: fuzz/corpus-objcache next to this file)
@@ -27,6 +29,13 @@ def hdr(flags=0, budget=4, shards=0x11, misc=0):
     RCL_DOMAIN_RECLAIM_WRITES (0x10), seed (0x40), cache 1 without a write
     hook (0x80)"""
     return bytes([flags, budget, shards, misc])
+
+
+def meta(m0=0, m1=0):
+    """The "MC" prefix: meta_charge index m0 for cache 0, m1 for cache 1
+    (0: none, 1..11: 1 2 3 4 6 8 12 16 32 100 1000, 12..15: UINT32_MAX -
+    16, - 8, - 1, UINT32_MAX)"""
+    return b"MC" + bytes([(m0 & 15) | (m1 & 15) << 4])
 
 
 def op(name, a=0, b=0, c=0, d=0):
@@ -124,6 +133,28 @@ seed("reclaim-writes",
      b"".join(ins(i, i, w=3) + op("MARK_DIRTY", i) + op("PUT", i)
               for i in range(6)) + op("STATS", 2) + op("RECLAIM", 7) +
      op("RECLAIM", 7), hdr(misc=0x10))
+
+# 13. meta_charge 8 and 2 in a strict domain under pressure, two caches:
+# inserts evict by the charge, a charge fails, objects go every way
+seed("meta-pressure",
+     b"".join(ins(i, i % 16, w=1 + i % 8, cache=i & 1, put=i % 3 != 0)
+              for i in range(24)) +
+     ins(30, 3, w=16) + op("INSERT2", 31, 10, 5, 8) + op("STATS", 2) +
+     op("STATS", 3, 1) + op("CHARGE", 31, 1) + op("RECLAIM", 7) +
+     op("DEL", 4, 2) + op("DEL_NODE", 3) + op("PUT", 3) + op("DESTROY", 0, 1) +
+     b"".join(op("GET_PUT", k, k & 1, 32 + k) for k in range(16)),
+     meta(6, 2) + hdr(TWO, budget=8))
+
+# 14. meta_charge at the lru weight's limit: UINT32_MAX - 8 in a soft
+# domain (weights 9..16 are -E2BIG, 8 charges exactly UINT32_MAX) and
+# UINT32_MAX (only weight 0 fits); weights 0, 2^32 and 2^64 - 1
+seed("meta-limit",
+     b"".join(ins(i, i, w=1 + i, cache=i & 1, put=True) for i in range(16)) +
+     b"".join(op("INSERT2", 16 + i, (i << 1) | (i & 1), i, 8 | (i & 1))
+              for i in range(8)) +
+     op("INSERT2", 24, 1, 6, 9) + op("STATS", 2) + op("STATS", 3, 1) +
+     op("RECLAIM", 7) + op("INVALID", 2) + op("INVALID", 8, 0, 0, 3),
+     meta(13, 15) + hdr(SOFT | TWO))
 
 
 def main():

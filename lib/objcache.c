@@ -87,6 +87,7 @@ struct rcl_objcache {
 	unsigned nr_shards;
 	unsigned shard_bits;
 	unsigned partition;
+	uint32_t meta;				/* meta_charge, <= UINT32_MAX */
 	struct rcl_domain *d;
 	struct rcl_objcache_ops ops;
 	void *priv;
@@ -563,6 +564,9 @@ int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg
 		return -EINVAL;
 	if (cfg->ops && !cfg->ops->hash != !cfg->ops->eq)
 		return -EINVAL;
+	/* Above UINT32_MAX no insert could fit the lru weight. */
+	if (cfg->meta_charge > UINT32_MAX)
+		return -EINVAL;
 	a = cfg->allocator ? cfg->allocator : &rcl__std_allocator;
 	if (!a->alloc || !a->free)
 		return -EINVAL;
@@ -588,6 +592,7 @@ int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg
 	c->type = cfg->lru_type;
 	c->nr_shards = nr_shards;
 	c->partition = cfg->partition;
+	c->meta = (uint32_t)cfg->meta_charge;
 	while ((1u << c->shard_bits) < nr_shards)
 		c->shard_bits++;
 	atomic_init(&c->drop_next, 0);
@@ -817,15 +822,23 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	struct rcl_objcache_node *e, *reap;
 	struct oc_shard *sh;
 	unsigned outcome = 0;
-	uint64_t h, shadow = 0;
+	uint64_t h, shadow = 0, charge;
 	int err;
 
 	if (existing)
 		*existing = NULL;
-	if (!c || !node || (!key && len) || len > UINT32_MAX || !weight)
+	if (!c || !node || (!key && len) || len > UINT32_MAX)
 		return -EINVAL;
-	if (weight > UINT32_MAX)
+	/*
+	 * The charge is the payload plus the cache's per-object overhead, and
+	 * it is the lru weight: it must fit 32 bits.  Compared without
+	 * computing the sum, so a weight near UINT64_MAX cannot wrap it.
+	 */
+	if (weight > UINT32_MAX - c->meta)
 		return -E2BIG;
+	charge = weight + c->meta;
+	if (!charge)
+		return -EINVAL;
 	if (miss && miss->__cache != c)
 		return -EINVAL;
 	if (atomic_load_explicit(&node->__refs, memory_order_relaxed) ||
@@ -856,7 +869,7 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	}
 
 	/* The charge may reclaim in this thread: no lock held. */
-	err = rcl_domain_charge(c->d, weight, context, NULL);
+	err = rcl_domain_charge(c->d, charge, context, NULL);
 	if (err) {
 		if (err == -EBUSY || err == -EDEADLK)
 			return RCL__REFUSE(err, "the domain refused the charge (rcl_domain_charge())");
@@ -881,14 +894,14 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	e = oc_find_winner_locked(c, sh, h, key, len);
 	if (e) {
 		oc_unlock(sh);
-		rcl_domain_uncharge(c->d, weight);
+		rcl_domain_uncharge(c->d, charge);
 		goto lost;
 	}
 	oc_maybe_grow_locked(c, sh);
 	node->__key = key;
 	node->__keylen = (uint32_t)len;
 	node->__hash = h;
-	node->__weight = (uint32_t)weight;
+	node->__weight = (uint32_t)charge;
 	/*
 	 * On the lruvec before it is in the index, both under the shard lock:
 	 * whoever finds it in the index finds it on the lruvec, and the evict
@@ -896,10 +909,10 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	 * library locks, never held while a callback runs.
 	 */
 	err = rcl_lruvec_add_refault(&sh->lv, &node->__lru, c->type,
-				     (uint32_t)weight, 0, shadow, &outcome);
+				     (uint32_t)charge, 0, shadow, &outcome);
 	if (err) {
 		oc_unlock(sh);
-		rcl_domain_uncharge(c->d, weight);
+		rcl_domain_uncharge(c->d, charge);
 		if (err == -EBUSY || err == -EDEADLK)
 			return RCL__REFUSE(err, "the lruvec refused the node (rcl_lruvec_add_refault())");
 		return err;

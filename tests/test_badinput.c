@@ -2824,6 +2824,11 @@ static void test_badinput_objcache_new_destroy(void **state)
 	cc.allocator = &b_half_alloc;
 	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
 	cc.allocator = NULL;
+	cc.meta_charge = (uint64_t)UINT32_MAX + 1;	/* no object would fit */
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.meta_charge = UINT64_MAX;
+	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
+	cc.meta_charge = 0;
 	cc.partition = 2;		/* the domain has 0 and 1 */
 	assert_int_equal(rcl_objcache_new(d, &cc, &c), -EINVAL);
 	assert_ptr_equal(c, (void *)&dc);	/* *out untouched */
@@ -2897,6 +2902,36 @@ static void test_badinput_objcache_operations(void **state)
 	assert_int_equal(rcl_objcache_insert(c, &a.node, a.key, 1, 10, 0, NULL, NULL), -EBUSY);
 	assert_int_equal(rcl_objcache_insert(c2, &a.node, a.key, 1, 10, 0, NULL, NULL), -EBUSY);
 	assert_int_equal(rcl_domain_usage(d), 10);
+
+	/*
+	 * insert with a meta_charge: -E2BIG once weight + meta_charge passes
+	 * UINT32_MAX (the weight alone fits), also where the sum would wrap
+	 * 64 bits; a weight of 0 is charged the overhead.  Nothing charged
+	 * by the failures.
+	 */
+	{
+		struct rcl_objcache_config mc = { .nr_shards = 1,
+						  .meta_charge = 100 };
+		struct rcl_objcache *c3;
+
+		assert_int_equal(rcl_objcache_new(d, &mc, &c3), 0);
+		assert_int_equal(rcl_objcache_insert(c3, &b.node, b.key, 1,
+						     (uint64_t)UINT32_MAX - 99, 0,
+						     NULL, NULL), -E2BIG);
+		assert_int_equal(rcl_objcache_insert(c3, &b.node, b.key, 1,
+						     UINT32_MAX, 0, NULL, NULL),
+				 -E2BIG);
+		assert_int_equal(rcl_objcache_insert(c3, &b.node, b.key, 1,
+						     UINT64_MAX - 99, 0, NULL,
+						     NULL), -E2BIG);
+		assert_int_equal(rcl_domain_usage(d), 10);
+		assert_int_equal(rcl_objcache_insert(c3, &b.node, b.key, 1, 0, 0,
+						     NULL, NULL), 0);
+		assert_int_equal(rcl_domain_usage(d), 110);
+		assert_int_equal(rcl_objcache_put(c3, &b.node), 0);
+		assert_int_equal(rcl_objcache_destroy(c3), 0);
+		assert_int_equal(rcl_domain_usage(d), 10);
+	}
 
 	/* put: NULLs, another cache, without a pin */
 	assert_int_equal(rcl_objcache_put(NULL, &a.node), -EINVAL);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of <reclaim/objcache.h>: hits and misses, the lost insert race,
- * charging (one value, exactly once), reclaim of unpinned objects only,
+ * charging (one value, exactly once, with or without a per-object
+ * meta_charge), reclaim of unpinned objects only,
  * refaults activated through the miss token, del and destroy with pins,
  * put without get, iteration, statistics, dirty objects and the flusher
  * path, and several caches in one domain.
@@ -141,6 +142,20 @@ static struct fx *fx_new_deferred(uint64_t budget, unsigned nr_shards)
 	return f;
 }
 
+/* A cache with a per-object overhead (meta_charge) and @flags. */
+static struct fx *fx_new_meta(uint64_t budget, unsigned nr_shards,
+			      uint64_t meta, unsigned flags)
+{
+	struct fx *f = fx_new(budget, nr_shards, false);
+	struct rcl_objcache_config cc = { .ops = &t_ops, .seed = 42,
+					  .nr_shards = nr_shards,
+					  .flags = flags, .meta_charge = meta };
+
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &f->c), 0);
+	return f;
+}
+
 static void fx_free(struct fx *f)
 {
 	if (f->c)
@@ -225,6 +240,25 @@ static size_t count_list(struct fx *f, unsigned list)
 		n += rcl_lruvec_count(lv, list, NULL);
 	}
 	return n;
+}
+
+/* The lru weight of every object on the cache's lruvecs (all drained). */
+static uint64_t lru_weight(struct fx *f)
+{
+	uint64_t sum = 0, w;
+	unsigned i, l;
+
+	rcl_lru_drain_local();
+	for (i = 0; i < rcl_objcache_nr_shards(f->c); i++) {
+		struct rcl_lruvec *lv = rcl_objcache_lruvec(f->c, i);
+
+		rcl_lruvec_drain(lv);
+		for (l = 0; l < RCL_LRU_UNEVICTABLE; l++) {
+			rcl_lruvec_count(lv, l, &w);
+			sum += w;
+		}
+	}
+	return sum;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -935,6 +969,254 @@ static void test_objcache_evicted_destroyed_by_next_insert(void **state)
 	fx_free(f);
 }
 
+/*
+ * meta_charge: every insert charges weight + meta_charge, which is also the
+ * lru weight and what the stats call weight; an empty value (weight 0) is
+ * charged the overhead alone; a lost race and a failed charge leave
+ * nothing charged.
+ */
+static void test_objcache_meta_charge_is_charged(void **state)
+{
+	const uint64_t w = 100, meta = 40;
+	struct fx *f = fx_new_meta(1 << 20, 4, meta,
+				   RCL_OBJCACHE_DESTROY_IN_RECLAIM);
+	struct tobj *objs[100], *e, *x;
+	struct rcl_objcache_node *ex;
+	unsigned i;
+	char key[8];
+
+	(void)state;
+	for (i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "m%u", i);
+		objs[i] = insert_new(f, key, w);
+		assert_int_equal(rcl_domain_usage(f->d), (i + 1) * (w + meta));
+	}
+	assert_int_equal(stats(f).objects, 100);
+	assert_int_equal(stats(f).weight, 100 * (w + meta));
+	assert_int_equal(lru_weight(f), 100 * (w + meta));
+	/* The payload is weight - objects x meta_charge. */
+	assert_int_equal(stats(f).weight - stats(f).objects * meta, 100 * w);
+
+	/* A lost race: nothing charged. */
+	x = tobj_new("m7");
+	assert_int_equal(rcl_objcache_insert(f->c, &x->node, x->key, x->klen, w,
+					     RCL_CTX_CAPABLE, NULL, &ex), -EEXIST);
+	assert_ptr_equal(ex, &objs[7]->node);
+	put(f, objs[7]);
+	assert_int_equal(rcl_domain_usage(f->d), 100 * (w + meta));
+
+	/* An empty value: the overhead alone. */
+	e = insert_new(f, "empty", 0);
+	assert_int_equal(rcl_domain_usage(f->d), 100 * (w + meta) + meta);
+	assert_int_equal(lru_weight(f), 100 * (w + meta) + meta);
+
+	/*
+	 * Strict and full of pinned objects, with room for the weight but
+	 * not for the charge: -ENOMEM, nothing charged.
+	 */
+	assert_int_equal(rcl_domain_set_budget(f->d, rcl_domain_usage(f->d) +
+						     w + meta - 1), 0);
+	assert_int_equal(rcl_objcache_insert(f->c, &x->node, x->key, 1, w,
+					     RCL_CTX_CAPABLE, NULL, NULL), -ENOMEM);
+	assert_int_equal(rcl_domain_usage(f->d), 100 * (w + meta) + meta);
+	assert_int_equal(stats(f).charge_failures, 1);
+	tobj_free(x);
+	put(f, e);
+	for (i = 0; i < 100; i++)
+		put(f, objs[i]);
+	fx_free(f);
+}
+
+/*
+ * What was charged is uncharged, once, however the object goes: del of an
+ * unpinned object, del of a pinned one (at its last put), eviction (in the
+ * evict callback and deferred to the next insert), destroy.
+ */
+static void test_objcache_meta_charge_uncharge_is_symmetric(void **state)
+{
+	const uint64_t w = 60, meta = 100, c = w + meta;
+	struct rcl_reclaim_result res;
+	struct fx *f;
+	struct tobj *a, *b;
+	unsigned i, mode;
+	char key[8];
+
+	(void)state;
+	for (mode = 0; mode < 2; mode++) {
+		/* One shard: the next insert reaps every deferred object. */
+		f = fx_new_meta(1 << 20, 1, meta,
+				mode ? 0 : RCL_OBJCACHE_DESTROY_IN_RECLAIM);
+		/* del, unpinned: uncharged at once */
+		a = insert_new(f, "a", w);
+		put(f, a);
+		assert_int_equal(rcl_domain_usage(f->d), c);
+		assert_int_equal(rcl_objcache_del(f->c, "a", 1), 0);
+		assert_int_equal(rcl_domain_usage(f->d), 0);
+		/* del, pinned: uncharged at the last put */
+		b = insert_new(f, "b", w);
+		assert_int_equal(rcl_objcache_del_node(f->c, &b->node), 0);
+		assert_int_equal(rcl_domain_usage(f->d), c);
+		put(f, b);
+		assert_int_equal(rcl_domain_usage(f->d), 0);
+		assert_int_equal(atomic_load(&nr_destroyed), 2);
+
+		/* eviction: uncharged when evicted, whenever destroyed */
+		for (i = 0; i < RCL_OBJCACHE_REAP_MAX; i++) {
+			snprintf(key, sizeof(key), "e%u", i);
+			put(f, insert_new(f, key, w));
+		}
+		assert_int_equal(rcl_domain_usage(f->d), RCL_OBJCACHE_REAP_MAX * c);
+		reclaim_all(f, &res);
+		assert_int_equal(res.nr_reclaimed, RCL_OBJCACHE_REAP_MAX);
+		assert_int_equal(res.weight_reclaimed, RCL_OBJCACHE_REAP_MAX * c);
+		assert_int_equal(rcl_domain_usage(f->d), 0);
+		assert_int_equal(stats(f).weight, 0);
+		assert_int_equal(stats(f).reap_pending,
+				 mode ? RCL_OBJCACHE_REAP_MAX : 0);
+		assert_int_equal(atomic_load(&nr_destroyed),
+				 mode ? 2 : 2 + RCL_OBJCACHE_REAP_MAX);
+		/* The next insert destroys the deferred ones; nothing more
+		 * is uncharged for them. */
+		a = insert_new(f, "a", w);
+		assert_int_equal(atomic_load(&nr_destroyed),
+				 2 + RCL_OBJCACHE_REAP_MAX);
+		assert_int_equal(rcl_domain_usage(f->d), c);
+		put(f, a);
+
+		/* destroy: every object left is uncharged (fx_free: 0) */
+		for (i = 0; i < 20; i++) {
+			snprintf(key, sizeof(key), "d%u", i);
+			put(f, insert_new(f, key, w + i));
+		}
+		assert_int_equal(rcl_domain_usage(f->d),
+				 21 * c + 20 * 19 / 2);
+		fx_free(f);
+	}
+}
+
+/*
+ * -E2BIG when weight + meta_charge does not fit the lru weight, even if
+ * the weight alone does, and for weights whose sum with meta_charge would
+ * wrap 64 bits; the largest that fits is charged exactly.  A meta_charge
+ * above UINT32_MAX is refused at creation.
+ */
+static void test_objcache_meta_charge_e2big_boundary(void **state)
+{
+	const uint64_t meta = 100;
+	struct fx *f = fx_new_meta(1ull << 40, 1, meta,
+				   RCL_OBJCACHE_DESTROY_IN_RECLAIM);
+	struct rcl_objcache_config cc = { .ops = &t_ops, .nr_shards = 1 };
+	struct tobj *a = tobj_new("big"), *z;
+	struct rcl_objcache *c2;
+
+	(void)state;
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen,
+					     (uint64_t)UINT32_MAX - meta + 1,
+					     RCL_CTX_CAPABLE, NULL, NULL), -E2BIG);
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen,
+					     UINT32_MAX, RCL_CTX_CAPABLE, NULL,
+					     NULL), -E2BIG);
+	/* The sum would wrap to 0 and to 99: still -E2BIG. */
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen,
+					     UINT64_MAX - meta + 1,
+					     RCL_CTX_CAPABLE, NULL, NULL), -E2BIG);
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen,
+					     UINT64_MAX, RCL_CTX_CAPABLE, NULL,
+					     NULL), -E2BIG);
+	assert_int_equal(rcl_domain_usage(f->d), 0);
+	assert_int_equal(stats(f).charge_failures, 0);
+	assert_null(rcl_objcache_node_key(&a->node, NULL));	/* still idle */
+	/* The largest weight that fits. */
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen,
+					     (uint64_t)UINT32_MAX - meta,
+					     RCL_CTX_CAPABLE, NULL, NULL), 0);
+	assert_int_equal(rcl_domain_usage(f->d), UINT32_MAX);
+	assert_int_equal(lru_weight(f), UINT32_MAX);
+	put(f, a);
+	fx_free(f);
+
+	/* meta_charge UINT32_MAX: only an empty value fits. */
+	f = fx_new_meta(1ull << 40, 1, UINT32_MAX,
+			RCL_OBJCACHE_DESTROY_IN_RECLAIM);
+	a = tobj_new("one");
+	z = tobj_new("zero");
+	assert_int_equal(rcl_objcache_insert(f->c, &a->node, a->key, a->klen, 1,
+					     RCL_CTX_CAPABLE, NULL, NULL), -E2BIG);
+	tobj_free(a);
+	assert_int_equal(rcl_objcache_insert(f->c, &z->node, z->key, z->klen, 0,
+					     RCL_CTX_CAPABLE, NULL, NULL), 0);
+	assert_int_equal(rcl_domain_usage(f->d), UINT32_MAX);
+	put(f, z);
+	/* Above UINT32_MAX: refused at creation, *out untouched. */
+	c2 = (void *)f;
+	cc.meta_charge = (uint64_t)UINT32_MAX + 1;
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &c2), -EINVAL);
+	cc.meta_charge = UINT64_MAX;
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &c2), -EINVAL);
+	assert_ptr_equal(c2, (void *)f);
+	fx_free(f);
+}
+
+/*
+ * A full strict domain of 200 objects charged @w + @meta each, with no
+ * watermark margin, then a charge of 64 objects' charges: the evictions
+ * it took.  Checks that usage fell by exactly their charges.
+ */
+static uint64_t evictions_for_deficit(uint64_t w, uint64_t meta)
+{
+	const uint64_t c = w + meta;
+	struct fx *f = fx_new_meta(200 * c, 1, meta,
+				   RCL_OBJCACHE_DESTROY_IN_RECLAIM);
+	struct rcl_watermarks wm = { .min = 0, .low = 1, .high = 2 };
+	struct rcl_reclaim_result res;
+	uint64_t ev;
+	unsigned i;
+	char key[8];
+
+	/* No margin: the deficit of a charge is what does not fit. */
+	assert_int_equal(rcl_domain_set_watermarks(f->d, &wm), 0);
+	for (i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "r%u", i);
+		put(f, insert_new(f, key, w));
+	}
+	assert_int_equal(rcl_domain_usage(f->d), 200 * c);	/* full */
+	assert_int_equal(stats(f).evictions, 0);
+	assert_int_equal(lru_weight(f), 200 * c);
+	assert_int_equal(rcl_domain_charge(f->d, 64 * c, RCL_CTX_CAPABLE, NULL), 0);
+	ev = stats(f).evictions;
+	assert_int_equal(atomic_load(&nr_destroyed), ev);
+	assert_int_equal(rcl_domain_usage(f->d), (200 - ev) * c + 64 * c);
+	assert_int_equal(rcl_domain_uncharge(f->d, 64 * c), 0);
+	/* An explicit reclaim: the weight it counts is what it uncharged. */
+	assert_int_equal(rcl_domain_reclaim(f->d, 40, RCL_CTX_CAPABLE, &res), 0);
+	assert_true(res.nr_reclaimed > 0);
+	assert_int_equal(res.weight_reclaimed, res.nr_reclaimed * c);
+	assert_int_equal(rcl_domain_usage(f->d),
+			 (200 - ev - res.nr_reclaimed) * c);
+	assert_int_equal(stats(f).weight, rcl_domain_usage(f->d));
+	fx_free(f);
+	return ev;
+}
+
+/*
+ * The lru weight includes meta_charge, so reclaim turns a deficit into
+ * objects at the charge: a cache of 50-byte payloads with a meta_charge of
+ * 150 gives up exactly as many objects as a cache of weight-200 objects
+ * with none, enough to cover the deficit and far from all 200 (at an lru
+ * weight of 50 the deficit of 64 x 200 would be a goal of 256 objects).
+ */
+static void test_objcache_meta_charge_reclaims_by_charge(void **state)
+{
+	uint64_t with_meta, plain;
+
+	(void)state;
+	with_meta = evictions_for_deficit(50, 150);
+	plain = evictions_for_deficit(200, 0);
+	assert_int_equal(with_meta, plain);
+	assert_true(with_meta >= 64);		/* the deficit is covered */
+	assert_true(with_meta < 100);		/* reclaim's batches, no more */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -943,6 +1225,10 @@ int main(void)
 		cmocka_unit_test(test_objcache_lost_insert_race),
 		cmocka_unit_test(test_objcache_charge_failure_changes_nothing),
 		cmocka_unit_test(test_objcache_weight_is_one_value),
+		cmocka_unit_test(test_objcache_meta_charge_is_charged),
+		cmocka_unit_test(test_objcache_meta_charge_uncharge_is_symmetric),
+		cmocka_unit_test(test_objcache_meta_charge_e2big_boundary),
+		cmocka_unit_test(test_objcache_meta_charge_reclaims_by_charge),
 		cmocka_unit_test(test_objcache_reclaim_evicts_unpinned_only),
 		cmocka_unit_test(test_objcache_evicted_destroyed_by_next_insert),
 		cmocka_unit_test(test_objcache_refault_insert_is_activated),

@@ -11,7 +11,7 @@
  *
  * Ownership model.  The application owns its objects and embeds a
  * &struct rcl_objcache_node in each (72 bytes on LP64: the lru node, the
- * index link, the key pointer and length, the hash, the cache, the weight
+ * index link, the key pointer and length, the hash, the cache, the charge
  * and a reference word).  The library never allocates per cached object:
  * it allocates the cache, its shards and their hash tables, and a table
  * grows (one allocation per doubling, under the shard lock) when a shard
@@ -30,13 +30,56 @@
  * once more (a 64-bit finaliser), so a weak hash (the key itself) is fine.
  *
  * One value for weight and charge.  rcl_objcache_insert() takes the
- * object's weight once, charges it to the domain and uses it as the lru
- * weight; the cache uncharges exactly that, exactly once, when the object
- * finally goes (evicted, deleted, or at destroy): after the destructor has
- * run, except for an eviction, uncharged when it is evicted and destroyed
- * a little later (see "The end of an evicted object").  A weight that
- * does not fit the lru weight (above UINT32_MAX) is refused with -E2BIG, a
- * weight of 0 with -EINVAL.
+ * object's weight (its payload, in the domain's unit) once and adds the
+ * cache's per-object overhead, &rcl_objcache_config.meta_charge (0 unless
+ * configured); that sum is the object's charge: what is charged to the
+ * domain, and the object's lru weight, so reclaim counts what it frees in
+ * the unit it was charged in.  The cache uncharges exactly the charge,
+ * exactly once, when the object finally goes (evicted, deleted, or at
+ * destroy): after the destructor has run, except for an eviction,
+ * uncharged when it is evicted and destroyed a little later (see "The end
+ * of an evicted object").  A charge that does not fit the lru weight
+ * (weight + meta_charge above UINT32_MAX, compared without computing the
+ * sum, so a weight near UINT64_MAX is -E2BIG too, never a wrapped charge)
+ * is refused with -E2BIG, a charge of 0 (a weight of 0 with a meta_charge
+ * of 0) with -EINVAL.  With a meta_charge, a weight of 0 (an empty value)
+ * is valid: the object is charged its overhead alone.
+ *
+ * The per-object overhead (meta_charge).  A cached object takes more
+ * memory than its payload: its header (this node and the application's
+ * fields), the allocator's slack and bookkeeping, and its share of the
+ * cache's index.  A budget that counts payloads only is overrun by that
+ * much (3 % for 4 KiB payloads, twice the payload for 64-byte ones), so
+ * pass the payload as the weight and the rest, measured once, as
+ * meta_charge.  Per object, in bytes (convert to the domain's unit):
+ *
+ * - the header: sizeof(your object) minus the part of it the weight
+ *   counts (72 bytes of it are this node);
+ * - the allocator: malloc_usable_size(p) minus the size asked for (the
+ *   slack: glibc rounds a chunk to 16 bytes, so 0..15; average it over
+ *   the sizes you allocate), plus its header: glibc's chunk header is 16
+ *   bytes, but its first 8 (prev_size) lie in the previous chunk's tail
+ *   while that one is in use, so a chunk is malloc_usable_size() + 8
+ *   bytes (the address stride of consecutive allocations shows it);
+ * - the index: a shard's bucket array is 8 bytes per bucket (a pointer)
+ *   and its shadow table 16 bytes per slot, one slot per bucket (none with
+ *   RCL_OBJCACHE_NO_SHADOWS).  Both double at the insert that finds the
+ *   shard holding as many objects as buckets, so the load stays in
+ *   (1/2, 1] and the share is 24 / load bytes: 24..48, about 33 averaged
+ *   over a doubling (8..16, about 11, without shadows).  Tables never
+ *   shrink, so after many deletes the share of each object left is
+ *   larger.  The initial tables (nr_shards x nr_buckets x 24 bytes), the
+ *   shards and the cache are a fixed cost, not in any charge.
+ *
+ * Measured (glibc 2.36, x86-64, by a short program linking the library,
+ * with a counting &struct rcl_allocator for the tables): the object of
+ * examples/objcache.c, { struct rcl_objcache_node node; uint64_t key;
+ * uint32_t size; uint64_t payload[]; }, with a 4096-byte payload is one
+ * malloc of 88 + 4096 = 4184 bytes: header 88; malloc_usable_size() 4184
+ * (slack 0) and an address stride of 4192 (+8); tables of 31.5 bytes per
+ * object at 100,000 objects in 16 shards (25.2 to 39.3 between 1,024 and
+ * 1,000,000 objects).  So meta_charge = 88 + 0 + 8 + 32 = 128, and each
+ * object is charged 4224 for its weight of 4096.
  *
  * References.  An object in the index holds one reference for the index; a
  * pin is one more.  rcl_objcache_get() and rcl_objcache_insert() return the
@@ -247,7 +290,8 @@ struct rcl_objcache_node {
  *	rcl_objcache_mark_dirty() or rcl_objcache_del() of this cache), the
  *	last rcl_objcache_put(), rcl_objcache_del() or rcl_objcache_destroy().
  *	It must not call into the same cache.  The cache uncharges the
- *	object's weight after it returns.  NULL: nothing is done (the objects
+ *	object's charge (weight + meta_charge) after it returns.  NULL:
+ *	nothing is done (the objects
  *	are the application's to free, e.g. a static pool).
  * @write: write one dirty object (it is under writeback: pinned against
  *	eviction and deletion, clean; protect its content from concurrent
@@ -284,6 +328,16 @@ struct rcl_objcache_ops {
  *	other bits are -EINVAL
  * @allocator: where the cache, its shards and tables come from; NULL =
  *	malloc (the domain's allocator is not reachable through its API)
+ * @meta_charge: the per-object overhead, in the domain's unit, added to
+ *	every insert's weight: the charge and lru weight of an object are
+ *	weight + @meta_charge (see "The per-object overhead" above for what
+ *	to count and how to measure it).  0 = none (the weight alone).  At
+ *	most UINT32_MAX (-EINVAL above: no object could fit the lru weight).
+ *
+ * The library reads this structure, so it grows only at its end, and until
+ * the first stable release (version 1.0, soname 1) a program built against
+ * an older header must be rebuilt when it does (@meta_charge was added in
+ * 0.1.0's development).
  */
 struct rcl_objcache_config {
 	const struct rcl_objcache_ops *ops;
@@ -297,6 +351,7 @@ struct rcl_objcache_config {
 	uint64_t shadow_quota;
 	unsigned flags;
 	const struct rcl_allocator *allocator;
+	uint64_t meta_charge;
 };
 
 /**
@@ -331,9 +386,14 @@ struct rcl_objcache_miss {
  * @evictions: objects evicted by reclaim
  * @deletes: objects deleted (rcl_objcache_del(), _del_node())
  * @objects: objects in the index now
- * @weight: their weight (the domain charge the cache holds for them)
+ * @weight: their charge: the sum of their weights plus @objects x
+ *	&rcl_objcache_config.meta_charge, which is the domain charge the cache
+ *	holds for them and their lru weight (with a meta_charge of 0, the sum
+ *	of their weights); their payload is @weight - @objects x meta_charge
  * @shadows: shadows kept now
  * @shadows_dropped: shadows dropped by the shadow limit's reclaim
+ * @reap_pending: evicted objects (uncharged, out of the index) whose
+ *	destructor waits for their shard's next insert
  */
 struct rcl_objcache_stats {
 	uint64_t hits;
@@ -378,11 +438,11 @@ RCL_API void rcl_objcache_node_init(struct rcl_objcache_node *node);
  * Return: 0; -EINVAL for NULL arguments, @nr_shards not a power of two or
  * above RCL_OBJCACHE_MAX_SHARDS, @nr_buckets above the maximum, an
  * @lru_type other than 0 and 1, an unknown flag, only one of
- * @ops->hash and @ops->eq, an allocator without both callbacks, or a
- * partition out of range for @d; -ENOMEM; -ENOSPC if the domain (or the
- * process) has no room for @nr_shards more lruvecs; as rcl_lruvec_init(),
- * rcl_domain_attach() and rcl_shadow_limit_new().  Nothing is left behind on
- * failure.
+ * @ops->hash and @ops->eq, an allocator without both callbacks, a
+ * @meta_charge above UINT32_MAX, or a partition out of range for @d;
+ * -ENOMEM; -ENOSPC if the domain (or the process) has no room for
+ * @nr_shards more lruvecs; as rcl_lruvec_init(), rcl_domain_attach() and
+ * rcl_shadow_limit_new().  Nothing is left behind on failure.
  */
 RCL_API int rcl_objcache_new(struct rcl_domain *d,
 			     const struct rcl_objcache_config *cfg,
@@ -438,8 +498,9 @@ RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
  * @key: the key bytes, which must stay valid and unchanged while the object
  *	is cached (point into the object)
  * @len: their length, up to UINT32_MAX
- * @weight: the object's size: charged to the domain and its lru weight;
- *	1..UINT32_MAX
+ * @weight: the object's size (its payload, if the cache has a
+ *	meta_charge): weight + meta_charge is charged to the domain and is
+ *	its lru weight, and must be 1..UINT32_MAX
  * @context: the capability mask for the charge (RCL_CTX_MAY_BLOCK lets it
  *	reclaim in this thread, and RCL_CTX_CAPABLE is the usual value)
  * @miss: the token of the get that missed, or NULL (no refault check); a
@@ -448,10 +509,11 @@ RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
  *	NULL otherwise
  *
  * Order: a check for the key (present: -EEXIST, nothing charged); the
- * charge (which may reclaim, with no lock held: the evict callbacks may run
- * here); under the shard lock, the check again (a lost race: -EEXIST, the
- * charge undone), then the lruvec add (rcl_lruvec_add_refault() with the
- * token's shadow, so a close refault is added active) and the index link.
+ * charge of @weight + meta_charge (which may reclaim, with no lock held:
+ * the evict callbacks may run here); under the shard lock, the check
+ * again (a lost race: -EEXIST, the charge undone), then the lruvec add
+ * (rcl_lruvec_add_refault() with the token's shadow, so a close refault is
+ * added active) and the index link.
  * The object is returned pinned: put it when done.
  *
  * Context: any thread, not from the cache's callbacks; may reclaim and
@@ -459,10 +521,12 @@ RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
  * Return: 0 (@node is in the cache, pinned); -EEXIST (lost race, see
  * @existing); -ENOMEM if the domain refused the charge (nothing changed);
  * -EINVAL for NULL @cache or @node, a NULL @key with @len > 0, @len above
- * UINT32_MAX, a weight of 0, or a token of another cache; -E2BIG for a
- * weight above UINT32_MAX (it does not fit the lru weight); -EBUSY if @node
- * is not idle (in a cache, or not zero-filled); as rcl_domain_charge()
- * (-EOVERFLOW).  Nothing changes on failure.
+ * UINT32_MAX, a charge of 0 (@weight 0 and meta_charge 0), or a token of
+ * another cache; -E2BIG for @weight + meta_charge above UINT32_MAX (it does
+ * not fit the lru weight; for any @weight up to UINT64_MAX: the sum is
+ * never wrapped); -EBUSY if @node is not idle (in a cache, or not
+ * zero-filled); as rcl_domain_charge() (-EOVERFLOW, only if the domain's
+ * usage would wrap).  Nothing changes on failure.
  */
 RCL_API int rcl_objcache_insert(struct rcl_objcache *cache,
 				struct rcl_objcache_node *node, const void *key,
@@ -495,7 +559,7 @@ RCL_API int rcl_objcache_put(struct rcl_objcache *cache,
  * Unhashes the object now (a get misses it, an insert of the key succeeds),
  * takes it off its lruvec (waiting for a reclaimer that holds it isolated,
  * or for the end of its write), and drops the index's reference: if no one
- * pins it, the destructor runs here and the weight is uncharged; otherwise
+ * pins it, the destructor runs here and the charge is uncharged; otherwise
  * at its last put.  A dirty object is dropped unwritten.  No shadow is
  * kept for a deleted key.
  *
