@@ -717,10 +717,18 @@ static inline uint32_t val_size(uint64_t key)
 	return PR_VAL_MIN + (uint32_t)(bench_mix64(key ^ 0x70726573u) % PR_VAL_SPAN);
 }
 
-/* What an object costs the budget: its header and value. */
-static inline uint64_t obj_weight(uint32_t size)
+/*
+ * What an object costs beyond its value, charged by the cache with each
+ * (rcl_objcache_config.meta_charge, measured as objcache.h says): its
+ * header, glibc's chunk header (8) and average slack (the request rounded
+ * up to 16: 8), and its share of the cache's index (32).
+ */
+#define PR_META_CHARGE (sizeof(struct pr_obj) + 8u + 8u + 32u)
+
+/* What an object costs the budget: its value, its weight, and the rest. */
+static inline uint64_t obj_charge(uint32_t size)
 {
-	return sizeof(struct pr_obj) + size;
+	return size + PR_META_CHARGE;
 }
 
 static void obj_destroy(struct rcl_objcache_node *n, void *priv)
@@ -793,7 +801,7 @@ static int cache_op(struct cache *k, bool *refused)
 	o->pad = 0;
 	memset(o->val, (int)(key & 0xff), size);
 	err = rcl_objcache_insert(k->c, &o->node, &o->key, sizeof(o->key),
-				  obj_weight(size), RCL_CTX_CAPABLE, &miss, &n);
+				  size, RCL_CTX_CAPABLE, &miss, &n);
 	if (err == 0) {
 		rcl_objcache_put(k->c, &o->node);
 		return 0;
@@ -930,7 +938,11 @@ static void cache_setup(struct cache *k)
 		.budget = k->p->budget,
 		.mode = RCL_CHARGE_STRICT,
 	};
-	struct rcl_objcache_config ccfg = { .ops = &cache_ops, .seed = 1 };
+	struct rcl_objcache_config ccfg = {
+		.ops = &cache_ops,
+		.seed = 1,
+		.meta_charge = PR_META_CHARGE,
+	};
 	int err;
 
 	pthread_mutex_init(&k->drop_lock, NULL);
@@ -1640,7 +1652,7 @@ int cmd_pressure(int argc, char **argv)
 	p.cgroup_pct = cgroup_pct;
 	p.grow_pct = grow_pct;
 	for (key = 0; total < (long double)p.budget * PR_KEYS_FACTOR; key++)
-		total += (long double)obj_weight(val_size(key));
+		total += (long double)obj_charge(val_size(key));
 	p.keys = key;
 	bench_zipf_init(&p.zipf, p.keys, p.alpha);
 
