@@ -117,7 +117,6 @@ struct pr_params {
 	unsigned cgroup_pct;	/* library: its budget's share of the room */
 	unsigned grow_pct;	/* library: regrowth per quiet interval */
 	bool trace;
-	bool shortrun;
 };
 
 /* ------------------------------------------------------------------------- */
@@ -1638,7 +1637,6 @@ int cmd_pressure(int argc, char **argv)
 	ret = bench_parse_opts(argc, argv, opts);
 	if (ret != BENCH_CONTINUE)
 		return ret;
-	p.shortrun = shortrun;
 	p.trace = trace;
 	p.limit = (uint64_t)(limit_mib ? limit_mib
 				       : shortrun ? PR_SHORT_LIMIT_MIB : PR_LIMIT_MIB) * MIB;
