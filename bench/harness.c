@@ -53,6 +53,39 @@ int bench_opt_uint(int argc, char **argv, int *i, const char *name,
 	return parse_uint(a + len + 1, min, max, out) ? 1 : -1;
 }
 
+static bool parse_dbl(const char *s, double min, double max, double *out)
+{
+	double v;
+	char *end;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= min) || !(v <= max))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* NAME X or NAME=X at argv[*i]: as bench_opt_uint(), for a real number. */
+static int opt_dbl(int argc, char **argv, int *i, const struct bench_opt *o)
+{
+	const char *a = argv[*i];
+	size_t len = strlen(o->name);
+
+	if (strncmp(a, o->name, len))
+		return 0;
+	if (!a[len]) {
+		if (*i + 1 >= argc)
+			return -1;
+		return parse_dbl(argv[++*i], o->dmin, o->dmax, o->dval) ? 1 : -1;
+	}
+	if (a[len] != '=')
+		return 0;
+	return parse_dbl(a + len + 1, o->dmin, o->dmax, o->dval) ? 1 : -1;
+}
+
 /* NAME WORD, WORD one of @o->choices: 1, or -1 if WORD is another word. */
 static int opt_choice(const struct bench_opt *o, const char *word)
 {
@@ -86,6 +119,8 @@ static int parse_one(int argc, char **argv, int *i, const struct bench_opt *o)
 		if (strcmp(a, o->name) || *i + 1 >= argc)
 			return 0;
 		return opt_choice(o, argv[++*i]);
+	case BENCH_OPT_KIND_DBL:
+		return opt_dbl(argc, argv, i, o);
 	case BENCH_OPT_KIND_END:
 		break;
 	}
@@ -346,6 +381,16 @@ double bench_hist_quantile(const uint64_t *h, uint64_t n, double q)
 			return bench_hist_value(i);
 	}
 	return bench_hist_value(BENCH_HIST_BUCKETS - 1u);
+}
+
+void bench_zipf_init(struct bench_zipf *z, uint64_t n, double s)
+{
+	z->s = s;
+	z->n = (double)n;
+	z->h_x1 = bench__zipf_hint(z, 1.5) - 1.0;
+	z->h_n = bench__zipf_hint(z, z->n + 0.5);
+	z->acc = 2.0 - bench__zipf_hint_inv(z, bench__zipf_hint(z, 2.5) -
+						  bench__zipf_h(z, 2.0));
 }
 
 /* ------------------------------------------------------------------------- */

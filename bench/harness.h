@@ -43,6 +43,7 @@
 #ifndef RCL_BENCH_HARNESS_H
 #define RCL_BENCH_HARNESS_H
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -91,6 +92,7 @@ enum bench_opt_kind {
 	BENCH_OPT_KIND_FLAG,	/* NAME: *flag = true */
 	BENCH_OPT_KIND_UINT,	/* NAME N or NAME=N, min <= N <= max */
 	BENCH_OPT_KIND_CHOICE,	/* NAME WORD (one of choices; no NAME=WORD) */
+	BENCH_OPT_KIND_DBL,	/* NAME X or NAME=X, dmin <= X <= dmax */
 };
 
 /* One option of a command, in a table ended by BENCH_OPT_END. */
@@ -101,6 +103,8 @@ struct bench_opt {
 	unsigned *val;			/* UINT: N; CHOICE: the word's index */
 	unsigned min, max;		/* UINT */
 	const char *const *choices;	/* CHOICE: NULL-terminated */
+	double *dval;			/* DBL */
+	double dmin, dmax;		/* DBL */
 };
 
 #define BENCH_OPT_FLAG(n, p) { .name = (n), .kind = BENCH_OPT_KIND_FLAG, .flag = (p) }
@@ -110,6 +114,9 @@ struct bench_opt {
 #define BENCH_OPT_CHOICE(n, p, words)                                         \
 	{ .name = (n), .kind = BENCH_OPT_KIND_CHOICE, .val = (p),             \
 	  .choices = (words) }
+#define BENCH_OPT_DBL(n, p, lo, hi)                                           \
+	{ .name = (n), .kind = BENCH_OPT_KIND_DBL, .dval = (p), .dmin = (lo), \
+	  .dmax = (hi) }
 #define BENCH_OPT_END { .name = NULL, .kind = BENCH_OPT_KIND_END }
 
 /* bench_parse_opts(): every option was good, run the benchmark. */
@@ -358,6 +365,82 @@ static inline uint64_t bench_rng_next(uint64_t *s)
 	x ^= x >> 27;
 	*s = x;
 	return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* A 64-bit finaliser (splitmix64's): a key's hash, a seed from an index. */
+static inline uint64_t bench_mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/*
+ * Zipf(s) over ranks 1..n by rejection-inversion (Hoermann and Derflinger
+ * 1996, as in Apache Commons RNG): O(1) per draw, no table, a few log/exp.
+ * bench_zipf_next() returns rank r as key r - 1, from the caller's
+ * bench_rng_next() state.  The state is read-only after bench_zipf_init():
+ * threads share one.  (objcache's, and pressure's.)
+ */
+struct bench_zipf {
+	double s;		/* the exponent, alpha */
+	double n;
+	double h_x1;		/* hIntegral(1.5) - 1 */
+	double h_n;		/* hIntegral(n + 0.5) */
+	double acc;		/* the acceptance shortcut */
+};
+
+void bench_zipf_init(struct bench_zipf *z, uint64_t n, double s);
+
+static inline double bench__zipf_helper1(double x)	/* log1p(x) / x */
+{
+	return fabs(x) > 1e-8 ? log1p(x) / x
+			      : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
+}
+
+static inline double bench__zipf_helper2(double x)	/* expm1(x) / x */
+{
+	return fabs(x) > 1e-8 ? expm1(x) / x
+			      : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
+}
+
+static inline double bench__zipf_hint(const struct bench_zipf *z, double x)
+{
+	double lx = log(x);
+
+	return bench__zipf_helper2((1.0 - z->s) * lx) * lx;
+}
+
+static inline double bench__zipf_h(const struct bench_zipf *z, double x)
+{
+	return exp(-z->s * log(x));
+}
+
+static inline double bench__zipf_hint_inv(const struct bench_zipf *z, double x)
+{
+	double t = x * (1.0 - z->s);
+
+	if (t < -1.0)
+		t = -1.0;
+	return exp(bench__zipf_helper1(t) * x);
+}
+
+static inline uint64_t bench_zipf_next(const struct bench_zipf *z, uint64_t *rng)
+{
+	for (;;) {
+		double u01 = (double)(bench_rng_next(rng) >> 11) * 0x1p-53;
+		double u = z->h_n + u01 * (z->h_x1 - z->h_n);
+		double x = bench__zipf_hint_inv(z, u);
+		double k = floor(x + 0.5);
+
+		if (k < 1.0)
+			k = 1.0;
+		else if (k > z->n)
+			k = z->n;
+		if (k - x <= z->acc ||
+		    u >= bench__zipf_hint(z, k + 0.5) - bench__zipf_h(z, k))
+			return (uint64_t)k - 1;
+	}
 }
 
 /*

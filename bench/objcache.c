@@ -14,7 +14,6 @@
  * cache.  See bench/README.md ("objcache") for the parameters.
  */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -59,16 +58,9 @@ _Static_assert(OC_REPS <= BENCH_MAX_REPS, "bench_median_of_runs() takes OC_REPS"
 /* Keys and values                                                            */
 /* ------------------------------------------------------------------------- */
 
-static inline uint64_t oc_mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static inline uint32_t val_size(uint64_t key)
 {
-	return OC_VAL_MIN + (uint32_t)(oc_mix64(key ^ 0x5bd1e995u) % OC_VAL_SPAN);
+	return OC_VAL_MIN + (uint32_t)(bench_mix64(key ^ 0x5bd1e995u) % OC_VAL_SPAN);
 }
 
 /*
@@ -119,78 +111,6 @@ static inline bool obj_touch(const struct oc_obj *o, uint64_t key,
 	       o->val[o->size - 1] == (unsigned char)(key & 0xff);
 }
 
-/*
- * Zipf(s) over ranks 1..n by rejection-inversion (Hoermann and Derflinger
- * 1996, as in Apache Commons RNG): O(1) per draw, no table, a few log/exp.
- * Rank r is key r - 1.
- */
-struct zipf {
-	double s;		/* the exponent, alpha */
-	double n;
-	double h_x1;		/* hIntegral(1.5) - 1 */
-	double h_n;		/* hIntegral(n + 0.5) */
-	double acc;		/* the acceptance shortcut */
-};
-
-static double zipf_helper1(double x)	/* log1p(x) / x */
-{
-	return fabs(x) > 1e-8 ? log1p(x) / x
-			      : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
-}
-
-static double zipf_helper2(double x)	/* expm1(x) / x */
-{
-	return fabs(x) > 1e-8 ? expm1(x) / x
-			      : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
-}
-
-static double zipf_hint(const struct zipf *z, double x)
-{
-	double lx = log(x);
-
-	return zipf_helper2((1.0 - z->s) * lx) * lx;
-}
-
-static double zipf_h(const struct zipf *z, double x)
-{
-	return exp(-z->s * log(x));
-}
-
-static double zipf_hint_inv(const struct zipf *z, double x)
-{
-	double t = x * (1.0 - z->s);
-
-	if (t < -1.0)
-		t = -1.0;
-	return exp(zipf_helper1(t) * x);
-}
-
-static void zipf_init(struct zipf *z, uint64_t n, double s)
-{
-	z->s = s;
-	z->n = (double)n;
-	z->h_x1 = zipf_hint(z, 1.5) - 1.0;
-	z->h_n = zipf_hint(z, z->n + 0.5);
-	z->acc = 2.0 - zipf_hint_inv(z, zipf_hint(z, 2.5) - zipf_h(z, 2.0));
-}
-
-static inline uint64_t zipf_key(const struct zipf *z, uint64_t *rng)
-{
-	for (;;) {
-		double u01 = (double)(bench_rng_next(rng) >> 11) * 0x1p-53;
-		double u = z->h_n + u01 * (z->h_x1 - z->h_n);
-		double x = zipf_hint_inv(z, u);
-		double k = floor(x + 0.5);
-
-		if (k < 1.0)
-			k = 1.0;
-		else if (k > z->n)
-			k = z->n;
-		if (k - x <= z->acc || u >= zipf_hint(z, k + 0.5) - zipf_h(z, k))
-			return (uint64_t)k - 1;
-	}
-}
-
 /* ------------------------------------------------------------------------- */
 /* The baseline: a hash map and an LRU list behind one mutex                  */
 /* ------------------------------------------------------------------------- */
@@ -220,7 +140,7 @@ static int ml_map_init(struct ml_map *m, uint64_t budget, uint64_t max_objs)
 
 static inline struct oc_obj **ml_bucket(struct ml_map *m, uint64_t key)
 {
-	return &m->buckets[oc_mix64(key) & m->mask];
+	return &m->buckets[bench_mix64(key) & m->mask];
 }
 
 static inline struct oc_obj *ml_find(struct ml_map *m, uint64_t key)
@@ -298,7 +218,7 @@ struct oc_params {
 	uint64_t budget;	/* bytes: budget_pct of every key's obj_weight() */
 	uint64_t warm_ops;	/* all threads together */
 	unsigned run_ms;
-	struct zipf zipf;
+	struct bench_zipf zipf;
 };
 
 struct oc_run;
@@ -332,7 +252,7 @@ struct oc_run {
 /* The seed of thread @idx: the same for both implementations. */
 static uint64_t thread_seed(unsigned idx)
 {
-	return oc_mix64(0x6f626a6361636865ull + idx) | 1;
+	return bench_mix64(0x6f626a6361636865ull + idx) | 1;
 }
 
 static void fail(struct oc_worker *w, const char *what, int code)
@@ -451,13 +371,13 @@ static void worker_loop(struct oc_worker *w, uint64_t n, uint64_t deadline,
 			bool count)
 {
 	struct oc_run *r = w->run;
-	const struct zipf *z = &r->p->zipf;
+	const struct bench_zipf *z = &r->p->zipf;
 	uint64_t ops = 0, hits = 0, uncached = 0, rng = w->rng;
 	unsigned i;
 
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		for (i = 0; i < OC_CHUNK; i++) {
-			uint64_t key = zipf_key(z, &rng);
+			uint64_t key = bench_zipf_next(z, &rng);
 			bool cached = true;
 			int ret;
 
@@ -775,46 +695,12 @@ static void oc_print_table(const struct oc_params *p, const struct oc_row *rows,
 		printf("*: measured while other processes used the CPUs; less reliable.\n");
 }
 
-/*
- * --alpha A takes a real number, which bench_parse_opts() has no kind for:
- * take it (and its value) out of argv first.  0 if absent or good, 2 if bad.
- */
-static int take_alpha(int *argc, char **argv, double *alpha)
-{
-	int i, j;
-
-	for (i = 1; i < *argc; i++) {
-		const char *v = NULL;
-		int used = 1;
-		char *end;
-
-		if (!strcmp(argv[i], "--alpha")) {
-			if (i + 1 >= *argc)
-				return 2;
-			v = argv[i + 1];
-			used = 2;
-		} else if (!strncmp(argv[i], "--alpha=", 8)) {
-			v = argv[i] + 8;
-		} else {
-			continue;
-		}
-		errno = 0;
-		*alpha = strtod(v, &end);
-		if (errno || end == v || *end || !(*alpha > 0.0) || *alpha > 10.0)
-			return 2;
-		for (j = i; j + used < *argc; j++)
-			argv[j] = argv[j + used];
-		*argc -= used;
-		i--;
-	}
-	return 0;
-}
-
 int cmd_objcache(int argc, char **argv)
 {
 	unsigned max_threads = OC_MAX_THREADS_DEFAULT, keys = 0, budget_pct = OC_BUDGET_PCT;
 	unsigned run_ms = 0, reps = OC_REPS, tries = BENCH_TRIES, nrows = 0, t, k;
 	bool json = false, shortrun = false;
+	struct oc_params p = { .alpha = OC_ALPHA };
 	const struct bench_opt opts[] = {
 		BENCH_OPT_FLAG("--json", &json),
 		BENCH_OPT_FLAG("--short", &shortrun),
@@ -822,18 +708,14 @@ int cmd_objcache(int argc, char **argv)
 		BENCH_OPT_UINT("--keys", &keys, 1000, 100000000),
 		BENCH_OPT_UINT("--budget-pct", &budget_pct, 1, 100),
 		BENCH_OPT_UINT("--run-ms", &run_ms, 1, 60000),
+		BENCH_OPT_DBL("--alpha", &p.alpha, 1e-6, 10.0),
 		BENCH_OPT_END,
 	};
 	struct oc_row rows[8];
-	struct oc_params p = { .alpha = OC_ALPHA };
 	long double total = 0;
 	uint64_t t0;
 	int ret;
 
-	if (take_alpha(&argc, argv, &p.alpha)) {
-		bench_usage(stderr);
-		return 2;
-	}
 	ret = bench_parse_opts(argc, argv, opts);
 	if (ret != BENCH_CONTINUE)
 		return ret;
@@ -848,7 +730,7 @@ int cmd_objcache(int argc, char **argv)
 	for (k = 0; k < p.keys; k++)
 		total += (long double)obj_weight(val_size(k));
 	p.budget = (uint64_t)(total * budget_pct / 100);
-	zipf_init(&p.zipf, p.keys, p.alpha);
+	bench_zipf_init(&p.zipf, p.keys, p.alpha);
 
 	/* Rows: 1, 2, 4, ... threads up to max_threads (and it). */
 	for (t = 1; t <= max_threads && nrows < 8; t *= 2)

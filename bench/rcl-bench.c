@@ -33,6 +33,9 @@
  *
  * objcache: get-or-insert through the library's object cache against a hash
  * map and LRU list behind one mutex, with the same byte budget (Zipf keys).
+ * pressure: a cache and a memory hog in a child cgroup, the hog ramping
+ * up; a fixed budget, drop-everything on pressure events, and the
+ * library's pressure monitor: OOM kills, relief, hit ratio, CPU.
  * sqlite (built with SQLite and libarchive): K SQLite databases, one
  * connection per thread, lookups keyed by real traces; SQLite's page cache
  * split per connection, under a soft heap limit, and the libreclaim
@@ -124,6 +127,33 @@ static const struct command commands[] = {
 		"      --run-ms N   the timed window of a run (default 1000; --short 5)\n"
 		"      --json       only JSON on standard output, one object a line\n"
 		"      --short      a tiny run (for CI: checks that it works)\n" },
+	{ "pressure", cmd_pressure,
+		"  pressure [--mode all|fixed|trim-all|library] [--limit-mib N]\n"
+		"           [--step-ms N] [--final-ms N] [--miss-us N] [--alpha A]\n"
+		"           [--interval-ms N] [--cgroup-pct P] [--grow-pct P]\n"
+		"           [--trace] [--json] [--short]\n"
+		"      A cache (an object cache filling 75 % of L) and a memory hog\n"
+		"      ramping up to half of L in 8 steps, in a child cgroup of\n"
+		"      limit L with swap off for it; then a final phase in which\n"
+		"      the cache is empty and the hog stays just over the pressure\n"
+		"      line.  Modes: a fixed budget (fixed), drop everything on\n"
+		"      every pressure event (trim-all), the pressure monitor\n"
+		"      following the cgroup (library).  OOM kills, time to relief,\n"
+		"      hit ratio, reclaim CPU time, peak working set.  Needs root\n"
+		"      (a child cgroup); exits 77 where it cannot create one.\n"
+		"      --mode M     one mode only (default all)\n"
+		"      --limit-mib N  L in MiB (default 256; --short 128)\n"
+		"      --step-ms N  the time between the hog's steps (default 1000;\n"
+		"                   --short 500)\n"
+		"      --final-ms N the final phase (default 5000; --short 2000)\n"
+		"      --miss-us N  the backend fetch of a miss, spun (default 20)\n"
+		"      --alpha A    the Zipf exponent of the keys (default 0.99)\n"
+		"      --interval-ms N, --cgroup-pct P, --grow-pct P  library: the\n"
+		"                   monitor's interval_ns, cgroup_pct and grow_pct\n"
+		"                   (default 100 ms, 75 %, 1 %)\n"
+		"      --trace      a line every 100 ms on standard error\n"
+		"      --json       only JSON on standard output, one object a line\n"
+		"      --short      a smaller, faster run (for CI: about 20 s)\n" },
 #ifdef RCL_BENCH_HAVE_SQLITE
 	{ "sqlite", cmd_sqlite,
 		"  sqlite [--databases K] [--budget M] [--queries N] [--dir DIR]\n"
