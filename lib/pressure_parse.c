@@ -468,7 +468,8 @@ static ssize_t unescape(const char *buf, struct span f, char *out)
 /*
  * One line, buf[pos, end): "<id> <parent> <maj>:<min> <root> <mount point>
  * <options> [optional fields...] - <type> <source> <super options>".
- * Sets *@match (and *@root, *@mnt) when it is the mount @version asks for.
+ * Sets *@match when it is the mount @version asks for, and *@root and
+ * *@mnt (never empty) in any case.
  */
 static int mountinfo_line(const char *buf, size_t pos, size_t end,
 			  unsigned version, bool *match, struct span *root,
@@ -516,13 +517,8 @@ static int mountinfo_line(const char *buf, size_t pos, size_t end,
 	else
 		*match = span_is(buf, type, "cgroup") &&
 			 list_has(buf, opts.off, opts.len, "memory");
-	if (*match) {
-		/* A cgroup mount's root and mount point are absolute. */
-		if (buf[f[3].off] != '/' || buf[f[4].off] != '/')
-			return -EBADMSG;
-		*root = f[3];
-		*mnt = f[4];
-	}
+	*root = f[3];
+	*mnt = f[4];
 	return 0;
 }
 
@@ -556,6 +552,12 @@ int rcl__mountinfo_find(const char *buf, size_t len, unsigned version,
 	}
 	if (!found)
 		return -ENOENT;
+	/*
+	 * Only the mount found is looked at closer (as its escapes are): a
+	 * cgroup mount's root and mount point are absolute.
+	 */
+	if (buf[mnt_f.off] != '/' || buf[root_f.off] != '/')
+		return -EBADMSG;
 	mlen = unescape(buf, mnt_f, NULL);
 	rlen = unescape(buf, root_f, NULL);
 	if (mlen < 0 || rlen < 0)

@@ -1153,10 +1153,17 @@ static void test_pressure_parse_mountinfo_errors(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(mi(bad[i].s, bad[i].len, 2, mnt, PATHSZ, root,
 				    PATHSZ), -EBADMSG);
-	/* a bad escape on another mount is not looked at */
+	/*
+	 * Another mount's escapes and paths are not looked at, not even a
+	 * later match's (fuzz/crashes/pressure-mountinfo-later-match-relative)
+	 */
 	assert_int_equal(mi(S("1 0 0:1 / /x\\9 rw - tmpfs t rw\n"
 			      "2 0 0:2 / /cg rw - cgroup2 c rw\n"), 2, mnt,
 			    PATHSZ, root, PATHSZ), 0);
+	assert_int_equal(mi(S("2 0 0:2 / /cg rw - cgroup2 c rw\n"
+			      "3 0 0:3 x y\\9 rw - cgroup2 c rw\n"), 2, mnt,
+			    PATHSZ, root, PATHSZ), 0);
+	assert_string_equal(mnt, "/cg");
 	/* -ENOENT, -EINVAL, -ENAMETOOLONG */
 	assert_int_equal(mi(NULL, 0, 2, mnt, PATHSZ, root, PATHSZ), -ENOENT);
 	assert_int_equal(mi(S(mountinfo_v2_host), 2, mnt, 15, root, 2), 0);
