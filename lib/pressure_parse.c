@@ -15,8 +15,8 @@
  * Line-oriented files must end in '\n' (the kernel always writes one):
  * without it, a read cut inside the last number ("total=12" of
  * "total=123") would parse as a smaller value.  Only the single-value
- * cgroup files (rcl__cg_parse_u64()) allow the newline to be missing, as
- * their contract says.
+ * cgroup files (rcl__cg_parse_u64()) and the trigger (a value written to
+ * the kernel, not read from it) may lack it, as their contracts say.
  *
  * When both a shape error and an overflow are present, the shape error
  * wins: -EBADMSG says "not the kernel's file", -ERANGE "the kernel's file
