@@ -15,8 +15,8 @@
  * Line-oriented files must end in '\n' (the kernel always writes one):
  * without it, a read cut inside the last number ("total=12" of
  * "total=123") would parse as a smaller value.  Only the single-value
- * cgroup files (rcl__cg_parse_u64()) allow the newline to be missing, as
- * their contract says.
+ * cgroup files (rcl__cg_parse_u64()) and the trigger (a value written to
+ * the kernel, not read from it) may lack it, as their contracts say.
  *
  * When both a shape error and an overflow are present, the shape error
  * wins: -EBADMSG says "not the kernel's file", -ERANGE "the kernel's file
@@ -443,11 +443,12 @@ static ssize_t unescape(const char *buf, struct span f, char *out)
 		char c = buf[f.off + i];
 
 		if (c == '\\') {
-			const char *e = buf + f.off + i + 1;
+			const char *e;
 			int a, b, d;
 
 			if (f.len - i < 4)
 				return -EBADMSG;
+			e = buf + f.off + i + 1;
 			a = octal(e[0]);
 			b = octal(e[1]);
 			d = octal(e[2]);
@@ -467,14 +468,15 @@ static ssize_t unescape(const char *buf, struct span f, char *out)
 /*
  * One line, buf[pos, end): "<id> <parent> <maj>:<min> <root> <mount point>
  * <options> [optional fields...] - <type> <source> <super options>".
- * Sets *@match (and *@root, *@mnt) when it is the mount @version asks for.
+ * Sets *@match when it is the mount @version asks for, and *@root and
+ * *@mnt (never empty) in any case.
  */
 static int mountinfo_line(const char *buf, size_t pos, size_t end,
 			  unsigned version, bool *match, struct span *root,
 			  struct span *mnt)
 {
-	struct span f[6], type, src, opts;
-	size_t colon_end;
+	struct span f[6], type, src, opts, minor;
+	size_t dev_end, colon;
 	bool sep = false;
 
 	for (unsigned i = 0; i < 6; i++)
@@ -482,11 +484,14 @@ static int mountinfo_line(const char *buf, size_t pos, size_t end,
 			return -EBADMSG;
 	if (!span_digits(buf, f[0]) || !span_digits(buf, f[1]))
 		return -EBADMSG;
-	colon_end = skip_digits(buf, f[2].off + f[2].len, f[2].off);
-	if (colon_end == f[2].off || colon_end >= f[2].off + f[2].len ||
-	    buf[colon_end] != ':' ||
-	    !span_digits(buf, (struct span){ colon_end + 1,
-					      f[2].off + f[2].len - colon_end - 1 }))
+	/* "<major>:<minor>" */
+	dev_end = f[2].off + f[2].len;
+	colon = skip_digits(buf, dev_end, f[2].off);
+	if (colon == f[2].off || colon == dev_end || buf[colon] != ':')
+		return -EBADMSG;
+	minor.off = colon + 1;
+	minor.len = dev_end - minor.off;
+	if (!span_digits(buf, minor))
 		return -EBADMSG;
 	/* The optional fields ("shared:N", "master:N", ...), then "-". */
 	while (!sep) {
@@ -512,13 +517,8 @@ static int mountinfo_line(const char *buf, size_t pos, size_t end,
 	else
 		*match = span_is(buf, type, "cgroup") &&
 			 list_has(buf, opts.off, opts.len, "memory");
-	if (*match) {
-		/* A cgroup mount's root and mount point are absolute. */
-		if (buf[f[3].off] != '/' || buf[f[4].off] != '/')
-			return -EBADMSG;
-		*root = f[3];
-		*mnt = f[4];
-	}
+	*root = f[3];
+	*mnt = f[4];
 	return 0;
 }
 
@@ -552,6 +552,12 @@ int rcl__mountinfo_find(const char *buf, size_t len, unsigned version,
 	}
 	if (!found)
 		return -ENOENT;
+	/*
+	 * Only the mount found is looked at closer (as its escapes are): a
+	 * cgroup mount's root and mount point are absolute.
+	 */
+	if (buf[mnt_f.off] != '/' || buf[root_f.off] != '/')
+		return -EBADMSG;
 	mlen = unescape(buf, mnt_f, NULL);
 	rlen = unescape(buf, root_f, NULL);
 	if (mlen < 0 || rlen < 0)
@@ -613,7 +619,7 @@ int rcl__cgroup_dir(const char *mnt, const char *root, const char *path,
 	if (has_dot_component(path + rest, plen - rest))
 		return -ENOENT;
 	if (plen - rest == 1)
-		rest = plen;	/* "/": the mount itself, no trailing slash */
+		rest = plen;	/* "/": the mount itself, no slash after it */
 	if (mlen == 1 && rest < plen)
 		mlen = 0;	/* mounted at "/": "/" + "/a" is "/a" */
 	if (mlen + (plen - rest) >= outsize)

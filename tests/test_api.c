@@ -308,6 +308,8 @@ static void test_api_internals_are_hidden(void **state)
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__assert_fail"));
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__tbatch_purge"));
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__lruvec_apply_locked"));
+	assert_null(dlsym(RTLD_DEFAULT, "rcl__psi_parse"));
+	assert_null(dlsym(RTLD_DEFAULT, "rcl__base64_decode"));
 	assert_null(dlsym(RTLD_DEFAULT, "do_shrink"));
 	assert_null(dlsym(RTLD_DEFAULT, "oc_evict"));
 }
