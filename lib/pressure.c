@@ -1341,6 +1341,15 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 			err = -errno;
 			goto out;
 		}
+		/*
+		 * Connected (blocking, as a client waits for the backlog),
+		 * then non-blocking: drain() reads until EAGAIN, and a read
+		 * that waits would hang dispatch and the library thread.
+		 */
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)) {
+			err = -errno;
+			goto out;
+		}
 		s->mode = RCL_PSOURCE_SYSTEMD_SOCKET;
 	} else if (S_ISFIFO(st.st_mode)) {
 		/* Read-write: the FIFO never reports a hang-up to us. */
