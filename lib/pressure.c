@@ -301,6 +301,7 @@ static uint64_t effective_locked(const struct rcl_pressure *p)
  */
 static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 {
+	const struct rcl_pressure *outer = tls_acting;
 	uint64_t b, before, after;
 
 	pthread_mutex_lock(&p->lock);
@@ -313,9 +314,13 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 	pthread_mutex_unlock(&p->lock);
 
 	before = rcl_domain_usage(p->d);
+	/*
+	 * Restored, not cleared: a callback of another monitor's action may
+	 * act with this one, and that monitor is still acting afterwards.
+	 */
 	tls_acting = p;
 	rcl_domain_set_budget(p->d, b);
-	tls_acting = NULL;
+	tls_acting = outer;
 	after = rcl_domain_usage(p->d);
 	return before > after ? before - after : 0;
 }
@@ -390,9 +395,11 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 	pthread_mutex_unlock(&p->lock);
 
 	if (trim) {
+		const struct rcl_pressure *outer = tls_acting;
+
 		tls_acting = p;
 		p->trim(p->trim_priv);
-		tls_acting = NULL;
+		tls_acting = outer;
 	}
 	return 1;
 }
