@@ -528,10 +528,38 @@ static int cg_read_locked(struct rcl_pressure *p, struct psrc *s,
 	return 0;
 }
 
+/*
+ * Read v2 memory.events (p->lock held): its "high" count, and "max" +
+ * "oom" + "oom_kill"; 0 or a negative errno, the outputs only on success.
+ */
+static int cg_events_locked(struct rcl_pressure *p, struct psrc *s,
+			    uint64_t *high, uint64_t *max)
+{
+	uint64_t h, m, oom, kill;
+	ssize_t n = read_at(p, s->dir, "memory.events");
+	int err;
+
+	if (n < 0)
+		return (int)n;
+	err = rcl__cg_parse_keyed(p->buf, (size_t)n, "high", &h);
+	if (!err)
+		err = rcl__cg_parse_keyed(p->buf, (size_t)n, "max", &m);
+	if (err)
+		return err;
+	/* Older kernels lack oom_kill; a missing key counts 0. */
+	if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom", &oom))
+		oom = 0;
+	if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom_kill", &kill))
+		kill = 0;
+	*high = h;
+	*max = sat_add(m, sat_add(oom, kill));
+	return 0;
+}
+
 /* The level of the cgroup source on this tick (p->lock held), or -1. */
 static int cg_poll_locked(struct rcl_pressure *p, struct psrc *s)
 {
-	uint64_t u, ws, lim, high, max, oom, kill;
+	uint64_t u, ws, lim, high, max;
 	int l = RCL_PRESSURE_NONE;
 	unsigned i;
 
@@ -551,20 +579,10 @@ static int cg_poll_locked(struct rcl_pressure *p, struct psrc *s)
 				l = (int)i + 1;
 
 	if (s->version == 2) {
-		ssize_t n = read_at(p, s->dir, "memory.events");
-
-		if (n < 0 ||
-		    rcl__cg_parse_keyed(p->buf, (size_t)n, "high", &high) ||
-		    rcl__cg_parse_keyed(p->buf, (size_t)n, "max", &max)) {
+		if (cg_events_locked(p, s, &high, &max)) {
 			p->read_errors++;
 			return l;
 		}
-		/* Older kernels lack oom_kill; a missing key counts 0. */
-		if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom", &oom))
-			oom = 0;
-		if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom_kill", &kill))
-			kill = 0;
-		max = sat_add(max, sat_add(oom, kill));
 		if (s->have_events) {
 			if (high > s->ev_high)
 				l = RCL_MAX(l, RCL_PRESSURE_SEVERE);
@@ -1259,6 +1277,12 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 	s->dir = dfd;
 	s->version = version;
 	err = cg_read_locked(p, s, &u, &ws, &lim);
+	/* memory.events is read on every tick too: it must parse now. */
+	if (!err && version == 2) {
+		uint64_t high, max;
+
+		err = cg_events_locked(p, s, &high, &max);
+	}
 	if (err) {
 		if (err == -EBADMSG || err == -ERANGE)
 			RCL__REFUSE(err, "a cgroup memory file does not parse");
