@@ -589,7 +589,7 @@ static void put_psi(const char *dir, const char *name, uint64_t some,
 
 #define MAX_FDS 1024
 
-/* The open descriptors of this process, as a bitmap; returns the count. */
+/* The open descriptors below MAX_FDS, as a bitmap; returns the count. */
 static unsigned fd_set_now(bool *set)
 {
 	DIR *dir = opendir("/proc/self/fd");
@@ -606,9 +606,9 @@ static unsigned fd_set_now(bool *set)
 		if (e->d_name[0] == '.')
 			continue;
 		fd = strtol(e->d_name, NULL, 10);
-		if (fd == self)
+		/* Valgrind keeps its own above the limit it shows the program. */
+		if (fd == self || fd < 0 || fd >= MAX_FDS)
 			continue;
-		assert_true(fd >= 0 && fd < MAX_FDS);
 		set[fd] = true;
 		n++;
 	}
