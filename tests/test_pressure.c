@@ -1434,6 +1434,125 @@ static void test_pressure_evict_callback_cannot_free_or_stop(void **state)
 }
 
 /*
+ * Adding sources from the monitor's own callbacks (its trim hook, the
+ * domain's evict callbacks run by its action): the action holds the
+ * monitor's action lock, so add_psi, add_cgroup and add_systemd, which
+ * take it, must refuse (-EDEADLK) rather than wait for themselves for ever;
+ * add_manual does not need it and works.  The action runs in a helper
+ * thread and this one waits for it with a bound, so that a deadlock fails
+ * the test instead of hanging it.
+ */
+static struct {
+	struct rcl_pressure *p;
+	int src;
+	char psi[PATH_MAX], cgdir[PATH_MAX];
+	atomic_int calls, psi_ret, cg_ret, sd_ret, manual_ret;
+	atomic_bool done;
+} adds;
+
+static void adds_calls(void)
+{
+	if (atomic_fetch_add(&adds.calls, 1))
+		return;
+	atomic_store(&adds.psi_ret, rcl_pressure_add_psi(adds.p, adds.psi));
+	atomic_store(&adds.cg_ret, rcl_pressure_add_cgroup(adds.p, adds.cgdir, 0));
+	atomic_store(&adds.sd_ret, rcl_pressure_add_systemd(adds.p, "/dev/null",
+							    NULL));
+	atomic_store(&adds.manual_ret, rcl_pressure_add_manual(adds.p));
+}
+
+static void adds_trim(void *priv)
+{
+	(void)priv;
+	adds_calls();
+}
+
+static void adds_evict(struct tcache *c)
+{
+	(void)c;
+	adds_calls();
+}
+
+static void *adds_notify_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_pressure_notify(adds.p, adds.src, RCL_PRESSURE_MODERATE), 0);
+	atomic_store(&adds.done, true);
+	return NULL;
+}
+
+static void test_pressure_add_from_own_callbacks_is_refused(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_fake_clock *fc;
+	struct rcl_domain *d;
+	struct tcache c;
+	struct cg cg;
+	char tmp[PATH_MAX];
+	int pass;
+
+	(void)state;
+	tmpdir_new(tmp, sizeof(tmp));
+	put_psi(tmp, "psi", 0, 0);
+	path_of(adds.psi, sizeof(adds.psi), tmp, "psi");
+	assert_int_equal(rcl_fake_clock_new(T0, &fc), 0);
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	tc_init(&c, d, NOBJ, W);
+	cg_init_in(&cg, tmp, "cg", 2, d, 1);
+	cg_write(&cg);
+	snprintf(adds.cgdir, sizeof(adds.cgdir), "%s", cg.dir);
+	for (pass = 0; pass < 2; pass++) {		/* trim hook, evict */
+		unsigned long spins;
+		pthread_t t;
+
+		tc_fill(&c, FILL);
+		pc.domain = d;
+		pc.clock = rcl_fake_clock_clock(fc);
+		pc.trim = pass ? NULL : adds_trim;
+		pc.trim_min_bytes = 1;
+		pc.flags = pass ? RCL_PRESSURE_NO_TRIM : 0;
+		assert_int_equal(rcl_pressure_new(&pc, &adds.p), 0);
+		adds.src = rcl_pressure_add_manual(adds.p);
+		atomic_store(&adds.calls, 0);
+		atomic_store(&adds.psi_ret, 1);
+		atomic_store(&adds.cg_ret, 1);
+		atomic_store(&adds.sd_ret, 1);
+		atomic_store(&adds.manual_ret, -1);
+		atomic_store(&adds.done, false);
+		atomic_store(&evict_hook, pass ? adds_evict : NULL);
+		assert_int_equal(pthread_create(&t, NULL, adds_notify_main, NULL), 0);
+		for (spins = 0; !atomic_load(&adds.done) && spins < 10000; spins++) {
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+		if (!atomic_load(&adds.done))
+			fail_msg("an add from the monitor's own %s deadlocked "
+				 "(add_psi %d, add_cgroup %d, add_systemd %d)",
+				 pass ? "evict callback" : "trim hook",
+				 atomic_load(&adds.psi_ret), atomic_load(&adds.cg_ret),
+				 atomic_load(&adds.sd_ret));
+		assert_int_equal(pthread_join(t, NULL), 0);
+		atomic_store(&evict_hook, NULL);
+		assert_true(atomic_load(&adds.calls) > 0);
+		assert_int_equal(atomic_load(&adds.psi_ret), -EDEADLK);
+		assert_int_equal(atomic_load(&adds.cg_ret), -EDEADLK);
+		assert_int_equal(atomic_load(&adds.sd_ret), -EDEADLK);
+		assert_int_equal(atomic_load(&adds.manual_ret), 1);
+		assert_int_equal(pstats(adds.p).nr_sources, 2);
+		/* Outside the callbacks they work. */
+		assert_int_equal(rcl_pressure_add_psi(adds.p, adds.psi), 2);
+		assert_int_equal(rcl_pressure_add_cgroup(adds.p, adds.cgdir, 0), 3);
+		assert_int_equal(rcl_pressure_free(adds.p), 0);
+	}
+	tc_destroy(&c);
+	assert_int_equal(rcl_domain_free(d), 0);
+	rcl_fake_clock_free(fc);
+	tmpdir_rm(tmp);
+}
+
+/*
  * A callback of monitor A's action may act with another monitor B (its
  * own domain): B's action ends, and A's callback is still inside A's
  * action, so A's free and stop are still refused.
@@ -2952,6 +3071,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_no_trim_flag),
 		cmocka_unit_test(test_pressure_trim_hook_cannot_free_or_stop),
 		cmocka_unit_test(test_pressure_evict_callback_cannot_free_or_stop),
+		cmocka_unit_test(test_pressure_add_from_own_callbacks_is_refused),
 		cmocka_unit_test(test_pressure_nested_action_keeps_the_refusal),
 		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
