@@ -1084,6 +1084,8 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (tls_acting == p)
+		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!path)
 		path = "/proc/pressure/memory";
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1238,6 +1240,8 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (tls_acting == p)
+		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (version > 2)
 		return RCL__REFUSE(-EINVAL, "a cgroup version other than 0, 1, 2");
 	pthread_mutex_lock(&p->act);
@@ -1328,6 +1332,8 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (tls_acting == p)
+		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!watch) {
 		watch = getenv("MEMORY_PRESSURE_WATCH");
 		if (!watch)
