@@ -308,6 +308,7 @@ static uint64_t effective_locked(const struct rcl_pressure *p)
  */
 static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 {
+	const struct rcl_pressure *outer = tls_acting;
 	struct rcl_reclaim_result res;
 	struct rcl_watermarks wm;
 	uint64_t b, before, after, over;
@@ -322,6 +323,10 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 	pthread_mutex_unlock(&p->lock);
 
 	before = rcl_domain_usage(p->d);
+	/*
+	 * Restored, not cleared: a callback of another monitor's action may
+	 * act with this one, and that monitor is still acting afterwards.
+	 */
 	tls_acting = p;
 	rcl_domain_set_budget(p->d, b);
 	if (!rcl_domain_watermarks(p->d, &wm)) {
@@ -331,7 +336,7 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 					   rcl__domain_goal_objects(p->d, over),
 					   RCL_CTX_CAPABLE, &res);
 	}
-	tls_acting = NULL;
+	tls_acting = outer;
 	after = rcl_domain_usage(p->d);
 	return before > after ? before - after : 0;
 }
@@ -363,9 +368,11 @@ static void freed_and_trim(struct rcl_pressure *p, uint64_t freed,
 	pthread_mutex_unlock(&p->lock);
 
 	if (trim) {
+		const struct rcl_pressure *outer = tls_acting;
+
 		tls_acting = p;
 		p->trim(p->trim_priv);
-		tls_acting = NULL;
+		tls_acting = outer;
 	}
 }
 
@@ -552,10 +559,38 @@ static int cg_read_locked(struct rcl_pressure *p, struct psrc *s,
 	return 0;
 }
 
+/*
+ * Read v2 memory.events (p->lock held): its "high" count, and "max" +
+ * "oom" + "oom_kill"; 0 or a negative errno, the outputs only on success.
+ */
+static int cg_events_locked(struct rcl_pressure *p, struct psrc *s,
+			    uint64_t *high, uint64_t *max)
+{
+	uint64_t h, m, oom, kill;
+	ssize_t n = read_at(p, s->dir, "memory.events");
+	int err;
+
+	if (n < 0)
+		return (int)n;
+	err = rcl__cg_parse_keyed(p->buf, (size_t)n, "high", &h);
+	if (!err)
+		err = rcl__cg_parse_keyed(p->buf, (size_t)n, "max", &m);
+	if (err)
+		return err;
+	/* Older kernels lack oom_kill; a missing key counts 0. */
+	if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom", &oom))
+		oom = 0;
+	if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom_kill", &kill))
+		kill = 0;
+	*high = h;
+	*max = sat_add(m, sat_add(oom, kill));
+	return 0;
+}
+
 /* The level of the cgroup source on this tick (p->lock held), or -1. */
 static int cg_poll_locked(struct rcl_pressure *p, struct psrc *s)
 {
-	uint64_t u, ws, lim, high, max, oom, kill;
+	uint64_t u, ws, lim, high, max;
 	int l = RCL_PRESSURE_NONE;
 	unsigned i;
 
@@ -583,20 +618,10 @@ static int cg_poll_locked(struct rcl_pressure *p, struct psrc *s)
 				l = (int)i + 1;
 
 	if (s->version == 2) {
-		ssize_t n = read_at(p, s->dir, "memory.events");
-
-		if (n < 0 ||
-		    rcl__cg_parse_keyed(p->buf, (size_t)n, "high", &high) ||
-		    rcl__cg_parse_keyed(p->buf, (size_t)n, "max", &max)) {
+		if (cg_events_locked(p, s, &high, &max)) {
 			p->read_errors++;
 			return l;
 		}
-		/* Older kernels lack oom_kill; a missing key counts 0. */
-		if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom", &oom))
-			oom = 0;
-		if (rcl__cg_parse_keyed(p->buf, (size_t)n, "oom_kill", &kill))
-			kill = 0;
-		max = sat_add(max, sat_add(oom, kill));
 		if (s->have_events) {
 			if (high > s->ev_high)
 				l = RCL_MAX(l, RCL_PRESSURE_SEVERE);
@@ -1124,6 +1149,8 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (tls_acting == p)
+		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!path)
 		path = "/proc/pressure/memory";
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1278,6 +1305,8 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (tls_acting == p)
+		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (version > 2)
 		return RCL__REFUSE(-EINVAL, "a cgroup version other than 0, 1, 2");
 	pthread_mutex_lock(&p->act);
@@ -1317,6 +1346,12 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 	s->dir = dfd;
 	s->version = version;
 	err = cg_read_locked(p, s, &u, &ws, &lim);
+	/* memory.events is read on every tick too: it must parse now. */
+	if (!err && version == 2) {
+		uint64_t high, max;
+
+		err = cg_events_locked(p, s, &high, &max);
+	}
 	if (err) {
 		if (err == -EBADMSG || err == -ERANGE)
 			RCL__REFUSE(err, "a cgroup memory file does not parse");
@@ -1362,6 +1397,8 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
+	if (tls_acting == p)
+		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!watch) {
 		watch = getenv("MEMORY_PRESSURE_WATCH");
 		if (!watch)
@@ -1403,6 +1440,15 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		memcpy(sa.sun_path, watch, strlen(watch));
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			err = -errno;
+			goto out;
+		}
+		/*
+		 * Connected (blocking, as a client waits for the backlog),
+		 * then non-blocking: drain() reads until EAGAIN, and a read
+		 * that waits would hang dispatch and the library thread.
+		 */
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)) {
 			err = -errno;
 			goto out;
 		}

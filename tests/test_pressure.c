@@ -1,0 +1,3101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the pressure monitor (<reclaim/pressure.h>), hermetic: no
+ * real cgroup, no /proc/pressure, no root.  Every source is faked in a
+ * temporary directory (mkdtemp()): cgroup v1 and v2 directories with files
+ * in the kernel's formats, PSI files that are regular files (not on procfs,
+ * so their triggers are never tried: mode psi-poll), a FIFO and a UNIX
+ * stream socket for systemd's MEMORY_PRESSURE_WATCH protocol.
+ *
+ * Time is the fake clock's (rcl_fake_clock_new()), so rcl_pressure_dispatch()
+ * does exactly what the test's time says is due, and outcomes are asserted
+ * exactly: the budget of each action (MODERATE 7/8, SEVERE 3/4, CRITICAL 1/2
+ * of the usage before it, never below the floor, base / 64 by default), the
+ * growth of grow_pct of base per quiet interval, the container budget
+ * (limit - (working set - own usage x bytes_per_unit)) x cgroup_pct / 100 /
+ * bytes_per_unit, the rate limit's merges, the doubling back-off and the
+ * trim hook's threshold and interval.  The domain is real: a cache of
+ * objects of one weight on an lruvec, whose evict callback uncharges.  An
+ * action sets the budget with rcl_domain_set_budget(), which reclaims
+ * towards the high watermark (domain.h): so after an action that lowered
+ * the budget under the usage, usage + high <= budget, with high computed
+ * here from domain.h's formula; the exact usage is the reclaim's, so the
+ * tests read it before each action and derive the next budget from it.
+ *
+ * The few tests that need the library thread or the real clock (the fd
+ * becoming readable, -EDEADLK from the monitor's own thread, fork) use
+ * bounded waits and never assert on elapsed time.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNIT_TESTING 1
+#include <cmocka.h>
+
+#include <reclaim/reclaim.h>
+
+#include "test_util.h"
+
+#define MS RCL_NSEC_PER_MSEC
+#define SEC RCL_NSEC_PER_SEC
+/* The fake clock starts here: nothing may depend on time 0. */
+#define T0 (1000 * SEC)
+
+/* The standard cache: a budget of 100000 units, 900 objects of 100. */
+#define BUDGET 100000u
+#define W 100u
+#define NOBJ 1000u
+#define FILL 900u
+#define FLOOR (BUDGET / 64)		/* the default floor: 1562 */
+
+/* cgroup v1's "no limit" (PAGE_COUNTER_MAX pages of 4 KiB, page-aligned). */
+#define V1_NO_LIMIT 9223372036854771712ull
+#define MB 1000000ull
+
+/* systemd's trigger as MEMORY_PRESSURE_WRITE: "some 200000 2000000\0". */
+#define SD_WRITE "c29tZSAyMDAwMDAgMjAwMDAwMAA="
+static const char sd_trigger[] = "some 200000 2000000";	/* + its NUL: 20 */
+
+/* ------------------------------------------------------------------------- */
+/* Allocators                                                                 */
+/* ------------------------------------------------------------------------- */
+
+/* cmocka's, so that a leak fails the test (single-threaded tests only). */
+static void *t_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	return test_malloc(size);
+}
+
+static void t_free(void *ctx, void *p)
+{
+	(void)ctx;
+	test_free(p);
+}
+
+static const struct rcl_allocator test_allocator = { t_alloc, t_free, NULL };
+
+/* ------------------------------------------------------------------------- */
+/* Files: a temporary directory, atomic rewrites                              */
+/* ------------------------------------------------------------------------- */
+
+static void tmpdir_new(char *dir, size_t size)
+{
+	const char *base = getenv("TMPDIR");
+
+	if (!base || base[0] != '/' || strlen(base) > 40)
+		base = "/tmp";
+	snprintf(dir, size, "%s/rcl-pressure-XXXXXX", base);
+	assert_non_null(mkdtemp(dir));
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void tmpdir_rm(const char *dir)
+{
+	if (dir[0])
+		assert_int_equal(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+static void path_of(char *out, size_t size, const char *dir, const char *name)
+{
+	int n = snprintf(out, size, "%s/%s", dir, name);
+
+	assert_true(n > 0 && (size_t)n < size);
+}
+
+/*
+ * Write @len bytes as @dir/@name, atomically (a temporary file renamed over
+ * it): the monitor never reads half a rewrite.
+ */
+static void put_raw(const char *dir, const char *name, const void *buf,
+		    size_t len)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	path_of(path, sizeof(path), dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+/* Rewrite @dir/@name in place (truncate, write): its inode stays. */
+static void put_in_place(const char *dir, const char *name, const void *buf,
+			 size_t len)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	path_of(path, sizeof(path), dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	assert_int_equal(close(fd), 0);
+}
+
+__attribute__((format(printf, 3, 4))) static void
+put_file(const char *dir, const char *name, const char *fmt, ...)
+{
+	char buf[8192];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && (size_t)n < sizeof(buf));
+	put_raw(dir, name, buf, (size_t)n);
+}
+
+static void make_subdir(char *out, size_t size, const char *dir,
+			const char *name)
+{
+	path_of(out, size, dir, name);
+	assert_int_equal(mkdir(out, 0755), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A cache of objects of one weight                                           */
+/* ------------------------------------------------------------------------- */
+
+struct tobj {
+	struct rcl_lru_node lru;
+	atomic_bool cached;
+};
+
+struct tcache {
+	struct rcl_lruvec lv;
+	struct rcl_domain *d;
+	struct tobj *objs;
+	unsigned n, next;
+	uint32_t w;
+	atomic_ulong evicted;
+};
+
+/* Called in every evict callback before the object goes (NULL: none). */
+typedef void (*evict_hook_fn)(struct tcache *c);
+static _Atomic(evict_hook_fn) evict_hook;
+
+static enum rcl_evict_status tc_evict(struct rcl_lru_node *node,
+				      struct rcl_evict_control *ctl)
+{
+	struct tobj *o = rcl_container_of(node, struct tobj, lru);
+	struct tcache *c = ctl->priv;
+	evict_hook_fn hook = atomic_load(&evict_hook);
+
+	T_EQ(ctl->weight, c->w);
+	T_CHECK(atomic_load(&o->cached));
+	if (hook)
+		hook(c);
+	atomic_store(&o->cached, false);
+	T_EQ(rcl_domain_uncharge(c->d, ctl->weight), 0);
+	atomic_fetch_add(&c->evicted, 1);
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops tc_ops = { .evict = tc_evict };
+
+static void tc_init(struct tcache *c, struct rcl_domain *d, unsigned n,
+		    uint32_t w)
+{
+	struct rcl_lruvec_config cfg = { .ops = &tc_ops, .priv = c };
+
+	memset(c, 0, sizeof(*c));
+	c->d = d;
+	c->n = n;
+	c->w = w;
+	c->objs = calloc(n ? n : 1, sizeof(*c->objs));
+	assert_non_null(c->objs);
+	assert_int_equal(rcl_lruvec_init(&c->lv, &cfg), 0);
+	assert_int_equal(rcl_domain_attach(d, &c->lv, 0), 0);
+}
+
+/* Charge and insert objects until @upto are inserted. */
+static void tc_fill(struct tcache *c, unsigned upto)
+{
+	while (c->next < upto) {
+		struct tobj *o = &c->objs[c->next];
+
+		assert_int_equal(rcl_domain_charge(c->d, c->w, RCL_CTX_CAPABLE,
+						   NULL), 0);
+		rcl_lru_node_init(&o->lru);
+		atomic_store(&o->cached, true);
+		assert_int_equal(rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE,
+						c->w, RCL_LRU_ADD_NOBATCH), 0);
+		c->next++;
+	}
+}
+
+static uint64_t tc_cached_weight(struct tcache *c)
+{
+	uint64_t sum = 0;
+	unsigned i;
+
+	for (i = 0; i < c->next; i++)
+		if (atomic_load(&c->objs[i].cached))
+			sum += c->w;
+	return sum;
+}
+
+static void tc_destroy(struct tcache *c)
+{
+	unsigned i;
+
+	assert_int_equal(rcl_domain_usage(c->d), tc_cached_weight(c));
+	for (i = 0; i < c->next; i++) {
+		struct tobj *o = &c->objs[i];
+
+		if (!atomic_load(&o->cached))
+			continue;
+		assert_int_equal(rcl_lruvec_del(&c->lv, &o->lru), 0);
+		atomic_store(&o->cached, false);
+		assert_int_equal(rcl_domain_uncharge(c->d, c->w), 0);
+	}
+	assert_int_equal(rcl_domain_detach(c->d, &c->lv), 0);
+	assert_int_equal(rcl_lruvec_destroy(&c->lv), 0);
+	free(c->objs);
+	c->objs = NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The fixture: a fake clock, a domain with the cache, a monitor              */
+/* ------------------------------------------------------------------------- */
+
+struct fx {
+	struct rcl_fake_clock *fc;
+	struct rcl_domain *d;
+	struct tcache c;
+	struct rcl_pressure_config cfg;
+	struct rcl_pressure *p;
+	char tmp[PATH_MAX];
+};
+
+/*
+ * A domain of @budget (strict, the real clock for the domain: set_budget's
+ * reclaim does not wait) with a cache of NOBJ objects of W, @fill of them
+ * charged; a monitor configuration on the fake clock at T0 with the
+ * counting allocator.  The monitor itself is made by fx_monitor(), after
+ * the test has adjusted f->cfg.
+ */
+static void fx_init(struct fx *f, uint64_t budget, unsigned fill)
+{
+	struct rcl_domain_config dc = { .budget = budget,
+					.allocator = &test_allocator };
+
+	memset(f, 0, sizeof(*f));
+	atomic_store(&evict_hook, NULL);
+	assert_int_equal(rcl_fake_clock_new(T0, &f->fc), 0);
+	assert_int_equal(rcl_domain_new(&dc, &f->d), 0);
+	tc_init(&f->c, f->d, NOBJ, W);
+	tc_fill(&f->c, fill);
+	f->cfg.domain = f->d;
+	f->cfg.clock = rcl_fake_clock_clock(f->fc);
+	f->cfg.allocator = &test_allocator;
+	tmpdir_new(f->tmp, sizeof(f->tmp));
+}
+
+static void fx_monitor(struct fx *f)
+{
+	assert_int_equal(rcl_pressure_new(&f->cfg, &f->p), 0);
+	assert_non_null(f->p);
+}
+
+static void fx_fini(struct fx *f)
+{
+	atomic_store(&evict_hook, NULL);
+	assert_int_equal(rcl_pressure_free(f->p), 0);
+	f->p = NULL;
+	tc_destroy(&f->c);
+	assert_int_equal(rcl_domain_free(f->d), 0);
+	rcl_fake_clock_free(f->fc);
+	tmpdir_rm(f->tmp);
+}
+
+static void adv(struct fx *f, uint64_t ns)
+{
+	rcl_fake_clock_advance(f->fc, ns);
+}
+
+static uint64_t now(struct fx *f)
+{
+	const struct rcl_clock *c = rcl_fake_clock_clock(f->fc);
+
+	return c->now(c->ctx);
+}
+
+static uint64_t usage(struct fx *f)
+{
+	return rcl_domain_usage(f->d);
+}
+
+static struct rcl_pressure_stats pstats(struct rcl_pressure *p)
+{
+	struct rcl_pressure_stats st;
+
+	assert_int_equal(rcl_pressure_stats(p, &st), 0);
+	return st;
+}
+
+static struct rcl_pressure_source_info sinfo(struct rcl_pressure *p, int i)
+{
+	struct rcl_pressure_source_info si;
+
+	assert_int_equal(rcl_pressure_source_info(p, i, &si), 0);
+	return si;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The documented arithmetic                                                  */
+/* ------------------------------------------------------------------------- */
+
+/* domain.h's default watermarks (scale factor 100): low and high. */
+static void doc_wm(uint64_t budget, uint64_t *low, uint64_t *high)
+{
+	uint64_t min = budget / 1024;
+	uint64_t frac = budget / 10000 * 100 + budget % 10000 * 100 / 10000;
+	uint64_t gap = min / 4 > frac ? min / 4 : frac;
+
+	if (!gap)
+		gap = 1;
+	*low = min + gap;
+	*high = min + 2 * gap;
+	if (*high > budget) {
+		*low = budget / 2;
+		*high = budget;
+	}
+}
+
+static uint64_t doc_high(uint64_t budget)
+{
+	uint64_t low, high;
+
+	doc_wm(budget, &low, &high);
+	return high;
+}
+
+static uint64_t doc_low(uint64_t budget)
+{
+	uint64_t low, high;
+
+	doc_wm(budget, &low, &high);
+	return low;
+}
+
+/* The budget one action at @level leaves from @use (pressure.h's table). */
+static uint64_t doc_target(uint64_t use, enum rcl_pressure_level level,
+			   uint64_t floor)
+{
+	static const uint64_t eighths[] = { 8, 7, 6, 4 };
+	uint64_t t = use * eighths[level] / 8;
+
+	return t > floor ? t : floor;
+}
+
+/*
+ * The budget is @b, in the stats and in the domain, and the domain's
+ * set_budget left at least low of headroom (reclaim, if it ran, went to
+ * high).
+ */
+static void assert_budget(struct fx *f, uint64_t b)
+{
+	struct rcl_pressure_stats st = pstats(f->p);
+
+	assert_int_equal(st.budget, b);
+	assert_int_equal(rcl_domain_budget(f->d), b);
+	assert_true(usage(f) + doc_low(b) <= b);
+}
+
+/*
+ * One action at @level, by a manual notify: the budget follows from the
+ * usage before it, the reclaim goes to the high watermark, and the stats
+ * count what it freed.
+ */
+static void notify_and_check(struct fx *f, int src,
+			     enum rcl_pressure_level level, uint64_t floor)
+{
+	uint64_t before = usage(f), freed0 = pstats(f->p).freed_bytes;
+	uint64_t bpu = f->cfg.bytes_per_unit ? f->cfg.bytes_per_unit : 1;
+	uint64_t b = doc_target(before, level, floor);
+
+	assert_int_equal(rcl_pressure_notify(f->p, src, level), 0);
+	assert_budget(f, b);
+	assert_int_equal(pstats(f->p).pressure_budget, b);
+	if (before + doc_low(b) > b)	/* it had to reclaim */
+		assert_true(usage(f) + doc_high(b) <= b);
+	assert_int_equal(pstats(f->p).freed_bytes - freed0,
+			 (before - usage(f)) * bpu);
+	assert_int_equal(usage(f), tc_cached_weight(&f->c));
+}
+
+/* ------------------------------------------------------------------------- */
+/* Fake cgroups                                                               */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * A cgroup as the test wants it.  The working set is @ws if non-zero,
+ * else @others plus the domain's own usage x @bpu (the domain's memory is
+ * the cgroup's); usage = working set + @inactive.  v2: @max and @high
+ * (UINT64_MAX writes "max"), the memory.events counters.  v1: @max is
+ * memory.limit_in_bytes (V1_NO_LIMIT: none).
+ */
+struct cg {
+	unsigned version;
+	char dir[PATH_MAX];
+	struct rcl_domain *d;
+	uint64_t bpu;
+	uint64_t ws, others, inactive;
+	uint64_t max, high;
+	uint64_t ev_high, ev_max, ev_oom, ev_oom_kill;
+};
+
+static uint64_t cg_ws(const struct cg *c)
+{
+	return c->ws ? c->ws : c->others + rcl_domain_usage(c->d) * c->bpu;
+}
+
+static void put_limit(const char *dir, const char *name, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		put_file(dir, name, "max\n");
+	else
+		put_file(dir, name, "%llu\n", (unsigned long long)v);
+}
+
+static void cg_write_stat(const struct cg *c)
+{
+	unsigned long long ws = cg_ws(c), in = c->inactive;
+
+	if (c->version == 2)
+		put_file(c->dir, "memory.stat",
+			 "anon %llu\nfile %llu\nkernel 0\nkernel_stack 16384\n"
+			 "sock 0\nshmem 0\nfile_mapped 0\nfile_dirty 0\n"
+			 "file_writeback 0\ninactive_anon 0\nactive_anon %llu\n"
+			 "inactive_file %llu\nactive_file 0\nunevictable 0\n"
+			 "slab 0\nworkingset_refault_file 0\npgfault 1234\n",
+			 ws, in, ws, in);
+	else
+		put_file(c->dir, "memory.stat",
+			 "cache %llu\nrss %llu\nmapped_file 0\n"
+			 "inactive_anon 0\nactive_anon 0\ninactive_file 7\n"
+			 "active_file 0\nunevictable 0\n"
+			 "hierarchical_memory_limit 9223372036854771712\n"
+			 "total_cache %llu\ntotal_rss %llu\n"
+			 "total_inactive_anon 0\ntotal_active_anon %llu\n"
+			 "total_inactive_file %llu\ntotal_active_file 0\n",
+			 in, ws, in, ws, ws, in);
+}
+
+static void cg_write(const struct cg *c)
+{
+	unsigned long long use = cg_ws(c) + c->inactive;
+
+	cg_write_stat(c);
+	if (c->version == 2) {
+		put_file(c->dir, "memory.current", "%llu\n", use);
+		put_limit(c->dir, "memory.max", c->max);
+		put_limit(c->dir, "memory.high", c->high);
+		put_file(c->dir, "memory.events",
+			 "low 0\nhigh %llu\nmax %llu\noom %llu\noom_kill %llu\n"
+			 "oom_group_kill 0\n",
+			 (unsigned long long)c->ev_high,
+			 (unsigned long long)c->ev_max,
+			 (unsigned long long)c->ev_oom,
+			 (unsigned long long)c->ev_oom_kill);
+	} else {
+		put_file(c->dir, "memory.usage_in_bytes", "%llu\n", use);
+		put_file(c->dir, "memory.limit_in_bytes", "%llu\n",
+			 (unsigned long long)c->max);
+	}
+}
+
+/* A cgroup directory @name under @parent, whose memory includes @d's. */
+static void cg_init_in(struct cg *c, const char *parent, const char *name,
+		       unsigned version, struct rcl_domain *d, uint64_t bpu)
+{
+	memset(c, 0, sizeof(*c));
+	make_subdir(c->dir, sizeof(c->dir), parent, name);
+	c->version = version;
+	c->d = d;
+	c->bpu = bpu;
+	c->max = version == 2 ? UINT64_MAX : V1_NO_LIMIT;
+	c->high = UINT64_MAX;
+}
+
+static void cg_init(struct cg *c, struct fx *f, const char *name,
+		    unsigned version, uint64_t bpu)
+{
+	cg_init_in(c, f->tmp, name, version, f->d, bpu);
+}
+
+/* ------------------------------------------------------------------------- */
+/* PSI files                                                                  */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * A PSI file is rewritten in place, as the kernel's is: the monitor keeps
+ * the descriptor it opened and reads it again every interval.
+ */
+static void put_psi(const char *dir, const char *name, uint64_t some,
+		    uint64_t full)
+{
+	char buf[256];
+	int n;
+
+	n = snprintf(buf, sizeof(buf),
+		     "some avg10=0.00 avg60=0.00 avg300=0.00 total=%llu\n"
+		     "full avg10=1.25 avg60=0.30 avg300=0.07 total=%llu\n",
+		     (unsigned long long)some, (unsigned long long)full);
+	assert_true(n > 0 && (size_t)n < sizeof(buf));
+	put_in_place(dir, name, buf, (size_t)n);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Descriptors                                                                */
+/* ------------------------------------------------------------------------- */
+
+#define MAX_FDS 1024
+
+/* The open descriptors below MAX_FDS, as a bitmap; returns the count. */
+static unsigned fd_set_now(bool *set)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+	unsigned n = 0;
+	int self;
+
+	assert_non_null(dir);
+	self = dirfd(dir);
+	memset(set, 0, MAX_FDS * sizeof(*set));
+	while ((e = readdir(dir))) {
+		long fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		fd = strtol(e->d_name, NULL, 10);
+		/* Valgrind keeps its own above the limit it shows the program. */
+		if (fd == self || fd < 0 || fd >= MAX_FDS)
+			continue;
+		set[fd] = true;
+		n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+static unsigned fd_count(void)
+{
+	bool set[MAX_FDS];
+
+	return fd_set_now(set);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 1. Levels of other systems, names                                          */
+/* ------------------------------------------------------------------------- */
+
+static void test_pressure_level_from_glib(void **state)
+{
+	(void)state;
+	/* GMemoryMonitorWarningLevel: LOW 50, MEDIUM 100, CRITICAL 255. */
+	assert_int_equal(rcl_pressure_level_from_glib(50), RCL_PRESSURE_MODERATE);
+	assert_int_equal(rcl_pressure_level_from_glib(100), RCL_PRESSURE_SEVERE);
+	assert_int_equal(rcl_pressure_level_from_glib(255), RCL_PRESSURE_CRITICAL);
+	/* ... taken as ranges. */
+	assert_int_equal(rcl_pressure_level_from_glib(INT_MIN), RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_pressure_level_from_glib(-1), RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_pressure_level_from_glib(0), RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_pressure_level_from_glib(1), RCL_PRESSURE_MODERATE);
+	assert_int_equal(rcl_pressure_level_from_glib(99), RCL_PRESSURE_MODERATE);
+	assert_int_equal(rcl_pressure_level_from_glib(101), RCL_PRESSURE_SEVERE);
+	assert_int_equal(rcl_pressure_level_from_glib(254), RCL_PRESSURE_SEVERE);
+	assert_int_equal(rcl_pressure_level_from_glib(256), RCL_PRESSURE_CRITICAL);
+	assert_int_equal(rcl_pressure_level_from_glib(INT_MAX), RCL_PRESSURE_CRITICAL);
+}
+
+static void test_pressure_level_from_android(void **state)
+{
+	static const struct {
+		int trim;
+		enum rcl_pressure_level want;
+	} t[] = {
+		/* The ComponentCallbacks2 constants. */
+		{ 5, RCL_PRESSURE_MODERATE },	/* RUNNING_MODERATE */
+		{ 10, RCL_PRESSURE_SEVERE },	/* RUNNING_LOW */
+		{ 15, RCL_PRESSURE_CRITICAL },	/* RUNNING_CRITICAL */
+		{ 20, RCL_PRESSURE_MODERATE },	/* UI_HIDDEN */
+		{ 40, RCL_PRESSURE_MODERATE },	/* BACKGROUND */
+		{ 60, RCL_PRESSURE_SEVERE },	/* MODERATE */
+		{ 80, RCL_PRESSURE_CRITICAL },	/* COMPLETE */
+		/* The ranges' edges. */
+		{ INT_MIN, RCL_PRESSURE_NONE },
+		{ -1, RCL_PRESSURE_NONE },
+		{ 0, RCL_PRESSURE_NONE },
+		{ 4, RCL_PRESSURE_NONE },
+		{ 9, RCL_PRESSURE_MODERATE },
+		{ 14, RCL_PRESSURE_SEVERE },
+		{ 19, RCL_PRESSURE_CRITICAL },
+		{ 59, RCL_PRESSURE_MODERATE },
+		{ 79, RCL_PRESSURE_SEVERE },
+		{ 81, RCL_PRESSURE_CRITICAL },
+		{ INT_MAX, RCL_PRESSURE_CRITICAL },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (rcl_pressure_level_from_android(t[i].trim) != t[i].want)
+			fail_msg("trim level %d: %d, want %d", t[i].trim,
+				 rcl_pressure_level_from_android(t[i].trim),
+				 t[i].want);
+	}
+}
+
+static void test_pressure_level_and_mode_names(void **state)
+{
+	static const char *const modes[] = {
+		"manual", "psi-trigger", "psi-poll", "cgroup-v2", "cgroup-v1",
+		"cgroup-v1-events", "systemd-psi", "systemd-psi-poll",
+		"systemd-fifo", "systemd-socket", "off",
+	};
+	unsigned i;
+
+	(void)state;
+	assert_string_equal(rcl_pressure_level_name(RCL_PRESSURE_NONE), "none");
+	assert_string_equal(rcl_pressure_level_name(RCL_PRESSURE_MODERATE), "moderate");
+	assert_string_equal(rcl_pressure_level_name(RCL_PRESSURE_SEVERE), "severe");
+	assert_string_equal(rcl_pressure_level_name(RCL_PRESSURE_CRITICAL), "critical");
+	assert_string_equal(rcl_pressure_level_name((enum rcl_pressure_level)4), "unknown");
+	assert_string_equal(rcl_pressure_level_name((enum rcl_pressure_level)-1), "unknown");
+	assert_int_equal(RCL_PSOURCE_OFF + 1, sizeof(modes) / sizeof(modes[0]));
+	for (i = 0; i <= RCL_PSOURCE_OFF; i++)
+		assert_string_equal(rcl_pressure_source_mode_name((enum rcl_psource_mode)i),
+				    modes[i]);
+	assert_string_equal(rcl_pressure_source_mode_name((enum rcl_psource_mode)(RCL_PSOURCE_OFF + 1)),
+			    "unknown");
+	assert_string_equal(rcl_pressure_source_mode_name((enum rcl_psource_mode)-1),
+			    "unknown");
+}
+
+/* ------------------------------------------------------------------------- */
+/* 2. Actions: levels, floor, rate limit, back-off, growth                    */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * Each level steps the budget to its fraction of the usage before the
+ * action: 90000 -> MODERATE 78750 -> SEVERE 3/4 -> CRITICAL 1/2, then
+ * CRITICAL until the floor (100000 / 64 = 1562) holds it.  (The domain's
+ * reclaim frees at least 32 objects, 3200 here, so the cache may empty
+ * before the budget reaches the floor: such an action frees nothing.)  At
+ * the floor the next action frees nothing: an empty action, whose wait
+ * doubles.
+ */
+static void test_pressure_levels_step_the_budget(void **state)
+{
+	struct fx f;
+	struct rcl_pressure_source_info si;
+	struct rcl_pressure_stats st;
+	uint64_t empty, wait;
+	unsigned i;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(src, 0);
+	st = pstats(f.p);
+	assert_int_equal(st.nr_sources, 1);
+	assert_int_equal(st.base_budget, BUDGET);
+	assert_int_equal(st.budget, BUDGET);
+	assert_int_equal(st.pressure_budget, UINT64_MAX);
+	assert_int_equal(st.container_budget, UINT64_MAX);
+	assert_int_equal(st.level, RCL_PRESSURE_NONE);
+
+	assert_int_equal(usage(&f), 90000);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+	assert_int_equal(rcl_domain_budget(f.d), 78750);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_MODERATE);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.mode, RCL_PSOURCE_MANUAL);
+	assert_int_equal(si.level, RCL_PRESSURE_MODERATE);
+	assert_int_equal(si.events, 1);
+	assert_int_equal(si.actions, 1);
+	assert_int_equal(si.merged, 0);
+	assert_int_equal(si.empty_actions, 0);
+	assert_int_equal(si.wait_ns, RCL_PRESSURE_WINDOW_DEFAULT_NS);
+	assert_string_equal(si.path, "");
+
+	adv(&f, SEC);
+	notify_and_check(&f, src, RCL_PRESSURE_SEVERE, FLOOR);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_SEVERE);
+	adv(&f, SEC);
+	notify_and_check(&f, src, RCL_PRESSURE_CRITICAL, FLOOR);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_CRITICAL);
+	for (i = 0; i < 16 && rcl_domain_budget(f.d) > FLOOR; i++) {
+		adv(&f, sinfo(f.p, src).wait_ns);
+		notify_and_check(&f, src, RCL_PRESSURE_CRITICAL, FLOOR);
+	}
+	assert_int_equal(rcl_domain_budget(f.d), FLOOR);
+	assert_true(usage(&f) + doc_high(FLOOR) <= FLOOR);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.actions, 3 + i);
+	empty = si.empty_actions;
+	wait = si.wait_ns;
+
+	/* At the floor: nothing more to free, the wait doubles. */
+	adv(&f, wait);
+	notify_and_check(&f, src, RCL_PRESSURE_CRITICAL, FLOOR);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.empty_actions, empty + 1);
+	assert_int_equal(si.wait_ns, 2 * wait);
+	st = pstats(f.p);
+	assert_int_equal(st.actions, 4 + i);
+	assert_int_equal(st.empty_actions, empty + 1);
+	assert_int_equal(st.freed_bytes, 90000 - usage(&f));
+	/* NONE says it ended: the level, not the budget. */
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_NONE), 0);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_NONE);
+	assert_int_equal(pstats(f.p).actions, 4 + i);
+	assert_int_equal(rcl_domain_budget(f.d), FLOOR);
+	fx_fini(&f);
+}
+
+/*
+ * min_budget is the floor: a MODERATE step from 90000 (78750) stops at
+ * 80000; min_budget == base is allowed and no action moves the budget.
+ */
+static void test_pressure_min_budget_is_the_floor(void **state)
+{
+	struct fx f;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.min_budget = 80000;
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, 80000);
+	assert_int_equal(rcl_domain_budget(f.d), 80000);
+	adv(&f, SEC);
+	notify_and_check(&f, src, RCL_PRESSURE_CRITICAL, 80000);
+	assert_int_equal(rcl_domain_budget(f.d), 80000);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	f.cfg.min_budget = 80000;
+	f.cfg.base_budget = 80000;
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	notify_and_check(&f, src, RCL_PRESSURE_CRITICAL, 80000);
+	assert_int_equal(rcl_domain_budget(f.d), 80000);
+	fx_fini(&f);
+}
+
+/*
+ * Rate limit, window 1 s: the first event acts at once; events inside the
+ * window merge (counted), the highest level wins, and one action runs at
+ * the window's end (the next dispatch at or after it; none before).  An
+ * event once the wait has passed acts in the notifying call with the
+ * highest of what was pending and its own level.
+ */
+static void test_pressure_rate_limit_merges_into_one_action(void **state)
+{
+	struct fx f;
+	struct rcl_pressure_source_info si;
+	uint64_t u, b;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + SEC);
+
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+	b = rcl_domain_budget(f.d);
+	adv(&f, 200 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_SEVERE), 0);
+	adv(&f, 300 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.events, 3);
+	assert_int_equal(si.merged, 2);
+	assert_int_equal(si.actions, 1);
+	assert_int_equal(si.level, RCL_PRESSURE_MODERATE);	/* the last one */
+	assert_int_equal(rcl_domain_budget(f.d), b);
+	/* The pending action is due at the window's end, with the tick. */
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + SEC);
+	adv(&f, 499 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).actions, 1);
+	assert_int_equal(rcl_domain_budget(f.d), b);
+
+	/* T0 + 1 s: one action, SEVERE (the highest merged). */
+	adv(&f, MS);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.actions, 2);
+	assert_int_equal(si.merged, 2);
+	assert_int_equal(si.events, 3);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, FLOOR));
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* nothing pending */
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + 2 * SEC);
+
+	/* Merged MODERATE, then CRITICAL once the wait has passed: it acts. */
+	adv(&f, 500 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(sinfo(f.p, src).merged, 3);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + 2 * SEC);
+	adv(&f, 500 * MS);
+	notify_and_check(&f, src, RCL_PRESSURE_CRITICAL, FLOOR);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.actions, 3);
+	assert_int_equal(si.merged, 3);
+	assert_int_equal(si.events, 5);
+	assert_int_equal(pstats(f.p).actions, 3);
+	/* A pending MODERATE, then CRITICAL: the action takes CRITICAL. */
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_CRITICAL), 0);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	adv(&f, 800 * MS);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_CRITICAL, FLOOR));
+	fx_fini(&f);
+}
+
+/*
+ * A source that fires continuously at an empty cache (usage 0): every
+ * action frees nothing, so its wait doubles, 1 s -> 2, 4, 8, 16, 32, then
+ * 60 s (backoff_max).  An event every 100 ms for 10 minutes gives actions
+ * at 0, 2, 6, 14, 30, 62, 122, 182, ..., 542 s: 14, not 6000.  The next
+ * action that frees something brings the wait back to the window.
+ */
+static void test_pressure_backoff_on_an_empty_cache(void **state)
+{
+	struct fx f;
+	struct rcl_pressure_source_info si;
+	uint64_t i, u;
+	int src;
+
+	(void)state;
+	fx_init(&f, 64000, 0);		/* floor 1000 */
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	for (i = 0; i <= 6000; i++) {
+		assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_SEVERE), 0);
+		assert_true(rcl_pressure_dispatch(f.p) >= 0);
+		assert_true(rcl_domain_budget(f.d) >= 1000);
+		assert_true(rcl_domain_budget(f.d) <= 64000);
+		if (i < 6000)
+			adv(&f, 100 * MS);
+	}
+	assert_int_equal(now(&f), T0 + 600 * SEC);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.events, 6001);
+	assert_int_equal(si.actions, 14);
+	assert_int_equal(si.empty_actions, 14);
+	assert_int_equal(si.merged, 6001 - 14);
+	assert_int_equal(si.wait_ns, RCL_PRESSURE_BACKOFF_MAX_DEFAULT_NS);
+	assert_int_equal(pstats(f.p).actions, 14);
+	assert_int_equal(pstats(f.p).freed_bytes, 0);
+	/* The last action was at 542 s: the next is due at 602 s. */
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + 601 * SEC);
+	/* 58 quiet intervals since: the budget has grown back to base. */
+	assert_int_equal(rcl_domain_budget(f.d), 64000);
+
+	/* Something to free: the action at 602 s frees, the wait is 1 s. */
+	tc_fill(&f.c, 500);
+	adv(&f, 2 * SEC);
+	u = usage(&f);
+	assert_int_equal(u, 50000);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);	/* the pending one */
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, 1000));
+	si = sinfo(f.p, src);
+	assert_int_equal(si.actions, 15);
+	assert_int_equal(si.empty_actions, 14);
+	assert_int_equal(si.wait_ns, SEC);
+	assert_true(usage(&f) < u);
+	fx_fini(&f);
+}
+
+/* backoff_max below the window is raised to it; a custom one bounds. */
+static void test_pressure_backoff_bounds(void **state)
+{
+	struct fx f;
+	int src;
+
+	(void)state;
+	fx_init(&f, 64000, 0);
+	f.cfg.window_ns = 250 * MS;
+	f.cfg.backoff_max_ns = 10 * MS;		/* raised to 250 ms */
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(sinfo(f.p, src).wait_ns, 250 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(sinfo(f.p, src).wait_ns, 250 * MS);
+	adv(&f, 250 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(sinfo(f.p, src).actions, 2);
+	assert_int_equal(sinfo(f.p, src).empty_actions, 2);
+	assert_int_equal(sinfo(f.p, src).wait_ns, 250 * MS);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	f.cfg.window_ns = 0;
+	f.cfg.backoff_max_ns = 3 * SEC;		/* 1 s, 2 s, 3 s, 3 s */
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(sinfo(f.p, src).wait_ns, 2 * SEC);
+	adv(&f, 2 * SEC);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(sinfo(f.p, src).wait_ns, 3 * SEC);
+	adv(&f, 3 * SEC - 1);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(sinfo(f.p, src).actions, 2);
+	adv(&f, 1);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(sinfo(f.p, src).actions, 3);
+	assert_int_equal(sinfo(f.p, src).wait_ns, 3 * SEC);
+	fx_fini(&f);
+}
+
+/*
+ * Hysteresis: after an action the budget grows back by grow_pct of base
+ * per quiet interval (5 % of 100000: 5000), from the first interval
+ * without an action, until it reaches base (the pressure budget is then
+ * none).  An interval with an action does not grow.
+ */
+static void test_pressure_budget_grows_back_per_quiet_interval(void **state)
+{
+	struct fx f;
+	uint64_t b, u;
+	int src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);	/* T0 */
+	b = 78750;
+	assert_int_equal(rcl_domain_budget(f.d), b);
+	u = usage(&f);
+	/* T0 + 1 s ends the interval of the action: no growth. */
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_budget(&f, b);
+	for (i = 0; i < 4; i++) {
+		adv(&f, SEC);
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		b += 5000;
+		assert_budget(&f, b);
+		assert_int_equal(pstats(f.p).pressure_budget, b);
+	}
+	assert_int_equal(b, 98750);
+	adv(&f, SEC);				/* 103750 >= base: none */
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_budget(&f, BUDGET);
+	assert_int_equal(pstats(f.p).pressure_budget, UINT64_MAX);
+	assert_int_equal(usage(&f), u);		/* growth reclaims nothing */
+
+	/* An action in the interval: no growth at its end. */
+	adv(&f, 500 * MS);			/* T0 + 6.5 s */
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+	b = rcl_domain_budget(f.d);
+	adv(&f, 500 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_budget(&f, b);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_budget(&f, b + 5000);
+	/* Five intervals late: at most five intervals' growth. */
+	adv(&f, 5 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_true(rcl_domain_budget(f.d) > b + 5000);
+	assert_true(rcl_domain_budget(f.d) <= b + 5000 + 5 * 5000);
+	fx_fini(&f);
+}
+
+/* Other grow_pct: 10 % and 30 % of base, capped at base. */
+static void test_pressure_grow_pct(void **state)
+{
+	struct fx f;
+	uint64_t b;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.grow_pct = 10;
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	notify_and_check(&f, src, RCL_PRESSURE_SEVERE, FLOOR);	/* 67500 */
+	assert_int_equal(rcl_domain_budget(f.d), 67500);
+	adv(&f, 2 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* first tick */
+	assert_budget(&f, 67500);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_budget(&f, 77500);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* A new monitor: its base is the domain's budget now, 77500. */
+	f.cfg.grow_pct = 30;
+	fx_monitor(&f);
+	assert_int_equal(pstats(f.p).base_budget, 77500);
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), now(&f) + SEC);
+	b = doc_target(usage(&f), RCL_PRESSURE_MODERATE, 77500 / 64);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, 77500 / 64);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_budget(&f, b);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	/* + 30 % of 77500 (23250), capped at base: then none. */
+	b += 23250;
+	assert_budget(&f, b < 77500 ? b : 77500);
+	assert_int_equal(pstats(f.p).pressure_budget, b < 77500 ? b : UINT64_MAX);
+	fx_fini(&f);
+}
+
+/*
+ * "A budget set by the application with rcl_domain_set_budget() holds
+ * until the monitor's next change."
+ */
+static void test_pressure_application_budget_holds(void **state)
+{
+	struct fx f;
+	int src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(rcl_domain_set_budget(f.d, 95000), 0);
+	for (i = 0; i < 3; i++) {
+		adv(&f, SEC);
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		assert_int_equal(rcl_domain_budget(f.d), 95000);
+	}
+	assert_int_equal(usage(&f), 90000);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+	assert_int_equal(rcl_domain_budget(f.d), 78750);
+	fx_fini(&f);
+}
+
+/* Configuration defaults and clamps that show in the deadlines. */
+static void test_pressure_config_interval(void **state)
+{
+	struct fx f;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	assert_int_equal(rcl_pressure_next_deadline(f.p),
+			 T0 + RCL_PRESSURE_INTERVAL_DEFAULT_NS);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+	f.cfg.interval_ns = 1;			/* at least 1 ms */
+	fx_monitor(&f);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + MS);
+	adv(&f, MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + 2 * MS);
+	assert_int_equal(pstats(f.p).dispatches, 1);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+	f.cfg.interval_ns = 250 * MS;
+	fx_monitor(&f);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + MS + 250 * MS);
+	fx_fini(&f);
+}
+
+/*
+ * base_budget given: the budget without pressure, whatever the domain's
+ * is; the floor is base / 64; actions and growth are relative to it.
+ */
+static void test_pressure_base_budget(void **state)
+{
+	struct fx f;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, 400);		/* usage 40000 */
+	f.cfg.base_budget = 64000;		/* floor 1000 */
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(pstats(f.p).base_budget, 64000);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_budget(&f, 64000);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, 1000);	/* 35000 */
+	assert_int_equal(rcl_domain_budget(f.d), 35000);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* acted */
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_budget(&f, 35000 + 3200);	/* 5 % of 64000 */
+	fx_fini(&f);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 3. The trim hook                                                           */
+/* ------------------------------------------------------------------------- */
+
+static atomic_uint trim_calls;
+static void *_Atomic trim_priv_seen;
+
+static void count_trim(void *priv)
+{
+	atomic_store(&trim_priv_seen, priv);
+	atomic_fetch_add(&trim_calls, 1);
+}
+
+/* pressure.h's rule, with the frees the test observes. */
+struct trim_model {
+	uint64_t min, interval;
+	uint64_t acc, last;
+	bool trimmed;
+	unsigned trims;
+};
+
+static void trim_model_action(struct trim_model *m, uint64_t freed_bytes,
+			      uint64_t t)
+{
+	m->acc += freed_bytes;
+	if (m->acc && m->acc >= m->min &&
+	    (!m->trimmed || t - m->last >= m->interval)) {
+		m->trims++;
+		m->acc = 0;
+		m->last = t;
+		m->trimmed = true;
+	}
+}
+
+/*
+ * bytes_per_unit 1000, trim_min 5 MB (5000 units), trim_interval 5 s, one
+ * MODERATE action a second: the first (frees >= 12900 units) trims at T0;
+ * those of T0 + 1..4 s free enough but are inside the interval; the one of
+ * T0 + 5 s trims again; later ones trim when both rules allow.  The hook
+ * gets trim_priv.
+ */
+static void test_pressure_trim_after_freed_bytes_once_per_interval(void **state)
+{
+	struct fx f;
+	struct trim_model m = { .min = 5 * MB, .interval = 5 * SEC };
+	int src, i, tok = 0;
+
+	(void)state;
+	atomic_store(&trim_calls, 0);
+	atomic_store(&trim_priv_seen, NULL);
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.bytes_per_unit = 1000;
+	f.cfg.trim = count_trim;
+	f.cfg.trim_priv = &tok;
+	f.cfg.trim_min_bytes = 5 * MB;
+	f.cfg.trim_interval_ns = 5 * SEC;
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	for (i = 0; i < 12; i++) {
+		uint64_t before = usage(&f);
+
+		notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+		trim_model_action(&m, (before - usage(&f)) * 1000, now(&f));
+		if (i == 0) {
+			assert_true((before - usage(&f)) * 1000 >= 12900 * 1000);
+			assert_int_equal(atomic_load(&trim_calls), 1);
+		}
+		if (i == 4)
+			assert_int_equal(atomic_load(&trim_calls), 1);
+		if (i == 5)
+			assert_int_equal(atomic_load(&trim_calls), 2);
+		assert_int_equal(atomic_load(&trim_calls), m.trims);
+		assert_int_equal(pstats(f.p).trims, m.trims);
+		adv(&f, SEC);
+	}
+	assert_ptr_equal(atomic_load(&trim_priv_seen), &tok);
+	assert_true(m.trims >= 3);
+	fx_fini(&f);
+}
+
+/* Frees below trim_min_bytes: no trim, however long it has been. */
+static void test_pressure_trim_needs_trim_min_bytes(void **state)
+{
+	struct fx f;
+	int src, i;
+
+	(void)state;
+	atomic_store(&trim_calls, 0);
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.trim = count_trim;
+	f.cfg.trim_min_bytes = 90001;		/* more than the cache */
+	f.cfg.trim_interval_ns = 1;
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	for (i = 0; i < 6; i++) {
+		notify_and_check(&f, src, RCL_PRESSURE_CRITICAL, FLOOR);
+		adv(&f, 10 * SEC);
+	}
+	assert_true(pstats(f.p).freed_bytes < 90001);
+	assert_true(pstats(f.p).freed_bytes > 80000);
+	assert_int_equal(atomic_load(&trim_calls), 0);
+	assert_int_equal(pstats(f.p).trims, 0);
+	fx_fini(&f);
+}
+
+/* RCL_PRESSURE_NO_TRIM: never, not even with a hook. */
+static void test_pressure_no_trim_flag(void **state)
+{
+	struct fx f;
+	int src, i;
+
+	(void)state;
+	atomic_store(&trim_calls, 0);
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	f.cfg.trim = count_trim;
+	f.cfg.trim_min_bytes = 1;
+	f.cfg.trim_interval_ns = 1;
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	for (i = 0; i < 6; i++) {
+		notify_and_check(&f, src, RCL_PRESSURE_SEVERE, FLOOR);
+		adv(&f, SEC);
+	}
+	assert_true(pstats(f.p).freed_bytes > 0);
+	assert_int_equal(atomic_load(&trim_calls), 0);
+	assert_int_equal(pstats(f.p).trims, 0);
+	fx_fini(&f);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 4. Calls back from the monitor's own action: -EDEADLK                      */
+/* ------------------------------------------------------------------------- */
+
+static struct {
+	struct rcl_pressure *p;
+	int src;
+	atomic_int calls;
+	atomic_int free_ret, stop_ret, dispatch_ret, notify_ret;
+	atomic_int stats_ret, memory_ret, add_ret;
+	atomic_bool want_thread;	/* only in the monitor's thread */
+	pthread_t main_thread;
+} re;
+
+static void reentry_reset(struct rcl_pressure *p, int src)
+{
+	re.p = p;
+	re.src = src;
+	atomic_store(&re.calls, 0);
+	atomic_store(&re.free_ret, 1);
+	atomic_store(&re.stop_ret, 1);
+	atomic_store(&re.dispatch_ret, 1);
+	atomic_store(&re.notify_ret, 1);
+	atomic_store(&re.stats_ret, 1);
+	atomic_store(&re.memory_ret, 1);
+	atomic_store(&re.add_ret, 1);
+	atomic_store(&re.want_thread, false);
+	re.main_thread = pthread_self();
+}
+
+/* What the monitor's own callbacks may and may not call. */
+static void reentry_calls(void)
+{
+	struct rcl_pressure_stats st;
+	struct rcl_memory_sample ms;
+
+	if (atomic_load(&re.want_thread) &&
+	    pthread_equal(pthread_self(), re.main_thread))
+		return;
+	if (atomic_fetch_add(&re.calls, 1))
+		return;			/* the first call only */
+	atomic_store(&re.free_ret, rcl_pressure_free(re.p));
+	atomic_store(&re.stop_ret, rcl_pressure_stop(re.p));
+	atomic_store(&re.dispatch_ret, rcl_pressure_dispatch(re.p));
+	atomic_store(&re.notify_ret,
+		     rcl_pressure_notify(re.p, re.src, RCL_PRESSURE_CRITICAL));
+	/* Reading is fine. */
+	atomic_store(&re.stats_ret, rcl_pressure_stats(re.p, &st));
+	atomic_store(&re.memory_ret, rcl_pressure_memory(re.p, &ms));
+	atomic_store(&re.add_ret, rcl_pressure_add_manual(re.p));
+}
+
+static void reentry_trim(void *priv)
+{
+	(void)priv;
+	reentry_calls();
+}
+
+static void reentry_evict(struct tcache *c)
+{
+	(void)c;
+	reentry_calls();
+}
+
+static void assert_reentry_refused(void)
+{
+	assert_int_equal(atomic_load(&re.calls) > 0, 1);
+	assert_int_equal(atomic_load(&re.free_ret), -EDEADLK);
+	assert_int_equal(atomic_load(&re.stop_ret), -EDEADLK);
+	assert_int_equal(atomic_load(&re.dispatch_ret), -EDEADLK);
+	assert_int_equal(atomic_load(&re.notify_ret), -EDEADLK);
+	assert_int_equal(atomic_load(&re.stats_ret), 0);
+	assert_int_equal(atomic_load(&re.memory_ret), 0);
+	assert_true(atomic_load(&re.add_ret) >= 0);
+}
+
+/*
+ * The trim hook runs in the action: rcl_pressure_free(), _stop(),
+ * _dispatch() and _notify() of its own monitor are refused (-EDEADLK,
+ * nothing done); the monitor works on afterwards.
+ */
+static void test_pressure_trim_hook_cannot_free_or_stop(void **state)
+{
+	struct fx f;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.trim = reentry_trim;
+	f.cfg.trim_min_bytes = 1;
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	reentry_reset(f.p, src);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+	assert_reentry_refused();
+	assert_int_equal(pstats(f.p).trims, 1);
+	assert_int_equal(pstats(f.p).nr_sources, 2);	/* the hook's add */
+	/* Through dispatch too (a pending action). */
+	reentry_reset(f.p, src);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_SEVERE), 0);
+	adv(&f, 5 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_reentry_refused();
+	assert_int_equal(pstats(f.p).trims, 2);
+	fx_fini(&f);
+}
+
+/*
+ * An evict callback run by the monitor's action (the domain's reclaim in
+ * rcl_domain_set_budget()) likewise.
+ */
+static void test_pressure_evict_callback_cannot_free_or_stop(void **state)
+{
+	struct fx f;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	reentry_reset(f.p, src);
+	atomic_store(&evict_hook, reentry_evict);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+	atomic_store(&evict_hook, NULL);
+	assert_reentry_refused();
+	assert_int_equal(pstats(f.p).actions, 1);
+	fx_fini(&f);
+}
+
+/*
+ * Adding sources from the monitor's own callbacks (its trim hook, the
+ * domain's evict callbacks run by its action): the action holds the
+ * monitor's action lock, so add_psi, add_cgroup and add_systemd, which
+ * take it, must refuse (-EDEADLK) rather than wait for themselves for ever;
+ * add_manual does not need it and works.  The action runs in a helper
+ * thread and this one waits for it with a bound, so that a deadlock fails
+ * the test instead of hanging it.
+ */
+static struct {
+	struct rcl_pressure *p;
+	int src;
+	char psi[PATH_MAX], cgdir[PATH_MAX];
+	atomic_int calls, psi_ret, cg_ret, sd_ret, manual_ret;
+	atomic_bool done;
+} adds;
+
+static void adds_calls(void)
+{
+	if (atomic_fetch_add(&adds.calls, 1))
+		return;
+	atomic_store(&adds.psi_ret, rcl_pressure_add_psi(adds.p, adds.psi));
+	atomic_store(&adds.cg_ret, rcl_pressure_add_cgroup(adds.p, adds.cgdir, 0));
+	atomic_store(&adds.sd_ret, rcl_pressure_add_systemd(adds.p, "/dev/null",
+							    NULL));
+	atomic_store(&adds.manual_ret, rcl_pressure_add_manual(adds.p));
+}
+
+static void adds_trim(void *priv)
+{
+	(void)priv;
+	adds_calls();
+}
+
+static void adds_evict(struct tcache *c)
+{
+	(void)c;
+	adds_calls();
+}
+
+static void *adds_notify_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_pressure_notify(adds.p, adds.src, RCL_PRESSURE_MODERATE), 0);
+	atomic_store(&adds.done, true);
+	return NULL;
+}
+
+static void test_pressure_add_from_own_callbacks_is_refused(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_fake_clock *fc;
+	struct rcl_domain *d;
+	struct tcache c;
+	struct cg cg;
+	char tmp[PATH_MAX];
+	int pass;
+
+	(void)state;
+	tmpdir_new(tmp, sizeof(tmp));
+	put_psi(tmp, "psi", 0, 0);
+	path_of(adds.psi, sizeof(adds.psi), tmp, "psi");
+	assert_int_equal(rcl_fake_clock_new(T0, &fc), 0);
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	tc_init(&c, d, NOBJ, W);
+	cg_init_in(&cg, tmp, "cg", 2, d, 1);
+	cg_write(&cg);
+	snprintf(adds.cgdir, sizeof(adds.cgdir), "%s", cg.dir);
+	for (pass = 0; pass < 2; pass++) {		/* trim hook, evict */
+		unsigned long spins;
+		pthread_t t;
+
+		tc_fill(&c, FILL);
+		pc.domain = d;
+		pc.clock = rcl_fake_clock_clock(fc);
+		pc.trim = pass ? NULL : adds_trim;
+		pc.trim_min_bytes = 1;
+		pc.flags = pass ? RCL_PRESSURE_NO_TRIM : 0;
+		assert_int_equal(rcl_pressure_new(&pc, &adds.p), 0);
+		adds.src = rcl_pressure_add_manual(adds.p);
+		atomic_store(&adds.calls, 0);
+		atomic_store(&adds.psi_ret, 1);
+		atomic_store(&adds.cg_ret, 1);
+		atomic_store(&adds.sd_ret, 1);
+		atomic_store(&adds.manual_ret, -1);
+		atomic_store(&adds.done, false);
+		atomic_store(&evict_hook, pass ? adds_evict : NULL);
+		assert_int_equal(pthread_create(&t, NULL, adds_notify_main, NULL), 0);
+		for (spins = 0; !atomic_load(&adds.done) && spins < 10000; spins++) {
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+		if (!atomic_load(&adds.done))
+			fail_msg("an add from the monitor's own %s deadlocked "
+				 "(add_psi %d, add_cgroup %d, add_systemd %d)",
+				 pass ? "evict callback" : "trim hook",
+				 atomic_load(&adds.psi_ret), atomic_load(&adds.cg_ret),
+				 atomic_load(&adds.sd_ret));
+		assert_int_equal(pthread_join(t, NULL), 0);
+		atomic_store(&evict_hook, NULL);
+		assert_true(atomic_load(&adds.calls) > 0);
+		assert_int_equal(atomic_load(&adds.psi_ret), -EDEADLK);
+		assert_int_equal(atomic_load(&adds.cg_ret), -EDEADLK);
+		assert_int_equal(atomic_load(&adds.sd_ret), -EDEADLK);
+		assert_int_equal(atomic_load(&adds.manual_ret), 1);
+		assert_int_equal(pstats(adds.p).nr_sources, 2);
+		/* Outside the callbacks they work. */
+		assert_int_equal(rcl_pressure_add_psi(adds.p, adds.psi), 2);
+		assert_int_equal(rcl_pressure_add_cgroup(adds.p, adds.cgdir, 0), 3);
+		assert_int_equal(rcl_pressure_free(adds.p), 0);
+	}
+	tc_destroy(&c);
+	assert_int_equal(rcl_domain_free(d), 0);
+	rcl_fake_clock_free(fc);
+	tmpdir_rm(tmp);
+}
+
+/*
+ * A callback of monitor A's action may act with another monitor B (its
+ * own domain): B's action ends, and A's callback is still inside A's
+ * action, so A's free and stop are still refused.
+ */
+static struct {
+	struct rcl_pressure *a, *b;
+	int src_b;
+	atomic_int calls, notify_b, free_a, stop_a;
+} nest;
+
+static void nest_evict(struct tcache *c)
+{
+	(void)c;
+	if (atomic_fetch_add(&nest.calls, 1))
+		return;
+	atomic_store(&nest.notify_b,
+		     rcl_pressure_notify(nest.b, nest.src_b, RCL_PRESSURE_SEVERE));
+	atomic_store(&nest.free_a, rcl_pressure_free(nest.a));
+	atomic_store(&nest.stop_a, rcl_pressure_stop(nest.a));
+}
+
+static void test_pressure_nested_action_keeps_the_refusal(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET,
+					.allocator = &test_allocator };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_domain *db;
+	struct tcache cb;
+	struct fx f;
+	int src_a;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	src_a = rcl_pressure_add_manual(f.p);
+	assert_int_equal(rcl_domain_new(&dc, &db), 0);
+	tc_init(&cb, db, NOBJ, W);
+	tc_fill(&cb, FILL);
+	pc = f.cfg;
+	pc.domain = db;
+	assert_int_equal(rcl_pressure_new(&pc, &nest.b), 0);
+	nest.src_b = rcl_pressure_add_manual(nest.b);
+	nest.a = f.p;
+	atomic_store(&nest.calls, 0);
+	atomic_store(&nest.notify_b, 1);
+	atomic_store(&nest.free_a, 1);
+	atomic_store(&nest.stop_a, 1);
+	/* Only A's domain's evictions call back (B's cache shares tc_evict). */
+	atomic_store(&evict_hook, nest_evict);
+	assert_int_equal(rcl_pressure_notify(f.p, src_a, RCL_PRESSURE_MODERATE), 0);
+	atomic_store(&evict_hook, NULL);
+	assert_int_equal(atomic_load(&nest.notify_b), 0);
+	assert_int_equal(sinfo(nest.b, nest.src_b).actions, 1);
+	assert_int_equal(atomic_load(&nest.free_a), -EDEADLK);
+	assert_int_equal(atomic_load(&nest.stop_a), -EDEADLK);
+	assert_int_equal(sinfo(f.p, src_a).actions, 1);
+	assert_int_equal(rcl_pressure_free(nest.b), 0);
+	tc_destroy(&cb);
+	assert_int_equal(rcl_domain_free(db), 0);
+	fx_fini(&f);
+}
+
+/*
+ * The same from the library thread: its action's evict callbacks cannot
+ * stop or free the monitor (the thread would join itself).  Real clock,
+ * interval 5 ms: the thread's first tick reads a cgroup whose working set
+ * is at 98 % of its limit and acts (CRITICAL), in the thread; this thread
+ * only waits (bounded) for the callback to have run.
+ */
+static void test_pressure_thread_callbacks_cannot_stop(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_domain *d;
+	struct rcl_pressure *p;
+	struct tcache c;
+	struct cg cg;
+	char tmp[PATH_MAX];
+	unsigned long spins;
+	int src;
+
+	(void)state;
+	tmpdir_new(tmp, sizeof(tmp));
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	tc_init(&c, d, NOBJ, W);
+	tc_fill(&c, FILL);
+	cg_init_in(&cg, tmp, "cg", 2, d, 1);
+	cg.max = 1000 * MB;
+	cg.ws = 980 * MB;
+	cg_write(&cg);
+	pc.domain = d;
+	pc.interval_ns = 5 * MS;
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	src = rcl_pressure_add_cgroup(p, cg.dir, 0);
+	assert_int_equal(src, 0);
+	reentry_reset(p, src);
+	atomic_store(&re.want_thread, true);
+	atomic_store(&evict_hook, reentry_evict);
+	assert_int_equal(rcl_pressure_start(p), 0);
+	for (spins = 0; !atomic_load(&re.calls) && spins < 20000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(rcl_pressure_stop(p), 0);
+	atomic_store(&evict_hook, NULL);
+	/* A notify from the thread's callback: not a manual source. */
+	assert_int_equal(atomic_load(&re.calls) > 0, 1);
+	assert_int_equal(atomic_load(&re.free_ret), -EDEADLK);
+	assert_int_equal(atomic_load(&re.stop_ret), -EDEADLK);
+	assert_int_equal(atomic_load(&re.dispatch_ret), -EDEADLK);
+	assert_int_equal(atomic_load(&re.notify_ret), -EDEADLK);
+	assert_int_equal(atomic_load(&re.stats_ret), 0);
+	assert_true(sinfo(p, src).actions >= 1);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	tc_destroy(&c);
+	assert_int_equal(rcl_domain_free(d), 0);
+	tmpdir_rm(tmp);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 5. cgroup sources                                                          */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * One interval: rewrite @c's files (from the domain's usage now), advance
+ * to the next tick, dispatch; @n actions at @level (the budget then
+ * follows from the usage before them).
+ */
+static void cg_tick(struct fx *f, struct cg *c, int n,
+		    enum rcl_pressure_level level, uint64_t floor)
+{
+	uint64_t before;
+
+	if (c)
+		cg_write(c);
+	before = usage(f);
+	adv(f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f->p), n);
+	if (n) {
+		uint64_t b = doc_target(before, level, floor);
+
+		assert_budget(f, b);
+		assert_true(usage(f) + doc_high(b) <= b);
+	}
+}
+
+static void test_pressure_cgroup_version_detection(void **state)
+{
+	struct fx f;
+	struct cg v1, v2;
+	struct rcl_pressure_source_info si;
+	char empty[PATH_MAX], plain[PATH_MAX];
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	cg_init(&v2, &f, "v2", 2, 1);
+	v2.max = 1000 * MB;
+	v2.ws = 100 * MB;
+	cg_write(&v2);
+	cg_init(&v1, &f, "v1", 1, 1);
+	v1.max = 1000 * MB;
+	v1.ws = 100 * MB;
+	cg_write(&v1);
+	make_subdir(empty, sizeof(empty), f.tmp, "empty");
+	put_file(f.tmp, "plain", "x\n");
+	path_of(plain, sizeof(plain), f.tmp, "plain");
+
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, empty, 0), -ENOENT);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, "/nonexistent-rcl-test/x", 0),
+			 -ENOENT);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, plain, 0), -ENOTDIR);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, v2.dir, 1), -ENOENT);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, v1.dir, 2), -ENOENT);
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+
+	/* Version 0: memory.current is v2. */
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, v2.dir, 0), 0);
+	si = sinfo(f.p, 0);
+	assert_int_equal(si.mode, RCL_PSOURCE_CGROUP_V2);
+	assert_string_equal(si.path, v2.dir);
+	assert_int_equal(si.level, RCL_PRESSURE_NONE);
+	assert_int_equal(si.actions, 0);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	/* One cgroup source per monitor. */
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, v1.dir, 0), -EEXIST);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, v2.dir, 2), -EEXIST);
+	assert_int_equal(pstats(f.p).nr_sources, 1);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* Version 0: memory.usage_in_bytes is v1. */
+	fx_monitor(&f);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, v1.dir, 0), 0);
+	si = sinfo(f.p, 0);
+	assert_int_equal(si.mode, RCL_PSOURCE_CGROUP_V1);	/* not cgroupfs */
+	assert_string_equal(si.path, v1.dir);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* Versions given. */
+	fx_monitor(&f);
+	assert_int_equal(rcl_pressure_add_manual(f.p), 0);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, v1.dir, 1), 1);
+	assert_int_equal(sinfo(f.p, 1).mode, RCL_PSOURCE_CGROUP_V1);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+	fx_monitor(&f);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, v2.dir, 2), 0);
+	assert_int_equal(sinfo(f.p, 0).mode, RCL_PSOURCE_CGROUP_V2);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
+ * v2 working-set ratios against memory.max, then against memory.high when
+ * it is lower: 90 % MODERATE, 95 % SEVERE, 98 % CRITICAL (no
+ * FOLLOW_CGROUP: levels only).
+ */
+static void test_pressure_cgroup_v2_ratio_levels(void **state)
+{
+	struct fx f;
+	struct cg c;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 2, 1);
+	c.max = 1000 * MB;
+	c.inactive = 100 * MB;
+	c.ws = 900 * MB - 1;
+	cg_write(&c);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	assert_int_equal(src, 0);
+
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);		/* 89.99 % */
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_domain_budget(f.d), BUDGET);
+	c.ws = 900 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_MODERATE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_MODERATE);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_MODERATE);
+	c.ws = 950 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	c.ws = 980 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_CRITICAL, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_CRITICAL);
+	c.ws = 980 * MB - 1;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	/* memory.high below memory.max is the limit: 480 of 500 MB = 96 %. */
+	c.high = 500 * MB;
+	c.ws = 480 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	c.ws = 450 * MB - 1;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_NONE);
+	/* No limit at all: no ratio. */
+	c.high = UINT64_MAX;
+	c.max = UINT64_MAX;
+	c.ws = 2000 * MB;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).actions, 5);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
+ * memory.events: a rise of "high" is SEVERE, of "max", "oom" or
+ * "oom_kill" CRITICAL; counters that stay or fall (a new cgroup) are none;
+ * a file without oom_kill (older kernels) is no error.
+ */
+static void test_pressure_cgroup_v2_events(void **state)
+{
+	struct fx f;
+	struct cg c;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 2, 1);
+	c.max = 1000 * MB;
+	c.ws = 100 * MB;
+	c.ev_high = 7;
+	c.ev_max = 3;
+	cg_write(&c);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);		/* baseline */
+	c.ev_high++;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);		/* no rise */
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	c.ev_max++;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_CRITICAL, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_CRITICAL);
+	c.ev_oom++;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_CRITICAL, FLOOR);
+	c.ev_oom_kill++;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_CRITICAL, FLOOR);
+	c.ev_high += 5;
+	c.ev_max += 2;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_CRITICAL, FLOOR);	/* max wins */
+	/* Counters that fall are no rise; the next rise counts from them. */
+	c.ev_high = c.ev_max = c.ev_oom = c.ev_oom_kill = 0;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	c.ev_high = 1;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	/* No oom_kill line, nothing new: none, and no read error. */
+	cg_write(&c);
+	put_file(c.dir, "memory.events", "low 0\nhigh 1\nmax 0\noom 0\n");
+	cg_tick(&f, NULL, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).actions, 6);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
+ * v1: memory.usage_in_bytes, memory.limit_in_bytes (9223372036854771712 is
+ * "no limit"), memory.stat's total_inactive_file (not its inactive_file).
+ */
+static void test_pressure_cgroup_v1(void **state)
+{
+	struct fx f;
+	struct cg c;
+	struct rcl_memory_sample ms;
+	struct rcl_pressure_stats st;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_FOLLOW_CGROUP;
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 1, 1);
+	c.ws = 900 * MB;
+	c.inactive = 50 * MB;
+	cg_write(&c);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_CGROUP_V1);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_usage_bytes, 950 * MB);
+	assert_int_equal(ms.cgroup_working_set_bytes, 900 * MB);
+	assert_int_equal(ms.cgroup_limit_bytes, UINT64_MAX);
+	/* No limit: no container budget, no level. */
+	st = pstats(f.p);
+	assert_int_equal(st.container_budget, UINT64_MAX);
+	assert_int_equal(st.budget, BUDGET);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, UINT64_MAX);
+	assert_int_equal(rcl_domain_budget(f.d), BUDGET);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* Ratio levels against the v1 limit. */
+	f.cfg.flags = 0;
+	fx_monitor(&f);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 1);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	c.max = 1000 * MB;
+	c.ws = 950 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	c.ws = 980 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_CRITICAL, FLOOR);
+	c.ws = 900 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_MODERATE, FLOOR);
+	c.ws = 899 * MB;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	c.max = V1_NO_LIMIT;
+	c.ws = 2000 * MB;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).actions, 3);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_working_set_bytes, 2000 * MB);
+	assert_int_equal(ms.cgroup_limit_bytes, UINT64_MAX);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
+ * The budget that follows the container (bytes_per_unit 1000: the domain
+ * counts kB), own usage 50 MB (50000 units), the rest of the cgroup's
+ * working set 40 MB, cgroup_pct 90:
+ *
+ *	container = (limit - (ws - own x 1000)) x 90 / 100 / 1000
+ *		  = (limit - 40 MB) x 0.9 / 1000
+ *
+ * 200 MB: 144000 (above base: the budget is base, 100000); 110 MB: 63000
+ * at the next interval, at once; back to 200 MB: 5000 (5 % of base) more
+ * per quiet interval, 68000 ... 98000, then 144000 (no longer binding).
+ * memory.high below memory.max is the limit.  No limit: grows to base,
+ * then none.  An interval with an action does not grow it.  The working
+ * set stays under 90 % of the limit throughout: no ratio level.
+ */
+static void test_pressure_cgroup_budget_follows_the_limit(void **state)
+{
+	struct fx f;
+	struct cg c;
+	struct rcl_pressure_stats st;
+	struct rcl_pressure_source_info si;
+	uint64_t b;
+	int src, man, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, 500);
+	f.cfg.flags = RCL_PRESSURE_FOLLOW_CGROUP | RCL_PRESSURE_NO_TRIM;
+	f.cfg.bytes_per_unit = 1000;
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 2, 1000);
+	c.others = 40 * MB;
+	c.inactive = 30 * MB;
+	c.max = 200 * MB;
+	cg_write(&c);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	man = rcl_pressure_add_manual(f.p);
+	st = pstats(f.p);
+	assert_int_equal(st.container_budget, 144000);
+	assert_int_equal(st.budget, BUDGET);
+	assert_int_equal(rcl_domain_budget(f.d), BUDGET);
+
+	/* A lower limit raises no event: it is read at the next interval. */
+	c.max = 110 * MB;
+	cg_write(&c);
+	si = sinfo(f.p, src);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(pstats(f.p).container_budget, 144000);
+	assert_int_equal(rcl_domain_budget(f.d), BUDGET);
+	assert_int_equal(sinfo(f.p, src).events, si.events);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 63000);
+	assert_budget(&f, 63000);
+	assert_int_equal(usage(&f), 50000);
+
+	/* Back to 200 MB: 5000 per quiet interval. */
+	c.max = 200 * MB;
+	for (b = 68000; b <= 98000; b += 5000) {
+		cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+		assert_int_equal(pstats(f.p).container_budget, b);
+		assert_budget(&f, b);
+	}
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 144000);
+	assert_budget(&f, BUDGET);
+
+	/* memory.high (105 MB) under memory.max is the limit: 58500. */
+	c.high = 105 * MB;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 58500);
+	assert_budget(&f, 58500);
+	/* No limit: grows by 5000 to base, then none. */
+	c.high = c.max = UINT64_MAX;
+	for (b = 63500; b <= 98500; b += 5000) {
+		cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+		assert_int_equal(pstats(f.p).container_budget, b);
+		assert_budget(&f, b);
+	}
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, UINT64_MAX);
+	assert_budget(&f, BUDGET);
+	assert_int_equal(usage(&f), 50000);
+
+	/* An action in an interval: the container does not grow at its end. */
+	c.max = 110 * MB;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 63000);
+	c.max = 200 * MB;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 68000);
+	adv(&f, 500 * MS);
+	notify_and_check(&f, man, RCL_PRESSURE_MODERATE, FLOOR);	/* 43750 */
+	assert_int_equal(rcl_domain_budget(f.d), 43750);
+	cg_write(&c);
+	adv(&f, 500 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	st = pstats(f.p);
+	assert_int_equal(st.container_budget, 68000);
+	assert_int_equal(st.pressure_budget, 43750);
+	assert_budget(&f, 43750);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	st = pstats(f.p);
+	assert_int_equal(st.container_budget, 73000);
+	assert_int_equal(st.pressure_budget, 48750);
+	assert_budget(&f, 48750);
+	for (i = 0; i < 3; i++)
+		cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_budget(&f, 63750);		/* pressure 48750 + 3 x 5000 */
+	assert_int_equal(pstats(f.p).container_budget, 88000);
+	assert_int_equal(sinfo(f.p, src).actions, 0);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
+ * The tuist / ClickHouse failure: a cgroup whose usage is at its limit,
+ * mostly inactive page cache (200 MB used of 200 MB, 150 MB of it
+ * inactive_file).  The working set is 50 MB, 25 %: no level, and the
+ * container budget is (200 - (50 - 40)) x 0.9 = 171 MB, above base: the
+ * cache keeps its budget.  (Raw usage would read CRITICAL and a container
+ * of (200 - 160) x 0.9 = 36 MB.)
+ */
+static void test_pressure_cgroup_inactive_file_is_not_pressure(void **state)
+{
+	struct fx f;
+	struct cg c;
+	struct rcl_memory_sample ms;
+	int src, i, pass;
+
+	(void)state;
+	fx_init(&f, BUDGET, 400);		/* own 40 MB */
+	cg_init(&c, &f, "cg", 2, 1000);
+	c.ws = 50 * MB;
+	c.inactive = 150 * MB;
+	c.max = 200 * MB;
+	cg_write(&c);
+	for (pass = 0; pass < 2; pass++) {
+		f.cfg.flags = pass ? 0 : RCL_PRESSURE_FOLLOW_CGROUP;
+		f.cfg.bytes_per_unit = 1000;
+		fx_monitor(&f);
+		src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+		assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+		assert_int_equal(ms.cgroup_usage_bytes, 200 * MB);
+		assert_int_equal(ms.cgroup_working_set_bytes, 50 * MB);
+		assert_int_equal(ms.cgroup_limit_bytes, 200 * MB);
+		for (i = 0; i < 5; i++) {
+			cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+			assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+			assert_budget(&f, BUDGET);
+		}
+		assert_int_equal(pstats(f.p).container_budget,
+				 pass ? UINT64_MAX : 171000);
+		assert_int_equal(pstats(f.p).actions, 0);
+		assert_int_equal(usage(&f), 40000);
+		if (!pass)
+			assert_int_equal(rcl_pressure_free(f.p), 0);
+	}
+	fx_fini(&f);
+}
+
+struct bad_file {
+	unsigned version;
+	const char *name;
+	const char *content;
+	size_t len;		/* 0: strlen(content) */
+	int err;
+};
+
+/*
+ * A file that does not parse makes rcl_pressure_add_cgroup() fail with a
+ * clear error, adds nothing and leaves no descriptor: garbage and
+ * truncated lines -EBADMSG, numbers beyond 64 bits -ERANGE.
+ */
+static void test_pressure_cgroup_bad_files_at_creation(void **state)
+{
+	static const struct bad_file bad[] = {
+		{ 2, "memory.current", "12abc\n", 0, -EBADMSG },
+		{ 2, "memory.current", "", 0, -EBADMSG },
+		{ 2, "memory.current", "\n", 0, -EBADMSG },
+		{ 2, "memory.current", "18446744073709551616\n", 0, -ERANGE },
+		{ 2, "memory.current", "99999999999999999999999999\n", 0, -ERANGE },
+		{ 2, "memory.max", "maxi\n", 0, -EBADMSG },
+		{ 2, "memory.max", "-1\n", 0, -EBADMSG },
+		{ 2, "memory.max", " 100\n", 0, -EBADMSG },
+		{ 2, "memory.high", "1e9\n", 0, -EBADMSG },
+		{ 2, "memory.high", "100\n\n", 0, -EBADMSG },
+		{ 2, "memory.stat", "anon 1\ninactive_file 12", 0, -EBADMSG },
+		{ 2, "memory.stat", "anon 1\ngarbage\ninactive_file 3\n", 0, -EBADMSG },
+		{ 2, "memory.stat", "anon 1\n\0inactive_file 3\n", 24, -EBADMSG },
+		{ 2, "memory.stat", "inactive_file 99999999999999999999999\n", 0, -ERANGE },
+		{ 1, "memory.usage_in_bytes", "abc\n", 0, -EBADMSG },
+		{ 1, "memory.limit_in_bytes", "99999999999999999999\n", 0, -ERANGE },
+		{ 1, "memory.stat", "total_inactive_file 12", 0, -EBADMSG },
+		{ 1, "memory.stat", "total_inactive_file 1\ntotal_rss x\n", 0, -EBADMSG },
+	};
+	struct fx f;
+	struct cg c;
+	unsigned i, fds;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char name[16];
+		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].content);
+		int err;
+
+		snprintf(name, sizeof(name), "cg%u", i);
+		cg_init(&c, &f, name, bad[i].version, 1);
+		c.max = bad[i].version == 2 ? 1000 * MB : 1000 * MB;
+		c.ws = 100 * MB;
+		cg_write(&c);
+		put_raw(c.dir, bad[i].name, bad[i].content, len);
+		fds = fd_count();
+		err = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+		if (err != bad[i].err)
+			fail_msg("%s \"%s\": %d, want %d", bad[i].name,
+				 bad[i].content, err, bad[i].err);
+		assert_int_equal(fd_count(), fds);
+		assert_int_equal(pstats(f.p).nr_sources, 0);
+	}
+	/* The monitor is unharmed: a good directory is added. */
+	cg_init(&c, &f, "good", 2, 1);
+	c.max = 1000 * MB;
+	cg_write(&c);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, c.dir, 0), 0);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
+ * memory.events is one of the files the source reads (pressure.h), so one
+ * that does not parse at creation is -EBADMSG like the others.
+ */
+static void test_pressure_cgroup_bad_events_file_at_creation(void **state)
+{
+	static const char *const bad[] = {
+		"low 0\nhigh x\nmax 0\n",
+		"low 0\nhigh 1\nmax 2",
+		"garbage\n",
+	};
+	struct fx f;
+	struct cg c;
+	unsigned i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char name[16];
+		int err;
+
+		snprintf(name, sizeof(name), "cg%u", i);
+		cg_init(&c, &f, name, 2, 1);
+		c.max = 1000 * MB;
+		cg_write(&c);
+		put_file(c.dir, "memory.events", "%s", bad[i]);
+		err = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+		if (err != -EBADMSG)
+			fail_msg("memory.events \"%s\": add_cgroup %d, want -EBADMSG",
+				 bad[i], err);
+		assert_int_equal(pstats(f.p).nr_sources, 0);
+	}
+	fx_fini(&f);
+}
+
+/*
+ * After creation a file that stops parsing is a read error: the source
+ * keeps its last good values and the budget does not move (it would, and
+ * wildly, if the bad value were taken: "12abc" read as 12 bytes of limit
+ * gives the floor).  The steady state: container == its raw value, 63000.
+ * rcl_pressure_memory() leaves the cgroup fields 0 and counts the error.
+ */
+static void test_pressure_cgroup_bad_files_after_creation(void **state)
+{
+	static const struct bad_file bad[] = {
+		{ 2, "memory.max", "garbage\n", 0, 0 },
+		{ 2, "memory.max", "12abc\n", 0, 0 },
+		{ 2, "memory.max", "340282366920938463463374607431768211456\n", 0, 0 },
+		{ 2, "memory.high", "11 \n", 0, 0 },
+		{ 2, "memory.current", "", 0, 0 },
+		{ 2, "memory.current", "5x\n", 0, 0 },
+		{ 2, "memory.stat", "anon 5\ninactive_file 3", 0, 0 },
+		{ 2, "memory.stat", "anon 5\ninactive_file 18446744073709551617\n", 0, 0 },
+	};
+	struct fx f;
+	struct cg c;
+	struct rcl_memory_sample ms;
+	uint64_t errs;
+	unsigned i;
+	int src;
+	char path[PATH_MAX];
+
+	(void)state;
+	fx_init(&f, BUDGET, 500);
+	f.cfg.flags = RCL_PRESSURE_FOLLOW_CGROUP;
+	f.cfg.bytes_per_unit = 1000;
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 2, 1000);
+	c.others = 40 * MB;
+	c.max = 110 * MB;
+	cg_write(&c);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	assert_int_equal(pstats(f.p).container_budget, 63000);
+	assert_budget(&f, 63000);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_budget(&f, 63000);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errs = pstats(f.p).read_errors;
+		cg_write(&c);
+		put_raw(c.dir, bad[i].name, bad[i].content, strlen(bad[i].content));
+		cg_tick(&f, NULL, 0, RCL_PRESSURE_NONE, FLOOR);
+		if (pstats(f.p).read_errors != errs + 1)
+			fail_msg("%s \"%s\": %llu read errors, want %llu",
+				 bad[i].name, bad[i].content,
+				 (unsigned long long)pstats(f.p).read_errors,
+				 (unsigned long long)errs + 1);
+		assert_int_equal(pstats(f.p).container_budget, 63000);
+		assert_budget(&f, 63000);
+		assert_int_equal(pstats(f.p).actions, 0);
+		/* The sample reads it now: the fields stay 0, one more error. */
+		assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+		assert_int_equal(ms.cgroup_usage_bytes, 0);
+		assert_int_equal(ms.cgroup_working_set_bytes, 0);
+		assert_int_equal(ms.cgroup_limit_bytes, 0);
+		assert_true(ms.rss_bytes > 0);
+		assert_int_equal(pstats(f.p).read_errors, errs + 2);
+		/* Good again: no error, same budget. */
+		cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+		assert_int_equal(pstats(f.p).read_errors, errs + 2);
+		assert_budget(&f, 63000);
+	}
+	/* A file that went away is a read error too. */
+	errs = pstats(f.p).read_errors;
+	path_of(path, sizeof(path), c.dir, "memory.stat");
+	assert_int_equal(unlink(path), 0);
+	cg_tick(&f, NULL, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).read_errors, errs + 1);
+	assert_budget(&f, 63000);
+
+	/*
+	 * memory.events bad, the rest good: an error, and the budget follows
+	 * the good files (a limit of 120 MB: raw 72000, 5000 up).
+	 */
+	errs = pstats(f.p).read_errors;
+	c.max = 120 * MB;
+	cg_write(&c);
+	put_file(c.dir, "memory.events", "high\n");
+	cg_tick(&f, NULL, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).read_errors, errs + 1);
+	assert_int_equal(pstats(f.p).container_budget, 68000);
+	assert_budget(&f, 68000);
+	assert_int_equal(sinfo(f.p, src).actions, 0);
+	fx_fini(&f);
+}
+
+/* rcl_pressure_memory(): real memory beside the domain's bytes. */
+static void test_pressure_memory_sample(void **state)
+{
+	struct fx f;
+	struct cg c;
+	struct rcl_memory_sample ms;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.bytes_per_unit = 4096;
+	fx_monitor(&f);
+	adv(&f, 123);
+	memset(&ms, 0xa5, sizeof(ms));
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.time_ns, T0 + 123);
+	assert_int_equal(ms.charged_bytes, 90000ull * 4096);
+	assert_int_equal(ms.budget_bytes, (uint64_t)BUDGET * 4096);
+	assert_true(ms.rss_bytes > 0);
+	assert_int_equal(ms.rss_bytes % (uint64_t)sysconf(_SC_PAGESIZE), 0);
+	/* No cgroup source: its fields are 0. */
+	assert_int_equal(ms.cgroup_usage_bytes, 0);
+	assert_int_equal(ms.cgroup_working_set_bytes, 0);
+	assert_int_equal(ms.cgroup_limit_bytes, 0);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+
+	cg_init(&c, &f, "cg", 2, 4096);
+	c.ws = 300 * MB;
+	c.inactive = 20 * MB;
+	c.max = 1000 * MB;
+	c.high = 800 * MB;
+	cg_write(&c);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, c.dir, 0), 0);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_usage_bytes, 320 * MB);
+	assert_int_equal(ms.cgroup_working_set_bytes, 300 * MB);
+	assert_int_equal(ms.cgroup_limit_bytes, 800 * MB);	/* the high */
+	c.high = UINT64_MAX;
+	c.max = UINT64_MAX;
+	cg_write(&c);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_limit_bytes, UINT64_MAX);
+	/* It reads the files, not the last tick's values. */
+	c.ws = 310 * MB;
+	cg_write(&c);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_working_set_bytes, 310 * MB);
+	assert_int_equal(ms.charged_bytes, usage(&f) * 4096);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 6. PSI files whose triggers are refused: polled                            */
+/* ------------------------------------------------------------------------- */
+
+struct psi_totals {
+	char dir[PATH_MAX];
+	const char *name;
+	uint64_t some, full;
+};
+
+/* Add to the totals, write them, and run one interval of @ns. */
+static void psi_tick(struct fx *f, struct psi_totals *t, uint64_t dsome,
+		     uint64_t dfull, uint64_t ns, int n,
+		     enum rcl_pressure_level level)
+{
+	uint64_t before = usage(f);
+
+	t->some += dsome;
+	t->full += dfull;
+	put_psi(t->dir, t->name, t->some, t->full);
+	adv(f, ns);
+	assert_int_equal(rcl_pressure_dispatch(f->p), n);
+	if (n)
+		assert_budget(f, doc_target(before, level, FLOOR));
+}
+
+/*
+ * A regular file in PSI's format: not on procfs, so no trigger is tried
+ * (fallback_errno ENOTSUP) and its totals are read every interval.  The
+ * fractions of the interval's stall time: some 7 % MODERATE, some 15 %
+ * SEVERE, full 70 % CRITICAL, measured over the time since the last good
+ * reading.  Totals that go back are a new baseline, no reading; a file
+ * that stops parsing is a read error and no event.
+ */
+static void test_pressure_psi_file_polled(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure", .some = 1000,
+				.full = 500 };
+	struct rcl_pressure_source_info si;
+	char path[PATH_MAX];
+	uint64_t events;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, t.some, t.full);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	src = rcl_pressure_add_psi(f.p, path);
+	assert_int_equal(src, 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.mode, RCL_PSOURCE_PSI_POLL);
+	assert_int_equal(si.fallback_errno, ENOTSUP);
+	assert_string_equal(si.path, path);
+
+	psi_tick(&f, &t, 69999, 0, SEC, 0, RCL_PRESSURE_NONE);	/* 6.9999 % */
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	psi_tick(&f, &t, 70000, 0, SEC, 1, RCL_PRESSURE_MODERATE);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_MODERATE);
+	psi_tick(&f, &t, 150000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	psi_tick(&f, &t, 700000, 700000, SEC, 1, RCL_PRESSURE_CRITICAL);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_CRITICAL);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_CRITICAL);
+	psi_tick(&f, &t, 699999, 699999, SEC, 1, RCL_PRESSURE_SEVERE);
+	psi_tick(&f, &t, 149999, 0, SEC, 1, RCL_PRESSURE_MODERATE);
+	/* Totals that go back: a new baseline, no reading. */
+	events = sinfo(f.p, src).events;
+	t.some = 10;
+	t.full = 5;
+	psi_tick(&f, &t, 0, 0, SEC, 0, RCL_PRESSURE_NONE);
+	assert_int_equal(sinfo(f.p, src).events, events);
+	psi_tick(&f, &t, 0, 0, SEC, 0, RCL_PRESSURE_NONE);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	/* Two intervals at once: 280 ms of 2 s is 14 %, MODERATE. */
+	psi_tick(&f, &t, 280000, 0, 2 * SEC, 1, RCL_PRESSURE_MODERATE);
+	/* Garbage: a read error, no event, no action. */
+	events = sinfo(f.p, src).events;
+	{
+		static const char garbage[] =
+			"some avg10=0.00 avg60=0.00 avg300=0.00 total=\n";
+
+		put_in_place(t.dir, t.name, garbage, sizeof(garbage) - 1);
+	}
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(pstats(f.p).read_errors, 1);
+	assert_int_equal(sinfo(f.p, src).events, events);
+	/*
+	 * Good again, 1 s after the garbage: the totals grew by 200 ms since
+	 * the last good reading, 2 s ago: 10 % (MODERATE), not 20 % of the
+	 * last interval (SEVERE).
+	 */
+	psi_tick(&f, &t, 200000, 0, SEC, 1, RCL_PRESSURE_MODERATE);
+	assert_int_equal(pstats(f.p).read_errors, 1);
+	assert_int_equal(sinfo(f.p, src).actions, 7);
+	fx_fini(&f);
+}
+
+static void test_pressure_psi_bad_files(void **state)
+{
+	static const struct {
+		const char *content;
+		int err;
+	} bad[] = {
+		{ "", -EBADMSG },
+		{ "garbage\n", -EBADMSG },
+		{ "some avg10=0.00 avg60=0.00 avg300=0.00 total=12", -EBADMSG },
+		{ "some avg10=0.00 avg60=0.00 avg300=0.00 total=99999999999999999999999\n",
+		  -EBADMSG },
+		{ "full avg10=0.00 avg60=0.00 avg300=0.00 total=1\n", -EBADMSG },
+		{ "some avg10=x avg60=0.00 avg300=0.00 total=1\n", -EBADMSG },
+	};
+	struct fx f;
+	char path[PATH_MAX];
+	unsigned i, fds;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	path_of(path, sizeof(path), f.tmp, "psi");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		put_file(f.tmp, "psi", "%s", bad[i].content);
+		fds = fd_count();
+		assert_int_equal(rcl_pressure_add_psi(f.p, path), bad[i].err);
+		assert_int_equal(fd_count(), fds);
+	}
+	assert_int_equal(rcl_pressure_add_psi(f.p, "/nonexistent-rcl-test/psi"),
+			 -ENOENT);
+	assert_int_equal(rcl_pressure_add_psi(f.p, f.tmp), -EISDIR);
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+	/* Without a "full" line (older kernels' cpu file): fine. */
+	put_file(f.tmp, "psi", "some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n");
+	assert_int_equal(rcl_pressure_add_psi(f.p, path), 0);
+	assert_int_equal(sinfo(f.p, 0).mode, RCL_PSOURCE_PSI_POLL);
+	fx_fini(&f);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 7. systemd's MEMORY_PRESSURE_WATCH / MEMORY_PRESSURE_WRITE                 */
+/* ------------------------------------------------------------------------- */
+
+static void unset_sd_env(void)
+{
+	unsetenv("MEMORY_PRESSURE_WATCH");
+	unsetenv("MEMORY_PRESSURE_WRITE");
+}
+
+/*
+ * MEMORY_PRESSURE_WATCH a PSI file whose trigger is refused (a regular
+ * file): its totals are polled against the trigger's own threshold, one
+ * level (SEVERE).  "full 500000 2000000" is full 25 %; systemd's
+ * "some 200000 2000000" (the environment's, watch = NULL) 10 %; no write
+ * data, systemd's documented default, some 100 ms per 1 s (10 %).
+ */
+static void test_pressure_systemd_psi_file_polled(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "sd.pressure" };
+	struct rcl_pressure_source_info si;
+	char path[PATH_MAX];
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+
+	fx_monitor(&f);
+	src = rcl_pressure_add_systemd(f.p, path, "ZnVsbCA1MDAwMDAgMjAwMDAwMAA=");
+	assert_int_equal(src, 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+	assert_int_equal(si.fallback_errno, ENOTSUP);
+	assert_string_equal(si.path, path);
+	psi_tick(&f, &t, 1000000, 249999, SEC, 0, RCL_PRESSURE_NONE);
+	psi_tick(&f, &t, 1000000, 250000, SEC, 1, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	psi_tick(&f, &t, 1000000, 1000000, SEC, 1, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	psi_tick(&f, &t, 1000000, 0, SEC, 0, RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* From the environment: systemd's own trigger, 10 % some. */
+	fx_monitor(&f);
+	unset_sd_env();
+	assert_int_equal(setenv("MEMORY_PRESSURE_WATCH", path, 1), 0);
+	assert_int_equal(setenv("MEMORY_PRESSURE_WRITE", SD_WRITE, 1), 0);
+	src = rcl_pressure_add_systemd(f.p, NULL, NULL);
+	unset_sd_env();
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+	psi_tick(&f, &t, 199999, 0, 2 * SEC, 0, RCL_PRESSURE_NONE);
+	psi_tick(&f, &t, 100000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* No write data: 100 ms per 1 s. */
+	fx_monitor(&f);
+	src = rcl_pressure_add_systemd(f.p, path, NULL);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+	psi_tick(&f, &t, 99999, 99999, SEC, 0, RCL_PRESSURE_NONE);
+	psi_tick(&f, &t, 100000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+	/* A watched file that is not PSI's is refused. */
+	put_file(f.tmp, "notpsi", "hello\n");
+	path_of(path, sizeof(path), f.tmp, "notpsi");
+	assert_int_equal(rcl_pressure_add_systemd(f.p, path, SD_WRITE), -EBADMSG);
+	assert_int_equal(pstats(f.p).nr_sources, 1);
+	fx_fini(&f);
+}
+
+/* A FIFO: each readiness (one byte written per dispatch here) is one event. */
+static void test_pressure_systemd_fifo(void **state)
+{
+	struct fx f;
+	struct rcl_pressure_source_info si;
+	struct pollfd pfd;
+	char path[PATH_MAX];
+	uint64_t u;
+	int src, wr;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;		/* no timer during the test */
+	fx_monitor(&f);
+	path_of(path, sizeof(path), f.tmp, "fifo");
+	assert_int_equal(mkfifo(path, 0600), 0);
+	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
+	assert_int_equal(src, 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.mode, RCL_PSOURCE_SYSTEMD_FIFO);
+	assert_string_equal(si.path, path);
+	assert_int_equal(si.fallback_errno, 0);
+	wr = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_true(wr >= 0);
+	pfd.fd = rcl_pressure_fd(f.p);
+	pfd.events = POLLIN;
+	assert_true(pfd.fd >= 0);
+	/* The monitor's own write is no event. */
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+
+	assert_int_equal(write(wr, "x", 1), 1);
+	assert_int_equal(poll(&pfd, 1, 0), 1);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, FLOOR));
+	si = sinfo(f.p, src);
+	assert_int_equal(si.events, 1);
+	assert_int_equal(si.actions, 1);
+	assert_int_equal(si.level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(poll(&pfd, 1, 0), 0);	/* drained */
+	/* Inside the window: merged; the action at its end. */
+	adv(&f, 100 * MS);
+	assert_int_equal(write(wr, "y", 1), 1);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.events, 2);
+	assert_int_equal(si.merged, 1);
+	adv(&f, 900 * MS);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, FLOOR));
+	assert_int_equal(sinfo(f.p, src).events, 2);
+	adv(&f, SEC);
+	assert_int_equal(write(wr, "z", 1), 1);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).events, 3);
+	assert_int_equal(sinfo(f.p, src).actions, 3);
+	/* The writer goes: a FIFO has no peer to lose; nothing happens. */
+	assert_int_equal(close(wr), 0);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_FIFO);
+	assert_int_equal(sinfo(f.p, src).events, 3);
+	fx_fini(&f);
+}
+
+/* Read exactly @len bytes from @fd within 10 s. */
+static void read_exact(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		assert_int_equal(poll(&pfd, 1, 10000), 1);
+		n = read(fd, (char *)buf + got, len - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+}
+
+/*
+ * An AF_UNIX stream socket: the monitor connects and writes the decoded
+ * MEMORY_PRESSURE_WRITE ("some 200000 2000000" and its NUL, 20 bytes);
+ * each readiness is an event; the peer closing turns the source off (mode
+ * "off", its descriptor out of the epoll set: nothing stays readable, no
+ * busy loop).
+ */
+static void test_pressure_systemd_socket(void **state)
+{
+	struct fx f;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct rcl_pressure_source_info si;
+	struct pollfd pfd;
+	char path[PATH_MAX], got[64];
+	uint64_t u;
+	int lfd, cfd, src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;
+	fx_monitor(&f);
+	path_of(path, sizeof(path), f.tmp, "sock");
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+
+	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
+	assert_int_equal(src, 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.mode, RCL_PSOURCE_SYSTEMD_SOCKET);
+	assert_string_equal(si.path, path);
+	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(cfd >= 0);
+	read_exact(cfd, got, sizeof(sd_trigger));
+	assert_memory_equal(got, sd_trigger, sizeof(sd_trigger));	/* + NUL */
+	pfd.fd = cfd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 0), 0);		/* nothing more */
+
+	pfd.fd = rcl_pressure_fd(f.p);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(write(cfd, "!", 1), 1);
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, FLOOR));
+	si = sinfo(f.p, src);
+	assert_int_equal(si.events, 1);
+	assert_int_equal(si.level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+
+	/* The peer closes: off, and nothing is left readable. */
+	assert_int_equal(close(cfd), 0);
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.mode, RCL_PSOURCE_OFF);
+	assert_int_equal(si.level, RCL_PRESSURE_NONE);
+	assert_int_equal(si.events, 1);
+	assert_string_equal(si.path, path);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	for (i = 0; i < 100; i++)
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 1);
+	assert_int_equal(pstats(f.p).dispatches, 102);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_NONE);
+	assert_int_equal(close(lfd), 0);
+	fx_fini(&f);
+}
+
+/* A tiny base64 encoder for the size limit. */
+static void b64(const unsigned char *in, size_t n, char *out)
+{
+	static const char t[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t i, o = 0;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		unsigned v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 | in[i + 2];
+
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = t[v >> 6 & 63];
+		out[o++] = t[v & 63];
+	}
+	if (n - i == 1) {
+		unsigned v = (unsigned)in[i] << 16;
+
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = '=';
+		out[o++] = '=';
+	} else if (n - i == 2) {
+		unsigned v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8;
+
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = t[v >> 6 & 63];
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+}
+
+/*
+ * The protocol's edges: "/dev/null" is off; a relative path, bad base64
+ * or more than 1 KiB decoded -EINVAL; a directory or device -EBADF; a
+ * missing path or an unset variable -ENOENT; watch = NULL takes both
+ * variables, a watch given takes neither.  Failures add nothing.
+ */
+static void test_pressure_systemd_paths_and_environment(void **state)
+{
+	struct fx f;
+	char fifo[PATH_MAX], big[1400];
+	unsigned char raw[1025];
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	unset_sd_env();
+	path_of(fifo, sizeof(fifo), f.tmp, "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+
+	assert_int_equal(rcl_pressure_add_systemd(f.p, "relative/path", NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, "", NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, fifo, "not base64!"), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, fifo, "===="), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, fifo, "c29tZQ=x"), -EINVAL);
+	memset(raw, 'a', sizeof(raw));
+	b64(raw, 1025, big);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, fifo, big), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, f.tmp, NULL), -EBADF);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, "/dev/zero", NULL), -EBADF);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, "/nonexistent-rcl-test/x", NULL),
+			 -ENOENT);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, NULL, NULL), -ENOENT);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, NULL, SD_WRITE), -ENOENT);
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+
+	/* 1 KiB decoded is the most. */
+	b64(raw, 1024, big);
+	src = rcl_pressure_add_systemd(f.p, fifo, big);
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_FIFO);
+	/* Unpadded base64 is base64 too. */
+	assert_int_equal(rcl_pressure_add_systemd(f.p, fifo, "c29tZQ"), 1);
+	/* /dev/null: off, watches nothing. */
+	src = rcl_pressure_add_systemd(f.p, "/dev/null", SD_WRITE);
+	assert_int_equal(src, 2);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_OFF);
+	assert_string_equal(sinfo(f.p, src).path, "/dev/null");
+
+	/* The environment, when watch is NULL. */
+	assert_int_equal(setenv("MEMORY_PRESSURE_WATCH", fifo, 1), 0);
+	assert_int_equal(setenv("MEMORY_PRESSURE_WRITE", SD_WRITE, 1), 0);
+	src = rcl_pressure_add_systemd(f.p, NULL, NULL);
+	assert_int_equal(src, 3);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_FIFO);
+	assert_string_equal(sinfo(f.p, src).path, fifo);
+	assert_int_equal(setenv("MEMORY_PRESSURE_WRITE", "%%%", 1), 0);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, NULL, NULL), -EINVAL);
+	/* A watch given: MEMORY_PRESSURE_WRITE is not read. */
+	assert_int_equal(rcl_pressure_add_systemd(f.p, fifo, NULL), 4);
+	/* An explicit write with watch = NULL replaces the variable. */
+	assert_int_equal(rcl_pressure_add_systemd(f.p, NULL, SD_WRITE), 5);
+	/* ... which is read, with watch = NULL: not base64. */
+	assert_int_equal(setenv("MEMORY_PRESSURE_WATCH", "/dev/null", 1), 0);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, NULL, NULL), -EINVAL);
+	assert_int_equal(setenv("MEMORY_PRESSURE_WRITE", SD_WRITE, 1), 0);
+	src = rcl_pressure_add_systemd(f.p, NULL, NULL);
+	assert_int_equal(src, 6);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_OFF);
+	assert_int_equal(setenv("MEMORY_PRESSURE_WATCH", "pressure", 1), 0);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, NULL, NULL), -EINVAL);
+	unset_sd_env();
+	assert_int_equal(rcl_pressure_add_systemd(f.p, NULL, NULL), -ENOENT);
+	assert_int_equal(pstats(f.p).nr_sources, 7);
+	/* Off sources never fire. */
+	adv(&f, 10 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(pstats(f.p).actions, 0);
+	fx_fini(&f);
+}
+
+/* ------------------------------------------------------------------------- */
+/* 8. Lifetime: the domain held, the thread, descriptors, fork                */
+/* ------------------------------------------------------------------------- */
+
+static void test_pressure_holds_its_domain(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure *a, *b;
+	struct rcl_domain *d;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+	assert_int_equal(rcl_pressure_new(&pc, &a), 0);
+	assert_int_equal(rcl_pressure_new(&pc, &b), 0);
+	assert_int_equal(rcl_domain_free(d), -EBUSY);
+	assert_int_equal(rcl_pressure_free(a), 0);
+	assert_int_equal(rcl_domain_free(d), -EBUSY);
+	assert_int_equal(rcl_pressure_free(b), 0);
+	assert_int_equal(rcl_pressure_free(NULL), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+static uint64_t mono_now(void)
+{
+	return rcl_clock_monotonic()->now(NULL);
+}
+
+/*
+ * rcl_pressure_fd() is -EBUSY while the library thread runs (it waits on
+ * the descriptor); start twice -EBUSY; stop twice 0.
+ */
+static void test_pressure_fd_busy_while_thread_runs(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure *p;
+	struct rcl_domain *d;
+	int fd;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+	pc.interval_ns = 5 * MS;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	fd = rcl_pressure_fd(p);
+	assert_true(fd >= 0);
+	assert_int_equal(rcl_pressure_start(p), 0);
+	assert_int_equal(rcl_pressure_start(p), -EBUSY);
+	assert_int_equal(rcl_pressure_fd(p), -EBUSY);
+	assert_int_equal(rcl_pressure_stop(p), 0);
+	assert_int_equal(rcl_pressure_stop(p), 0);
+	assert_int_equal(rcl_pressure_fd(p), fd);
+	assert_int_equal(rcl_pressure_start(p), 0);
+	/* Freed while it runs: stopped first. */
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * The real clock, an interval of 5 ms: the descriptor becomes readable
+ * when the timer is due (within a generous bound, no timing asserted),
+ * dispatch does the tick and re-arms it, and it becomes readable again.
+ */
+static void test_pressure_fd_readable_when_timer_due(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure *p;
+	struct rcl_domain *d;
+	struct pollfd pfd = { .events = POLLIN };
+	uint64_t t;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+	pc.interval_ns = 5 * MS;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	pfd.fd = rcl_pressure_fd(p);
+	assert_true(pfd.fd >= 0);
+	assert_int_equal(poll(&pfd, 1, 30000), 1);
+	assert_true(pfd.revents & POLLIN);
+	t = mono_now();
+	assert_int_equal(rcl_pressure_dispatch(p), 0);
+	assert_int_equal(pstats(p).dispatches, 1);
+	assert_true(rcl_pressure_next_deadline(p) > t);
+	assert_int_equal(poll(&pfd, 1, 30000), 1);
+	assert_int_equal(rcl_pressure_dispatch(p), 0);
+	assert_int_equal(pstats(p).dispatches, 2);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * Every descriptor the monitor opens is O_CLOEXEC (the epoll set, the
+ * timerfd, and what each kind of source holds), and freeing it closes
+ * them all.
+ */
+static void test_pressure_descriptors_are_cloexec(void **state)
+{
+	static bool before[MAX_FDS], after[MAX_FDS], end[MAX_FDS];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fx f;
+	struct cg c;
+	char psi[PATH_MAX], fifo[PATH_MAX], sock[PATH_MAX];
+	unsigned i, nr_new = 0;
+	int lfd, cfd;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	put_psi(f.tmp, "psi", 0, 0);
+	path_of(psi, sizeof(psi), f.tmp, "psi");
+	cg_init(&c, &f, "cg", 2, 1);
+	cg_write(&c);
+	path_of(fifo, sizeof(fifo), f.tmp, "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	path_of(sock, sizeof(sock), f.tmp, "sock");
+	memcpy(sa.sun_path, sock, strlen(sock));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+
+	fd_set_now(before);
+	fx_monitor(&f);
+	assert_int_equal(rcl_pressure_add_psi(f.p, psi), 0);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, c.dir, 0), 1);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, fifo, SD_WRITE), 2);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, sock, SD_WRITE), 3);
+	assert_int_equal(rcl_pressure_add_systemd(f.p, "/dev/null", NULL), 4);
+	assert_int_equal(rcl_pressure_add_manual(f.p), 5);
+	fd_set_now(after);
+	for (i = 0; i < MAX_FDS; i++) {
+		int fl;
+
+		if (!after[i] || before[i])
+			continue;
+		nr_new++;
+		fl = fcntl((int)i, F_GETFD);
+		assert_true(fl >= 0);
+		if (!(fl & FD_CLOEXEC))
+			fail_msg("descriptor %u has no FD_CLOEXEC", i);
+	}
+	/* At least the epoll set, the timerfd, the FIFO and the socket. */
+	assert_true(nr_new >= 4);
+	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(cfd >= 0);
+	assert_int_equal(close(cfd), 0);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+	f.p = NULL;
+	fd_set_now(end);
+	assert_memory_equal(end, before, sizeof(before));
+	assert_int_equal(close(lfd), 0);
+	fx_fini(&f);
+}
+
+/*
+ * After fork() the child frees its copy with rcl_pressure_free(): it does
+ * not join the parent's thread (it has none) and returns 0; the parent's
+ * monitor and its thread go on (a FIFO byte is still its event).
+ */
+static void test_pressure_free_in_forked_child(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure *p;
+	struct rcl_domain *d;
+	char tmp[PATH_MAX], fifo[PATH_MAX];
+	unsigned long spins;
+	int status = -1, src, wr;
+	pid_t pid, w = 0;
+
+	(void)state;
+	tmpdir_new(tmp, sizeof(tmp));
+	path_of(fifo, sizeof(fifo), tmp, "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+	pc.interval_ns = 20 * MS;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	src = rcl_pressure_add_systemd(p, fifo, NULL);
+	assert_int_equal(src, 0);
+	assert_int_equal(rcl_pressure_start(p), 0);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(rcl_pressure_free(p) == 0 ? 0 : 1);
+	for (spins = 0; spins < 10000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		w = waitpid(pid, &status, WNOHANG);
+		if (w)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (!w) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("the child's rcl_pressure_free() did not return");
+	}
+	assert_int_equal(w, pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	wr = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_true(wr >= 0);
+	assert_int_equal(write(wr, "x", 1), 1);
+	for (spins = 0; sinfo(p, src).events == 0 && spins < 20000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(sinfo(p, src).events, 1);
+	assert_int_equal(close(wr), 0);
+	assert_int_equal(rcl_pressure_stop(p), 0);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+	tmpdir_rm(tmp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pressure_level_from_glib),
+		cmocka_unit_test(test_pressure_level_from_android),
+		cmocka_unit_test(test_pressure_level_and_mode_names),
+		cmocka_unit_test(test_pressure_levels_step_the_budget),
+		cmocka_unit_test(test_pressure_min_budget_is_the_floor),
+		cmocka_unit_test(test_pressure_rate_limit_merges_into_one_action),
+		cmocka_unit_test(test_pressure_backoff_on_an_empty_cache),
+		cmocka_unit_test(test_pressure_backoff_bounds),
+		cmocka_unit_test(test_pressure_budget_grows_back_per_quiet_interval),
+		cmocka_unit_test(test_pressure_grow_pct),
+		cmocka_unit_test(test_pressure_application_budget_holds),
+		cmocka_unit_test(test_pressure_config_interval),
+		cmocka_unit_test(test_pressure_base_budget),
+		cmocka_unit_test(test_pressure_trim_after_freed_bytes_once_per_interval),
+		cmocka_unit_test(test_pressure_trim_needs_trim_min_bytes),
+		cmocka_unit_test(test_pressure_no_trim_flag),
+		cmocka_unit_test(test_pressure_trim_hook_cannot_free_or_stop),
+		cmocka_unit_test(test_pressure_evict_callback_cannot_free_or_stop),
+		cmocka_unit_test(test_pressure_add_from_own_callbacks_is_refused),
+		cmocka_unit_test(test_pressure_nested_action_keeps_the_refusal),
+		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
+		cmocka_unit_test(test_pressure_cgroup_version_detection),
+		cmocka_unit_test(test_pressure_cgroup_v2_ratio_levels),
+		cmocka_unit_test(test_pressure_cgroup_v2_events),
+		cmocka_unit_test(test_pressure_cgroup_v1),
+		cmocka_unit_test(test_pressure_cgroup_budget_follows_the_limit),
+		cmocka_unit_test(test_pressure_cgroup_inactive_file_is_not_pressure),
+		cmocka_unit_test(test_pressure_cgroup_bad_files_at_creation),
+		cmocka_unit_test(test_pressure_cgroup_bad_events_file_at_creation),
+		cmocka_unit_test(test_pressure_cgroup_bad_files_after_creation),
+		cmocka_unit_test(test_pressure_memory_sample),
+		cmocka_unit_test(test_pressure_psi_file_polled),
+		cmocka_unit_test(test_pressure_psi_bad_files),
+		cmocka_unit_test(test_pressure_systemd_psi_file_polled),
+		cmocka_unit_test(test_pressure_systemd_fifo),
+		cmocka_unit_test(test_pressure_systemd_socket),
+		cmocka_unit_test(test_pressure_systemd_paths_and_environment),
+		cmocka_unit_test(test_pressure_holds_its_domain),
+		cmocka_unit_test(test_pressure_fd_busy_while_thread_runs),
+		cmocka_unit_test(test_pressure_fd_readable_when_timer_due),
+		cmocka_unit_test(test_pressure_descriptors_are_cloexec),
+		cmocka_unit_test(test_pressure_free_in_forked_child),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
