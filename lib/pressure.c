@@ -697,7 +697,7 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 	 * no action came in the last one: a cache that dropped regrows at a
 	 * bounded rate and not while pressure goes on.
 	 */
-	quiet = !p->any_action || now - p->last_any_action >= p->grow_interval;
+	quiet = !p->any_action || now - p->last_any_action > p->grow_interval;
 	grow = quiet && now - p->last_grow >= p->grow_interval;
 	if (grow)
 		p->last_grow = now;

@@ -1066,8 +1066,9 @@ static void test_pressure_grow_pct(void **state)
 	src = rcl_pressure_add_manual(f.p);
 	notify_and_check(&f, src, RCL_PRESSURE_SEVERE, FLOOR);	/* 67500 */
 	assert_int_equal(rcl_domain_budget(f.d), 67500);
-	adv(&f, 2 * SEC);
-	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* first tick */
+	adv(&f, SEC);
+	/* The tick 1 s after the action: not yet a whole quiet interval. */
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
 	assert_budget(&f, 67500);
 	adv(&f, SEC);
 	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
@@ -1941,12 +1942,12 @@ static void test_pressure_cgroup_v1(void **state)
  * counts kB), own usage 50 MB (50000 units), the rest of the cgroup's
  * working set 40 MB, cgroup_pct 90:
  *
- *	container = (limit - (ws - own x 1000)) x 90 / 100 / 1000
- *		  = (limit - 40 MB) x 0.9 / 1000
+ *	container = (limit x 90 / 100 - (ws - own x 1000)) / 1000
+ *		  = (limit x 0.9 - 40 MB) / 1000
  *
- * 200 MB: 144000 (above base: the budget is base, 100000); 110 MB: 63000
+ * 200 MB: 140000 (above base: the budget is base, 100000); 110 MB: 59000
  * at the next interval, at once; back to 200 MB: 5000 (5 % of base) more
- * per quiet interval, 68000 ... 98000, then 144000 (no longer binding).
+ * per quiet interval, 64000 ... 99000, then 140000 (no longer binding).
  * memory.high below memory.max is the limit.  No limit: grows to base,
  * then none.  An interval with an action does not grow it.  The working
  * set stays under 90 % of the limit throughout: no ratio level.
@@ -1973,7 +1974,7 @@ static void test_pressure_cgroup_budget_follows_the_limit(void **state)
 	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
 	man = rcl_pressure_add_manual(f.p);
 	st = pstats(f.p);
-	assert_int_equal(st.container_budget, 144000);
+	assert_int_equal(st.container_budget, 140000);
 	assert_int_equal(st.budget, BUDGET);
 	assert_int_equal(rcl_domain_budget(f.d), BUDGET);
 
@@ -1982,33 +1983,33 @@ static void test_pressure_cgroup_budget_follows_the_limit(void **state)
 	cg_write(&c);
 	si = sinfo(f.p, src);
 	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
-	assert_int_equal(pstats(f.p).container_budget, 144000);
+	assert_int_equal(pstats(f.p).container_budget, 140000);
 	assert_int_equal(rcl_domain_budget(f.d), BUDGET);
 	assert_int_equal(sinfo(f.p, src).events, si.events);
 	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
-	assert_int_equal(pstats(f.p).container_budget, 63000);
-	assert_budget(&f, 63000);
+	assert_int_equal(pstats(f.p).container_budget, 59000);
+	assert_budget(&f, 59000);
 	assert_int_equal(usage(&f), 50000);
 
 	/* Back to 200 MB: 5000 per quiet interval. */
 	c.max = 200 * MB;
-	for (b = 68000; b <= 98000; b += 5000) {
+	for (b = 64000; b <= 99000; b += 5000) {
 		cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
 		assert_int_equal(pstats(f.p).container_budget, b);
 		assert_budget(&f, b);
 	}
 	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
-	assert_int_equal(pstats(f.p).container_budget, 144000);
+	assert_int_equal(pstats(f.p).container_budget, 140000);
 	assert_budget(&f, BUDGET);
 
-	/* memory.high (105 MB) under memory.max is the limit: 58500. */
+	/* memory.high (105 MB) under memory.max is the limit: 54500. */
 	c.high = 105 * MB;
 	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
-	assert_int_equal(pstats(f.p).container_budget, 58500);
-	assert_budget(&f, 58500);
+	assert_int_equal(pstats(f.p).container_budget, 54500);
+	assert_budget(&f, 54500);
 	/* No limit: grows by 5000 to base, then none. */
 	c.high = c.max = UINT64_MAX;
-	for (b = 63500; b <= 98500; b += 5000) {
+	for (b = 59500; b <= 99500; b += 5000) {
 		cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
 		assert_int_equal(pstats(f.p).container_budget, b);
 		assert_budget(&f, b);
@@ -2021,10 +2022,10 @@ static void test_pressure_cgroup_budget_follows_the_limit(void **state)
 	/* An action in an interval: the container does not grow at its end. */
 	c.max = 110 * MB;
 	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
-	assert_int_equal(pstats(f.p).container_budget, 63000);
+	assert_int_equal(pstats(f.p).container_budget, 59000);
 	c.max = 200 * MB;
 	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
-	assert_int_equal(pstats(f.p).container_budget, 68000);
+	assert_int_equal(pstats(f.p).container_budget, 64000);
 	adv(&f, 500 * MS);
 	notify_and_check(&f, man, RCL_PRESSURE_MODERATE, FLOOR);	/* 43750 */
 	assert_int_equal(rcl_domain_budget(f.d), 43750);
@@ -2032,18 +2033,18 @@ static void test_pressure_cgroup_budget_follows_the_limit(void **state)
 	adv(&f, 500 * MS);
 	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
 	st = pstats(f.p);
-	assert_int_equal(st.container_budget, 68000);
+	assert_int_equal(st.container_budget, 64000);
 	assert_int_equal(st.pressure_budget, 43750);
 	assert_budget(&f, 43750);
 	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
 	st = pstats(f.p);
-	assert_int_equal(st.container_budget, 73000);
+	assert_int_equal(st.container_budget, 69000);
 	assert_int_equal(st.pressure_budget, 48750);
 	assert_budget(&f, 48750);
 	for (i = 0; i < 3; i++)
 		cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
 	assert_budget(&f, 63750);		/* pressure 48750 + 3 x 5000 */
-	assert_int_equal(pstats(f.p).container_budget, 88000);
+	assert_int_equal(pstats(f.p).container_budget, 84000);
 	assert_int_equal(sinfo(f.p, src).actions, 0);
 	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
 	assert_int_equal(pstats(f.p).read_errors, 0);
@@ -2054,9 +2055,9 @@ static void test_pressure_cgroup_budget_follows_the_limit(void **state)
  * The tuist / ClickHouse failure: a cgroup whose usage is at its limit,
  * mostly inactive page cache (200 MB used of 200 MB, 150 MB of it
  * inactive_file).  The working set is 50 MB, 25 %: no level, and the
- * container budget is (200 - (50 - 40)) x 0.9 = 171 MB, above base: the
+ * container budget is 200 x 0.9 - (50 - 40) = 170 MB, above base: the
  * cache keeps its budget.  (Raw usage would read CRITICAL and a container
- * of (200 - 160) x 0.9 = 36 MB.)
+ * of 200 x 0.9 - 160 = 20 MB.)
  */
 static void test_pressure_cgroup_inactive_file_is_not_pressure(void **state)
 {
@@ -2087,7 +2088,7 @@ static void test_pressure_cgroup_inactive_file_is_not_pressure(void **state)
 			assert_budget(&f, BUDGET);
 		}
 		assert_int_equal(pstats(f.p).container_budget,
-				 pass ? UINT64_MAX : 171000);
+				 pass ? UINT64_MAX : 170000);
 		assert_int_equal(pstats(f.p).actions, 0);
 		assert_int_equal(usage(&f), 40000);
 		if (!pass)
@@ -2206,7 +2207,7 @@ static void test_pressure_cgroup_bad_events_file_at_creation(void **state)
  * After creation a file that stops parsing is a read error: the source
  * keeps its last good values and the budget does not move (it would, and
  * wildly, if the bad value were taken: "12abc" read as 12 bytes of limit
- * gives the floor).  The steady state: container == its raw value, 63000.
+ * gives the floor).  The steady state: container == its raw value, 59000.
  * rcl_pressure_memory() leaves the cgroup fields 0 and counts the error.
  */
 static void test_pressure_cgroup_bad_files_after_creation(void **state)
@@ -2239,10 +2240,10 @@ static void test_pressure_cgroup_bad_files_after_creation(void **state)
 	c.max = 110 * MB;
 	cg_write(&c);
 	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
-	assert_int_equal(pstats(f.p).container_budget, 63000);
-	assert_budget(&f, 63000);
+	assert_int_equal(pstats(f.p).container_budget, 59000);
+	assert_budget(&f, 59000);
 	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
-	assert_budget(&f, 63000);
+	assert_budget(&f, 59000);
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		errs = pstats(f.p).read_errors;
@@ -2254,8 +2255,8 @@ static void test_pressure_cgroup_bad_files_after_creation(void **state)
 				 bad[i].name, bad[i].content,
 				 (unsigned long long)pstats(f.p).read_errors,
 				 (unsigned long long)errs + 1);
-		assert_int_equal(pstats(f.p).container_budget, 63000);
-		assert_budget(&f, 63000);
+		assert_int_equal(pstats(f.p).container_budget, 59000);
+		assert_budget(&f, 59000);
 		assert_int_equal(pstats(f.p).actions, 0);
 		/* The sample reads it now: the fields stay 0, one more error. */
 		assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
@@ -2267,7 +2268,7 @@ static void test_pressure_cgroup_bad_files_after_creation(void **state)
 		/* Good again: no error, same budget. */
 		cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
 		assert_int_equal(pstats(f.p).read_errors, errs + 2);
-		assert_budget(&f, 63000);
+		assert_budget(&f, 59000);
 	}
 	/* A file that went away is a read error too. */
 	errs = pstats(f.p).read_errors;
@@ -2275,11 +2276,11 @@ static void test_pressure_cgroup_bad_files_after_creation(void **state)
 	assert_int_equal(unlink(path), 0);
 	cg_tick(&f, NULL, 0, RCL_PRESSURE_NONE, FLOOR);
 	assert_int_equal(pstats(f.p).read_errors, errs + 1);
-	assert_budget(&f, 63000);
+	assert_budget(&f, 59000);
 
 	/*
 	 * memory.events bad, the rest good: an error, and the budget follows
-	 * the good files (a limit of 120 MB: raw 72000, 5000 up).
+	 * the good files (a limit of 120 MB: raw 68000, 5000 up).
 	 */
 	errs = pstats(f.p).read_errors;
 	c.max = 120 * MB;
@@ -2287,8 +2288,8 @@ static void test_pressure_cgroup_bad_files_after_creation(void **state)
 	put_file(c.dir, "memory.events", "high\n");
 	cg_tick(&f, NULL, 0, RCL_PRESSURE_NONE, FLOOR);
 	assert_int_equal(pstats(f.p).read_errors, errs + 1);
-	assert_int_equal(pstats(f.p).container_budget, 68000);
-	assert_budget(&f, 68000);
+	assert_int_equal(pstats(f.p).container_budget, 64000);
+	assert_budget(&f, 64000);
 	assert_int_equal(sinfo(f.p, src).actions, 0);
 	fx_fini(&f);
 }
