@@ -115,6 +115,7 @@ struct psrc {
 
 	/* Rate limit. */
 	enum rcl_pressure_level level;
+	uint64_t last_event;	/* of the latest event above NONE */
 	enum rcl_pressure_level pending;
 	bool acted;
 	uint64_t last_action;
@@ -157,6 +158,8 @@ struct rcl_pressure {
 	/* Trim. */
 	uint64_t trim_acc, last_trim;
 	bool trimmed;
+	bool trim_armed;	/* trim_acc reached trim_min: due at trim_due */
+	uint64_t trim_due;
 
 	/* Counters. */
 	uint64_t actions, empty_actions, freed_bytes, trims, dispatches;
@@ -342,38 +345,63 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 }
 
 /*
- * Count @freed units freed by an action or a budget change, and run the
- * trim hook if enough was freed since the last trim and it is not too soon
- * (p->act held, p->lock not).
+ * Count @freed units freed by an action or a budget change (p->act held,
+ * p->lock not).  Once frees since the last trim reach trim_min, a trim is
+ * due one timer interval later: the object cache, by default, destroys an
+ * evicted object in the shard's next insert, after the eviction that was
+ * counted here, and a trim at once would find that memory still in use.
  */
-static void freed_and_trim(struct rcl_pressure *p, uint64_t freed,
-			   uint64_t now)
+static void count_freed(struct rcl_pressure *p, uint64_t freed, uint64_t now)
 {
 	uint64_t bytes = freed > UINT64_MAX / p->bpu ? UINT64_MAX :
 						      freed * p->bpu;
-	bool trim = false;
 
 	pthread_mutex_lock(&p->lock);
 	p->freed_bytes = sat_add(p->freed_bytes, bytes);
 	p->trim_acc = sat_add(p->trim_acc, bytes);
-	if (!(p->flags & RCL_PRESSURE_NO_TRIM) && p->trim_acc &&
-	    p->trim_acc >= p->trim_min &&
-	    (!p->trimmed || now - p->last_trim >= p->trim_interval)) {
+	if (!(p->flags & RCL_PRESSURE_NO_TRIM) && !p->trim_armed &&
+	    p->trim_acc && p->trim_acc >= p->trim_min) {
+		p->trim_armed = true;
+		p->trim_due = sat_add(now, p->interval);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* When the next trim may run (p->lock held); RCL_CLOCK_FOREVER: none. */
+static uint64_t trim_deadline_locked(const struct rcl_pressure *p)
+{
+	uint64_t d;
+
+	if (!p->trim_armed)
+		return RCL_CLOCK_FOREVER;
+	d = p->trim_due;
+	if (p->trimmed)
+		d = RCL_MAX(d, sat_add(p->last_trim, p->trim_interval));
+	return d;
+}
+
+/* Run the trim hook if one is due (p->act held, p->lock not). */
+static void maybe_trim(struct rcl_pressure *p, uint64_t now)
+{
+	const struct rcl_pressure *outer;
+	bool trim = false;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->trim_armed && now >= trim_deadline_locked(p)) {
 		trim = true;
+		p->trim_armed = false;
 		p->trim_acc = 0;
 		p->last_trim = now;
 		p->trimmed = true;
 		p->trims++;
 	}
 	pthread_mutex_unlock(&p->lock);
-
-	if (trim) {
-		const struct rcl_pressure *outer = tls_acting;
-
-		tls_acting = p;
-		p->trim(p->trim_priv);
-		tls_acting = outer;
-	}
+	if (!trim)
+		return;
+	outer = tls_acting;
+	tls_acting = p;
+	p->trim(p->trim_priv);
+	tls_acting = outer;
 }
 
 /* The fraction of usage an action at @level leaves, in eighths. */
@@ -431,7 +459,7 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 		s->wait = p->window;
 	}
 	pthread_mutex_unlock(&p->lock);
-	freed_and_trim(p, freed, now);
+	count_freed(p, freed, now);
 	return 1;
 }
 
@@ -443,10 +471,11 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 static bool event_locked(struct rcl_pressure *p, struct psrc *s,
 			 enum rcl_pressure_level level, uint64_t now)
 {
-	s->events++;
 	s->level = level;
 	if (level == RCL_PRESSURE_NONE)
 		return false;
+	s->events++;
+	s->last_event = now;
 	if (!s->acted || now - s->last_action >= s->wait) {
 		s->pending = max_level(s->pending, level);
 		return true;
@@ -690,6 +719,16 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
 					   now))
 			act_now[i] = true;
+		/*
+		 * A descriptor says when pressure starts, never when it
+		 * ends: its level ends after twice the longer of the window
+		 * and PSI's own (2 s) without another event.
+		 */
+		if (l < 0 && s->level != RCL_PRESSURE_NONE &&
+		    s->mode != RCL_PSOURCE_MANUAL &&
+		    now - s->last_event >=
+			    2 * RCL_MAX(p->window, PSI_WINDOW_US * 1000))
+			s->level = RCL_PRESSURE_NONE;
 	}
 
 	/*
@@ -732,7 +771,7 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 /* The next deadline (p->lock held). */
 static uint64_t deadline_locked(const struct rcl_pressure *p)
 {
-	uint64_t d = p->next_tick;
+	uint64_t d = RCL_MIN(p->next_tick, trim_deadline_locked(p));
 	unsigned i;
 
 	for (i = 0; i < p->nr; i++) {
@@ -893,7 +932,8 @@ static int do_dispatch(struct rcl_pressure *p)
 			nr_actions += act(p, &p->src[i], l, now);
 	}
 	/* A budget that moved without an action (growth, the container). */
-	freed_and_trim(p, apply_budget(p, false), now);
+	count_freed(p, apply_budget(p, false), now);
+	maybe_trim(p, now);
 
 	pthread_mutex_lock(&p->lock);
 	arm_timer_locked(p, now_ns(p));
@@ -1381,7 +1421,7 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 out:
 	pthread_mutex_unlock(&p->lock);
 	if (err >= 0 && (p->flags & RCL_PRESSURE_FOLLOW_CGROUP))
-		freed_and_trim(p, apply_budget(p, false), now_ns(p));
+		count_freed(p, apply_budget(p, false), now_ns(p));
 	pthread_mutex_unlock(&p->act);
 	return err;
 }

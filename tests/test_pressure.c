@@ -1189,7 +1189,8 @@ static void count_trim(void *priv)
 /* pressure.h's rule, with the frees the test observes. */
 struct trim_model {
 	uint64_t min, interval;
-	uint64_t acc, last;
+	uint64_t acc, last, due;
+	bool armed;
 	bool trimmed;
 	unsigned trims;
 };
@@ -1198,10 +1199,19 @@ static void trim_model_action(struct trim_model *m, uint64_t freed_bytes,
 			      uint64_t t)
 {
 	m->acc += freed_bytes;
-	if (m->acc && m->acc >= m->min &&
+	if (!m->armed && m->acc && m->acc >= m->min) {
+		m->armed = true;
+		m->due = t + SEC;	/* one timer interval later */
+	}
+}
+
+static void trim_model_dispatch(struct trim_model *m, uint64_t t)
+{
+	if (m->armed && t >= m->due &&
 	    (!m->trimmed || t - m->last >= m->interval)) {
 		m->trims++;
 		m->acc = 0;
+		m->armed = false;
 		m->last = t;
 		m->trimmed = true;
 	}
@@ -1209,10 +1219,12 @@ static void trim_model_action(struct trim_model *m, uint64_t freed_bytes,
 
 /*
  * bytes_per_unit 1000, trim_min 5 MB (5000 units), trim_interval 5 s, one
- * MODERATE action a second: the first (frees >= 12900 units) trims at T0;
- * those of T0 + 1..4 s free enough but are inside the interval; the one of
- * T0 + 5 s trims again; later ones trim when both rules allow.  The hook
- * gets trim_priv.
+ * MODERATE action a second, a dispatch before each: the first action
+ * (frees >= 12900 units) makes a trim due one interval (1 s) later, run by
+ * the dispatch of T0 + 1 s; the next ones free enough but the dispatches of
+ * T0 + 2..5 s are inside the trim interval; the one of T0 + 6 s trims
+ * again; later ones trim when both rules allow.  Actions never trim by
+ * themselves.  The hook gets trim_priv.
  */
 static void test_pressure_trim_after_freed_bytes_once_per_interval(void **state)
 {
@@ -1232,17 +1244,20 @@ static void test_pressure_trim_after_freed_bytes_once_per_interval(void **state)
 	fx_monitor(&f);
 	src = rcl_pressure_add_manual(f.p);
 	for (i = 0; i < 12; i++) {
-		uint64_t before = usage(&f);
+		uint64_t before;
 
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		trim_model_dispatch(&m, now(&f));
+		before = usage(&f);
 		notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
 		trim_model_action(&m, (before - usage(&f)) * 1000, now(&f));
 		if (i == 0) {
 			assert_true((before - usage(&f)) * 1000 >= 12900 * 1000);
-			assert_int_equal(atomic_load(&trim_calls), 1);
+			assert_int_equal(atomic_load(&trim_calls), 0);
 		}
-		if (i == 4)
+		if (i == 1 || i == 5)
 			assert_int_equal(atomic_load(&trim_calls), 1);
-		if (i == 5)
+		if (i == 6)
 			assert_int_equal(atomic_load(&trim_calls), 2);
 		assert_int_equal(atomic_load(&trim_calls), m.trims);
 		assert_int_equal(pstats(f.p).trims, m.trims);
@@ -1397,15 +1412,23 @@ static void test_pressure_trim_hook_cannot_free_or_stop(void **state)
 	src = rcl_pressure_add_manual(f.p);
 	reentry_reset(f.p, src);
 	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+	/* The trim runs from the dispatch one interval later. */
+	assert_int_equal(pstats(f.p).trims, 0);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
 	assert_reentry_refused();
 	assert_int_equal(pstats(f.p).trims, 1);
 	assert_int_equal(pstats(f.p).nr_sources, 2);	/* the hook's add */
-	/* Through dispatch too (a pending action). */
+	/* A second time, after a pending action run by dispatch. */
 	reentry_reset(f.p, src);
 	adv(&f, 100 * MS);
 	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_SEVERE), 0);
+	adv(&f, 100 * MS);	/* inside the window: merges, pending */
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_SEVERE), 0);
 	adv(&f, 5 * SEC);
 	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	adv(&f, SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
 	assert_reentry_refused();
 	assert_int_equal(pstats(f.p).trims, 2);
 	fx_fini(&f);
@@ -1445,6 +1468,7 @@ static void test_pressure_evict_callback_cannot_free_or_stop(void **state)
  */
 static struct {
 	struct rcl_pressure *p;
+	struct rcl_fake_clock *fc;
 	int src;
 	char psi[PATH_MAX], cgdir[PATH_MAX];
 	atomic_int calls, psi_ret, cg_ret, sd_ret, manual_ret;
@@ -1478,6 +1502,9 @@ static void *adds_notify_main(void *arg)
 {
 	(void)arg;
 	T_EQ(rcl_pressure_notify(adds.p, adds.src, RCL_PRESSURE_MODERATE), 0);
+	/* The trim runs one interval after the frees, from dispatch. */
+	rcl_fake_clock_advance(adds.fc, RCL_PRESSURE_INTERVAL_DEFAULT_NS);
+	T_EQ(rcl_pressure_dispatch(adds.p) >= 0, 1);
 	atomic_store(&adds.done, true);
 	return NULL;
 }
@@ -1514,6 +1541,7 @@ static void test_pressure_add_from_own_callbacks_is_refused(void **state)
 		pc.trim_min_bytes = 1;
 		pc.flags = pass ? RCL_PRESSURE_NO_TRIM : 0;
 		assert_int_equal(rcl_pressure_new(&pc, &adds.p), 0);
+		adds.fc = fc;
 		adds.src = rcl_pressure_add_manual(adds.p);
 		atomic_store(&adds.calls, 0);
 		atomic_store(&adds.psi_ret, 1);

@@ -111,7 +111,10 @@
  *   trim, and at most once per &rcl_pressure_config.trim_interval_ns, the
  *   trim hook runs: by default malloc_trim(0) on glibc (nothing elsewhere),
  *   or the application's (jemalloc's arena.<i>.purge, mimalloc's
- *   mi_collect()), or none (RCL_PRESSURE_NO_TRIM).
+ *   mi_collect()), or none (RCL_PRESSURE_NO_TRIM).  It runs one timer
+ *   interval after the frees that made it due (from dispatch or the
+ *   thread), so that destructors the cache defers (the object cache's, to
+ *   the shard's next insert) have run.
  *
  * Two ways to run it.  rcl_pressure_start() runs a library thread that
  * waits on the sources and the timer.  Without it, the application's event
@@ -252,8 +255,11 @@ enum rcl_psource_mode {
 /**
  * struct rcl_pressure_source_info - one source
  * @mode: how it is read now
- * @level: the level of its last event (NONE if none yet or it has ended)
- * @events: events it raised (merged ones included)
+ * @level: the level of its last event (NONE if none yet or it has ended:
+ *	a polled source says so on the timer; a descriptor's level ends after
+ *	twice the longer of the window and PSI's 2 s without another event;
+ *	a manual source's when the application notifies NONE)
+ * @events: events above NONE it raised (merged ones included)
  * @actions: actions it caused
  * @merged: events merged into a pending action (rate limit)
  * @empty_actions: actions that freed nothing
