@@ -58,6 +58,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -172,6 +173,22 @@ static void request(struct rcl_objcache *cache, uint64_t key)
 	rcl_objcache_put(cache, &o->node);
 }
 
+/* printf() a table line without its trailing blanks, and a newline. */
+__attribute__((format(printf, 1, 2))) static void line(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	n = strlen(buf);
+	while (n && buf[n - 1] == ' ')
+		buf[--n] = '\0';
+	printf("%s\n", buf);
+}
+
 static void row(struct rcl_pressure *p, bool cgroup, const char *what)
 {
 	struct rcl_memory_sample m;
@@ -184,10 +201,10 @@ static void row(struct rcl_pressure *p, bool cgroup, const char *what)
 		snprintf(ws, sizeof(ws), "%8.1f", (double)m.cgroup_working_set_bytes / MIB);
 	else
 		snprintf(ws, sizeof(ws), "%8s", "-");
-	printf("%5.1f %9.1f %8.1f %8.1f %s  %-9s %s\n", (double)m.time_ns / 1e9 -
-	       (double)t0 / 1e3, (double)m.charged_bytes / MIB,
-	       (double)m.budget_bytes / MIB, (double)m.rss_bytes / MIB, ws,
-	       rcl_pressure_level_name(st.level), what);
+	line("%5.1f %9.1f %8.1f %8.1f %s  %-9s %s", (double)m.time_ns / 1e9 -
+	     (double)t0 / 1e3, (double)m.charged_bytes / MIB,
+	     (double)m.budget_bytes / MIB, (double)m.rss_bytes / MIB, ws,
+	     rcl_pressure_level_name(st.level), what);
 }
 
 static void print_source(struct rcl_pressure *p, int idx, const char *what)
@@ -217,7 +234,7 @@ int main(int argc, char **argv)
 	struct rcl_pressure *p;
 	struct rcl_domain *d;
 	uint64_t seed = 1, next_row = 0, before_none = 0, last_event = 0;
-	unsigned next_event = 0;
+	unsigned next_event = 0, i;
 	int manual, cg, psi, err;
 	struct timespec ts;
 
@@ -272,13 +289,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	printf("\n%5s %9s %8s %8s %8s  %-9s %s\n", "t(s)", "usage", "budget",
-	       "rss", "cg_ws", "level", "");
-	printf("%5s %9s %8s %8s %8s  %-9s %s\n", "", "MiB", "MiB", "MiB", "MiB",
-	       "", "");
+	printf("\n");
+	line("%5s %9s %8s %8s %8s  %-9s", "t(s)", "usage", "budget", "rss",
+	     "cg_ws", "level");
+	line("%5s %9s %8s %8s %8s", "", "MiB", "MiB", "MiB", "MiB");
 	while (now_ms() < RUN_MS) {
-		unsigned i;
-
 		for (i = 0; i < BATCH; i++) {
 			uint64_t x = rng(&seed);
 
@@ -328,6 +343,16 @@ int main(int argc, char **argv)
 	       st.actions, st.empty_actions, (double)st.freed_bytes / MIB,
 	       st.trims, st.dispatches, st.read_errors);
 	CHECK(st.actions >= 2, "the two SEVEREs made %" PRIu64 " actions", st.actions);
+	for (i = 0; i < 3; i++) {
+		static const char *const names[] = { "cgroup", "psi", "manual" };
+		int idx = i == 0 ? cg : i == 1 ? psi : manual;
+		struct rcl_pressure_source_info info;
+
+		if (idx >= 0 && !rcl_pressure_source_info(p, idx, &info))
+			printf("  %-7s %" PRIu64 " events, %" PRIu64 " actions, last level %s\n",
+			       names[i], info.events, info.actions,
+			       rcl_pressure_level_name(info.level));
+	}
 
 	/* Teardown: the monitor first (it holds the domain), then the cache. */
 	err = rcl_pressure_stop(p);
