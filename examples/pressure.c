@@ -25,21 +25,18 @@
  *    rcl_pressure_level_from_glib() and _from_android()), then NONE.
  *
  * Each SEVERE lowers the budget to 3/4 of the usage; the reclaim runs in
- * the notifying thread, before rcl_pressure_notify() returns.  The
- * objects are destroyed in the reclaiming thread (the objcache flag
- * RCL_OBJCACHE_DESTROY_IN_RECLAIM), so their memory is free by the time
- * the monitor's default trim hook (malloc_trim(0) on glibc) runs, right
- * after the action: RSS follows the logical usage down.  (With the
- * default, each shard's next insert destroys its evicted objects, and the
- * trim comes before them.)  After NONE the budget grows back by grow_pct
- * of the base per quiet interval: no oscillation.
- *
- * The domain's background reclaimer is not started here.  With it,
- * rcl_domain_set_budget() only wakes it, so the monitor sees no usage drop
- * across its action: it counts the action as having freed nothing, backs
- * off, and never runs the trim hook (RSS then stays at its high-water
- * mark; seen with this program at the commit that added it).
- *
+ * the notifying thread, before rcl_pressure_notify() returns (also when
+ * the domain's background reclaimer runs: the monitor reclaims to the
+ * budget it applies itself, so that it knows what it freed).  The objects
+ * are destroyed in the reclaiming thread (the objcache flag
+ * RCL_OBJCACHE_DESTROY_IN_RECLAIM), and the monitor's default trim hook
+ * (malloc_trim(0) on glibc) runs one timer interval (100 ms here) after
+ * the frees, from the monitor's thread: RSS follows the logical usage down.
+ * (The trim waits an interval because, by default, each shard's next
+ * insert destroys its evicted objects, after the eviction.)  After NONE
+ * the budget grows back by grow_pct of the base per grow interval, once a
+ * whole grow interval has passed without an action: no oscillation.
+
  * The program runs 2.5 s and prints a row every 100 ms: time, logical
  * usage, budget, RSS, the cgroup's working set ("-" without a cgroup
  * source), the monitor's level and what happened.  Its self-checks: each
@@ -259,7 +256,8 @@ int main(int argc, char **argv)
 	pcfg.flags = RCL_PRESSURE_FOLLOW_CGROUP;
 	pcfg.interval_ns = ROW_MS * 1000000ull;	/* cgroup and PSI reads */
 	pcfg.window_ns = 200 * 1000000ull;	/* one action per 200 ms a source */
-	pcfg.grow_pct = 10;			/* back to base in 10 quiet ticks */
+	pcfg.grow_pct = 10;			/* back to base in 10 steps ... */
+	pcfg.grow_interval_ns = pcfg.interval_ns;	/* ... of 100 ms */
 	/* A trim may follow every action: with the default (1 s) the second
 	   SEVERE's would be skipped and RSS would stay where it was. */
 	pcfg.trim_interval_ns = pcfg.window_ns;
