@@ -16,8 +16,8 @@
  *
  *  - a cgroup source, if this process has a memory cgroup (it usually
  *    does: v2 with the memory controller, or v1's memory hierarchy), with
- *    RCL_PRESSURE_FOLLOW_CGROUP: under a cgroup limit, the budget follows
- *    90 % of the room the other processes of the cgroup leave;
+ *    RCL_PRESSURE_FOLLOW_CGROUP: under a cgroup limit, the budget keeps
+ *    the cgroup's working set at 90 % of the limit;
  *  - a PSI source on /proc/pressure/memory, where PSI exists;
  *  - a manual source, always: the application's own events.  Halfway
  *    through the program says SEVERE twice (as a service would on a

@@ -88,10 +88,9 @@
 #define NR_KEYS (2 * CACHE_BUDGET / OBJ_SIZE)
 #define HOG_BYTES (LIMIT / 2)
 /*
- * The hog's pace: 10 MiB/s, half a MiB per monitor interval, a tenth of
- * the margin that RCL_PRESSURE_CGROUP_PCT_DEFAULT (90 %) leaves at the end
- * (10 % of the room, ~4.7 MiB): a monitor that follows the cgroup can keep
- * up with it.  (At 4 MiB per 100 ms, one step is nearly the whole margin.)
+ * The hog's pace: 10 MiB/s, half a MiB per monitor interval, a twentieth
+ * of the margin that RCL_PRESSURE_CGROUP_PCT_DEFAULT (90 %) leaves (10 %
+ * of the limit, 9.6 MiB): a monitor that follows the cgroup keeps up.
  */
 #define HOG_STEP (1 * MIB)
 #define HOG_STEP_MS 100
