@@ -776,7 +776,7 @@ static int do_dispatch(struct rcl_pressure *p)
 {
 	struct epoll_event ev[16];
 	bool act_now[RCL_PRESSURE_MAX_SOURCES] = { false };
-	int n, i, nr_actions = 0;
+	int n, i, nr, nr_actions = 0;
 	uint64_t now;
 
 	pthread_mutex_lock(&p->act);
@@ -818,9 +818,14 @@ static int do_dispatch(struct rcl_pressure *p)
 		    now - s->last_action >= s->wait)
 			act_now[i] = true;
 	}
+	/*
+	 * rcl_pressure_add_manual() takes only p->lock: the table's length
+	 * is read under it (sources are never removed, so the first nr stay).
+	 */
+	nr = (int)p->nr;
 	pthread_mutex_unlock(&p->lock);
 
-	for (i = 0; i < (int)p->nr; i++) {
+	for (i = 0; i < nr; i++) {
 		enum rcl_pressure_level l;
 
 		if (!act_now[i])
