@@ -29,6 +29,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -496,11 +497,81 @@ static void test_pressure_stress_dispatch_while_adding(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+/*
+ * Two threads stop the library thread at once (every function but free is
+ * thread-safe): each stop returns 0 once the thread is gone, and exactly
+ * one of them joins it.  Start, two concurrent stops, again, for 300 ms of
+ * wall time; each round is waited for with a bound, so that a stop that
+ * never returns fails the test instead of hanging it.
+ */
+static struct rcl_pressure *_Atomic stop_mon;
+static atomic_int stop_go, stop_bad;
+static atomic_uint stop_done;
+
+static void *stopper_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_go))
+		sched_yield();
+	if (rcl_pressure_stop(atomic_load(&stop_mon)))
+		atomic_fetch_add(&stop_bad, 1);
+	atomic_fetch_add(&stop_done, 1);
+	return NULL;
+}
+
+static void test_pressure_stress_concurrent_stops(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure *p;
+	struct rcl_domain *d;
+	uint64_t t_end;
+	unsigned long rounds = 0;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+	pc.interval_ns = RCL_NSEC_PER_MSEC;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	atomic_store(&stop_mon, p);
+	atomic_store(&stop_bad, 0);
+	t_end = mono_now() + RUN_NS;
+	while (mono_now() < t_end) {
+		pthread_t a, b;
+		unsigned long spins;
+
+		atomic_store(&stop_go, 0);
+		atomic_store(&stop_done, 0);
+		assert_int_equal(rcl_pressure_start(p), 0);
+		assert_int_equal(pthread_create(&a, NULL, stopper_main, NULL), 0);
+		assert_int_equal(pthread_create(&b, NULL, stopper_main, NULL), 0);
+		atomic_store(&stop_go, 1);
+		for (spins = 0; atomic_load(&stop_done) < 2 && spins < 10000; spins++) {
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+		if (atomic_load(&stop_done) < 2)
+			fail_msg("round %lu: a concurrent rcl_pressure_stop() did "
+				 "not return", rounds);
+		assert_int_equal(pthread_join(a, NULL), 0);
+		assert_int_equal(pthread_join(b, NULL), 0);
+		/* Stopped: the descriptor is the caller's again. */
+		assert_true(rcl_pressure_fd(p) >= 0);
+		rounds++;
+	}
+	assert_int_equal(atomic_load(&stop_bad), 0);
+	print_message("concurrent stops: %lu rounds\n", rounds);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pressure_stress_thread_notify_charge_read),
 		cmocka_unit_test(test_pressure_stress_dispatch_while_adding),
+		cmocka_unit_test(test_pressure_stress_concurrent_stops),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
