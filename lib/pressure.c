@@ -137,6 +137,7 @@ struct rcl_pressure {
 
 	pthread_mutex_t lock;
 	pthread_mutex_t act;
+	pthread_mutex_t join;	/* one rcl_pressure_stop() at a time */
 	int epfd, tfd, stopfd;
 	unsigned nr;
 	int cg;			/* the cgroup source, or -1 */
@@ -940,6 +941,7 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 		goto fail;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->act, NULL);
+	pthread_mutex_init(&p->join, NULL);
 	p->next_tick = now_ns(p) + p->interval;
 	arm_timer_locked(p, now_ns(p));
 	atomic_fetch_add(&p->d->nr_monitors, 1);
@@ -982,6 +984,7 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p)
 	atomic_fetch_sub(&p->d->nr_monitors, 1);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->act);
+	pthread_mutex_destroy(&p->join);
 	a = p->alloc;
 	a.free(a.ctx, p);
 	return 0;
@@ -1640,9 +1643,17 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
 	if (tls_thread_of == p || tls_acting == p)
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread or a callback of its action");
+	/*
+	 * Stops one at a time: the thread is joined with p->lock dropped,
+	 * and a second stop meanwhile would see it running and join it
+	 * again (undefined; with glibc it can wait for ever).  It waits
+	 * here instead, then finds the thread gone.
+	 */
+	pthread_mutex_lock(&p->join);
 	pthread_mutex_lock(&p->lock);
 	if (!p->running) {
 		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_unlock(&p->join);
 		return 0;
 	}
 	t = p->thread;
@@ -1658,6 +1669,7 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 		/* EAGAIN: nothing left to read */
 	}
 	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->join);
 	return 0;
 }
 
