@@ -1185,7 +1185,9 @@ static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
 		}
 		return err;
 	}
-	return RCL__REFUSE(-ENOENT, "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
+	/* The public function's name: this helper's means nothing to a user. */
+	return rcl__refuse("rcl_pressure_add_cgroup", -ENOENT,
+			   "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
 }
 
 /* v1 memory.pressure_level notifications: 0 or a positive errno. */
