@@ -186,6 +186,12 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
+/* @a x @b, saturated. */
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
 /* @v x @num / @den without overflow (den > 0). */
 static uint64_t mul_div(uint64_t v, uint64_t num, uint64_t den)
 {
@@ -381,8 +387,8 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 	} else {
 		s->wait = p->window;
 		p->freed_bytes = sat_add(p->freed_bytes,
-					 freed * p->bpu);
-		p->trim_acc = sat_add(p->trim_acc, freed * p->bpu);
+					 sat_mul(freed, p->bpu));
+		p->trim_acc = sat_add(p->trim_acc, sat_mul(freed, p->bpu));
 	}
 	if (!(p->flags & RCL_PRESSURE_NO_TRIM) && p->trim_acc &&
 	    p->trim_acc >= p->trim_min &&
@@ -669,10 +675,11 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 		}
 	}
 	p->acted_since_tick = false;
+	/* Saturated: a huge interval is a tick at RCL_CLOCK_FOREVER, never. */
 	if (now - p->next_tick >= p->interval)
-		p->next_tick = now + p->interval;	/* far behind: skip */
+		p->next_tick = sat_add(now, p->interval);	/* far behind: skip */
 	else
-		p->next_tick += p->interval;
+		p->next_tick = sat_add(p->next_tick, p->interval);
 }
 
 /* The next deadline (p->lock held). */
@@ -942,7 +949,7 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->act, NULL);
 	pthread_mutex_init(&p->join, NULL);
-	p->next_tick = now_ns(p) + p->interval;
+	p->next_tick = sat_add(now_ns(p), p->interval);
 	arm_timer_locked(p, now_ns(p));
 	atomic_fetch_add(&p->d->nr_monitors, 1);
 	*out = p;
