@@ -139,6 +139,7 @@ struct rcl_pressure {
 
 	pthread_mutex_t lock;
 	pthread_mutex_t act;
+	pthread_mutex_t join;	/* one rcl_pressure_stop() at a time */
 	int epfd, tfd, stopfd;
 	unsigned nr;
 	int cg;			/* the cgroup source, or -1 */
@@ -190,6 +191,12 @@ static uint64_t now_ns(struct rcl_pressure *p)
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* @a x @b, saturated. */
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
 /* @v x @num / @den without overflow (den > 0). */
@@ -353,8 +360,7 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
  */
 static void count_freed(struct rcl_pressure *p, uint64_t freed, uint64_t now)
 {
-	uint64_t bytes = freed > UINT64_MAX / p->bpu ? UINT64_MAX :
-						      freed * p->bpu;
+	uint64_t bytes = sat_mul(freed, p->bpu);
 
 	pthread_mutex_lock(&p->lock);
 	p->freed_bytes = sat_add(p->freed_bytes, bytes);
@@ -762,10 +768,11 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 					       c;
 		}
 	}
+	/* Saturated: a huge interval is a tick at RCL_CLOCK_FOREVER, never. */
 	if (now - p->next_tick >= p->interval)
-		p->next_tick = now + p->interval;	/* far behind: skip */
+		p->next_tick = sat_add(now, p->interval);	/* far behind: skip */
 	else
-		p->next_tick += p->interval;
+		p->next_tick = sat_add(p->next_tick, p->interval);
 }
 
 /* The next deadline (p->lock held). */
@@ -876,7 +883,7 @@ static int do_dispatch(struct rcl_pressure *p)
 {
 	struct epoll_event ev[16];
 	bool act_now[RCL_PRESSURE_MAX_SOURCES] = { false };
-	int n, i, nr_actions = 0;
+	int n, i, nr, nr_actions = 0;
 	uint64_t now;
 
 	pthread_mutex_lock(&p->act);
@@ -918,9 +925,14 @@ static int do_dispatch(struct rcl_pressure *p)
 		    now - s->last_action >= s->wait)
 			act_now[i] = true;
 	}
+	/*
+	 * rcl_pressure_add_manual() takes only p->lock: the table's length
+	 * is read under it (sources are never removed, so the first nr stay).
+	 */
+	nr = (int)p->nr;
 	pthread_mutex_unlock(&p->lock);
 
-	for (i = 0; i < (int)p->nr; i++) {
+	for (i = 0; i < nr; i++) {
 		enum rcl_pressure_level l;
 
 		if (!act_now[i])
@@ -1039,7 +1051,8 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 		goto fail;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->act, NULL);
-	p->next_tick = now_ns(p) + p->interval;
+	pthread_mutex_init(&p->join, NULL);
+	p->next_tick = sat_add(now_ns(p), p->interval);
 	p->last_grow = now_ns(p);
 	arm_timer_locked(p, now_ns(p));
 	atomic_fetch_add(&p->d->nr_monitors, 1);
@@ -1082,6 +1095,7 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p)
 	atomic_fetch_sub(&p->d->nr_monitors, 1);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->act);
+	pthread_mutex_destroy(&p->join);
 	a = p->alloc;
 	a.free(a.ctx, p);
 	return 0;
@@ -1282,7 +1296,9 @@ static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
 		}
 		return err;
 	}
-	return RCL__REFUSE(-ENOENT, "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
+	/* The public function's name: this helper's means nothing to a user. */
+	return rcl__refuse("rcl_pressure_add_cgroup", -ENOENT,
+			   "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
 }
 
 /* v1 memory.pressure_level notifications: 0 or a positive errno. */
@@ -1740,9 +1756,17 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
 	if (tls_thread_of == p || tls_acting == p)
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread or a callback of its action");
+	/*
+	 * Stops one at a time: the thread is joined with p->lock dropped,
+	 * and a second stop meanwhile would see it running and join it
+	 * again (undefined; with glibc it can wait for ever).  It waits
+	 * here instead, then finds the thread gone.
+	 */
+	pthread_mutex_lock(&p->join);
 	pthread_mutex_lock(&p->lock);
 	if (!p->running) {
 		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_unlock(&p->join);
 		return 0;
 	}
 	t = p->thread;
@@ -1758,6 +1782,7 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 		/* EAGAIN: nothing left to read */
 	}
 	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->join);
 	return 0;
 }
 

@@ -6,10 +6,14 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
 #define UNIT_TESTING 1
 #include <cmocka.h>
@@ -301,6 +305,121 @@ static void test_api_every_objcache_symbol(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+static void api_put(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static int api_rm(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int api_trims;
+
+static void api_trim(void *priv)
+{
+	++*(int *)priv;
+}
+
+/* The 19 functions of pressure.h, on a fake clock and a fake cgroup. */
+static void test_api_every_pressure_symbol(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 100000 };
+	struct rcl_lruvec_config lc = { .ops = &api_free_ops };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_fake_clock *fc;
+	struct rcl_domain *d;
+	struct rcl_lruvec lv;
+	struct rcl_lru_node nodes[64];
+	struct rcl_pressure *p;
+	struct rcl_pressure_stats st;
+	struct rcl_pressure_source_info si;
+	struct rcl_memory_sample ms;
+	char dir[64], psi[128], cg[128];
+	unsigned i;
+	int m;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/rcl-api-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	api_put(dir, "psi", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+	snprintf(psi, sizeof(psi), "%s/psi", dir);
+	snprintf(cg, sizeof(cg), "%s/cg", dir);
+	assert_int_equal(mkdir(cg, 0755), 0);
+	api_put(cg, "memory.current", "5000000\n");
+	api_put(cg, "memory.max", "max\n");
+	api_put(cg, "memory.high", "max\n");
+	api_put(cg, "memory.stat", "anon 4000000\ninactive_file 1000000\n");
+	api_put(cg, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+
+	assert_int_equal(rcl_pressure_level_from_glib(100), RCL_PRESSURE_SEVERE);
+	assert_int_equal(rcl_pressure_level_from_android(80), RCL_PRESSURE_CRITICAL);
+	assert_string_equal(rcl_pressure_level_name(RCL_PRESSURE_MODERATE), "moderate");
+	assert_string_equal(rcl_pressure_source_mode_name(RCL_PSOURCE_PSI_POLL),
+			    "psi-poll");
+
+	assert_int_equal(rcl_fake_clock_new(1000 * RCL_NSEC_PER_SEC, &fc), 0);
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	lc.priv = d;
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(d, &lv, 0), 0);
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&nodes[i]);
+		assert_int_equal(rcl_domain_charge(d, 1000, RCL_CTX_CAPABLE, NULL), 0);
+		assert_int_equal(rcl_lruvec_add(&lv, &nodes[i], 0, 1000,
+						RCL_LRU_ADD_NOBATCH), 0);
+	}
+	pc.domain = d;
+	pc.clock = rcl_fake_clock_clock(fc);
+	pc.trim = api_trim;
+	pc.trim_priv = &api_trims;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	assert_int_equal(rcl_pressure_add_psi(p, psi), 0);
+	assert_int_equal(rcl_pressure_add_cgroup(p, cg, 0), 1);
+	assert_int_equal(rcl_pressure_add_systemd(p, "/dev/null", NULL), 2);
+	m = rcl_pressure_add_manual(p);
+	assert_int_equal(m, 3);
+	assert_int_equal(rcl_pressure_notify(p, m, RCL_PRESSURE_CRITICAL), 0);
+	assert_int_equal(rcl_domain_budget(d), 32000);	/* 64000 / 2 */
+	assert_true(api_trims <= 1);
+	rcl_fake_clock_advance(fc, RCL_NSEC_PER_SEC);
+	assert_int_equal(rcl_pressure_dispatch(p), 0);
+	assert_int_equal(rcl_pressure_next_deadline(p), 1002 * RCL_NSEC_PER_SEC);
+	assert_int_equal(rcl_pressure_stats(p, &st), 0);
+	assert_int_equal(st.nr_sources, 4);
+	assert_int_equal(st.actions, 1);
+	assert_int_equal(rcl_pressure_source_info(p, 1, &si), 0);
+	assert_int_equal(si.mode, RCL_PSOURCE_CGROUP_V2);
+	assert_int_equal(rcl_pressure_memory(p, &ms), 0);
+	assert_int_equal(ms.cgroup_working_set_bytes, 4000000);
+	assert_true(rcl_pressure_fd(p) >= 0);
+	assert_int_equal(rcl_pressure_start(p), 0);
+	assert_int_equal(rcl_pressure_stop(p), 0);
+	assert_int_equal(rcl_domain_free(d), -EBUSY);	/* the monitor holds it */
+	assert_int_equal(rcl_pressure_free(p), 0);
+
+	for (i = 0; i < 64; i++)
+		if (rcl_lruvec_del(&lv, &nodes[i]) == 0)
+			assert_int_equal(rcl_domain_uncharge(d, 1000), 0);
+	assert_int_equal(rcl_domain_detach(d, &lv), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+	rcl_fake_clock_free(fc);
+	assert_int_equal(nftw(dir, api_rm, 8, FTW_DEPTH | FTW_PHYS), 0);
+}
+
 static void test_api_internals_are_hidden(void **state)
 {
 	(void)state;
@@ -312,6 +431,12 @@ static void test_api_internals_are_hidden(void **state)
 	assert_null(dlsym(RTLD_DEFAULT, "rcl__base64_decode"));
 	assert_null(dlsym(RTLD_DEFAULT, "do_shrink"));
 	assert_null(dlsym(RTLD_DEFAULT, "oc_evict"));
+	/* The pressure monitor's parsers and helpers. */
+	assert_non_null(dlsym(RTLD_DEFAULT, "rcl_pressure_new"));
+	assert_null(dlsym(RTLD_DEFAULT, "rcl__psi_parse"));
+	assert_null(dlsym(RTLD_DEFAULT, "rcl__cg_parse_keyed"));
+	assert_null(dlsym(RTLD_DEFAULT, "rcl__base64_decode"));
+	assert_null(dlsym(RTLD_DEFAULT, "do_dispatch"));
 }
 
 int main(void)
@@ -323,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_api_every_shrinker_symbol),
 		cmocka_unit_test(test_api_every_domain_scan_clock_symbol),
 		cmocka_unit_test(test_api_every_objcache_symbol),
+		cmocka_unit_test(test_api_every_pressure_symbol),
 		cmocka_unit_test(test_api_internals_are_hidden),
 	};
 

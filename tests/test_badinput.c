@@ -19,7 +19,9 @@
  * flusher thread) record into atomics; the test thread polls them.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -31,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define UNIT_TESTING 1
 #include <cmocka.h>
@@ -131,6 +135,19 @@ static struct lv_snap snap(const struct rcl_lruvec *lv)
 static void assert_snap_equal(const struct lv_snap *a, const struct lv_snap *b)
 {
 	assert_memory_equal(a, b, sizeof(*a));
+}
+
+/* Half allocators: each has one of the two callbacks. */
+static void *std_alloc_for_p(void *ctx, size_t size)
+{
+	(void)ctx;
+	return malloc(size);
+}
+
+static void std_free_for_p(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
 }
 
 /* A domain in strict mode with no flusher, the given budget. */
@@ -2984,6 +3001,427 @@ static void test_badinput_objcache_operations(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+/* ========================================================================= */
+/* pressure.h                                                                 */
+/* ========================================================================= */
+
+/*
+ * The sources' files live in a mkdtemp() directory: a PSI file (a regular
+ * file, polled), a cgroup v2 directory, a FIFO.  Every failing call is
+ * checked to add nothing (nr_sources) and to act on nothing.
+ */
+struct pdir {
+	char dir[128];
+	char psi[256], cg[256], fifo[256], plain[256];
+};
+
+__attribute__((format(printf, 3, 4))) static void
+pfile(const char *dir, const char *name, const char *fmt, ...)
+{
+	char path[512], buf[1024];
+	va_list ap;
+	FILE *f;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && (size_t)n < sizeof(buf));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, (size_t)n, f), (size_t)n);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void pdir_init(struct pdir *d)
+{
+	snprintf(d->dir, sizeof(d->dir), "/tmp/rcl-badinput-XXXXXX");
+	assert_non_null(mkdtemp(d->dir));
+	snprintf(d->psi, sizeof(d->psi), "%s/psi", d->dir);
+	pfile(d->dir, "psi", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+	      "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+	snprintf(d->plain, sizeof(d->plain), "%s/plain", d->dir);
+	pfile(d->dir, "plain", "garbage\n");
+	snprintf(d->cg, sizeof(d->cg), "%s/cg", d->dir);
+	assert_int_equal(mkdir(d->cg, 0755), 0);
+	pfile(d->cg, "memory.current", "1000\n");
+	pfile(d->cg, "memory.max", "max\n");
+	pfile(d->cg, "memory.high", "max\n");
+	pfile(d->cg, "memory.stat", "anon 1000\ninactive_file 0\n");
+	pfile(d->cg, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+	snprintf(d->fifo, sizeof(d->fifo), "%s/fifo", d->dir);
+	assert_int_equal(mkfifo(d->fifo, 0600), 0);
+}
+
+static int prm(const char *path, const struct stat *st, int flag,
+	       struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void pdir_fini(struct pdir *d)
+{
+	assert_int_equal(nftw(d->dir, prm, 8, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+static unsigned p_nr_sources(struct rcl_pressure *p)
+{
+	struct rcl_pressure_stats st;
+
+	assert_int_equal(rcl_pressure_stats(p, &st), 0);
+	return st.nr_sources;
+}
+
+static struct rcl_pressure *p_new(struct rcl_domain *d)
+{
+	struct rcl_pressure_config cfg = { .domain = d };
+	struct rcl_pressure *p = NULL;
+
+	assert_int_equal(rcl_pressure_new(&cfg, &p), 0);
+	return p;
+}
+
+static const struct rcl_allocator p_alloc_only = { std_alloc_for_p, NULL, NULL };
+static const struct rcl_allocator p_free_only = { NULL, std_free_for_p, NULL };
+
+static void test_badinput_pressure_new_free(void **state)
+{
+	struct rcl_domain *d = domain_new(1000);
+	struct rcl_pressure_config cfg = { .domain = d };
+	struct rcl_pressure *p = (void *)&cfg, *q;
+
+	(void)state;
+	assert_int_equal(rcl_pressure_new(NULL, &p), -EINVAL);
+	assert_int_equal(rcl_pressure_new(&cfg, NULL), -EINVAL);
+	cfg.domain = NULL;
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.domain = d;
+	cfg.flags = 1u << 2;
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.flags = 1u << 31;
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.flags = RCL_PRESSURE_FOLLOW_CGROUP | RCL_PRESSURE_NO_TRIM;
+	cfg.grow_pct = 101;
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.grow_pct = 0;
+	cfg.cgroup_pct = 101;
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.cgroup_pct = UINT32_MAX;
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.cgroup_pct = 0;
+	cfg.min_budget = 1001;			/* above the domain's budget */
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.base_budget = 500;
+	cfg.min_budget = 501;			/* above the base given */
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.base_budget = cfg.min_budget = 0;
+	cfg.allocator = &p_alloc_only;
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	cfg.allocator = &p_free_only;
+	assert_int_equal(rcl_pressure_new(&cfg, &p), -EINVAL);
+	assert_ptr_equal(p, (void *)&cfg);	/* *out untouched */
+	/* Nothing holds the domain after the failures. */
+	assert_int_equal(rcl_domain_free(d), 0);
+
+	/* The edges that are allowed: 100 %, min == base, huge times. */
+	d = domain_new(1000);
+	cfg = (struct rcl_pressure_config){ .domain = d, .grow_pct = 100,
+					    .cgroup_pct = 100,
+					    .min_budget = 1000,
+					    .window_ns = UINT64_MAX,
+					    .backoff_max_ns = UINT64_MAX,
+					    .interval_ns = UINT64_MAX,
+					    .trim_interval_ns = UINT64_MAX,
+					    .bytes_per_unit = UINT64_MAX };
+	assert_int_equal(rcl_pressure_new(&cfg, &q), 0);
+	assert_int_equal(rcl_domain_free(d), -EBUSY);	/* held */
+	assert_int_equal(rcl_pressure_free(q), 0);
+	assert_int_equal(rcl_pressure_free(NULL), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+static void test_badinput_pressure_add_sources(void **state)
+{
+	struct rcl_domain *d = domain_new(1000);
+	struct rcl_pressure *p = p_new(d), *full = p_new(d);
+	struct pdir pd;
+	char big[2000];
+	unsigned i;
+
+	(void)state;
+	pdir_init(&pd);
+	unsetenv("MEMORY_PRESSURE_WATCH");
+	unsetenv("MEMORY_PRESSURE_WRITE");
+
+	/* add_psi */
+	assert_int_equal(rcl_pressure_add_psi(NULL, pd.psi), -EINVAL);
+	assert_int_equal(rcl_pressure_add_psi(p, "/nonexistent-rcl/psi"), -ENOENT);
+	assert_int_equal(rcl_pressure_add_psi(p, pd.plain), -EBADMSG);
+	assert_int_equal(rcl_pressure_add_psi(p, pd.dir), -EISDIR);
+	if (geteuid() != 0) {
+		assert_int_equal(chmod(pd.psi, 0), 0);
+		assert_int_equal(rcl_pressure_add_psi(p, pd.psi), -EACCES);
+		assert_int_equal(chmod(pd.psi, 0644), 0);
+	}
+	/* add_cgroup */
+	assert_int_equal(rcl_pressure_add_cgroup(NULL, pd.cg, 0), -EINVAL);
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.cg, 3), -EINVAL);
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.cg, UINT32_MAX), -EINVAL);
+	assert_int_equal(rcl_pressure_add_cgroup(p, "/nonexistent-rcl/cg", 0), -ENOENT);
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.dir, 0), -ENOENT);	/* no files */
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.cg, 1), -ENOENT);	/* not v1 */
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.plain, 0), -ENOTDIR);
+	pfile(pd.cg, "memory.max", "12 13\n");
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.cg, 0), -EBADMSG);
+	pfile(pd.cg, "memory.max", "99999999999999999999\n");
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.cg, 0), -ERANGE);
+	pfile(pd.cg, "memory.max", "max\n");
+	/* add_systemd */
+	assert_int_equal(rcl_pressure_add_systemd(NULL, pd.fifo, NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(p, "fifo", NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(p, "", NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(p, pd.fifo, "!!"), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(p, pd.fifo, "QQ="), -EINVAL);
+	memset(big, 'A', 1368);			/* 1026 bytes of zeros */
+	big[1368] = '\0';
+	assert_int_equal(rcl_pressure_add_systemd(p, pd.fifo, big), -EINVAL);
+	assert_int_equal(rcl_pressure_add_systemd(p, NULL, NULL), -ENOENT);
+	assert_int_equal(rcl_pressure_add_systemd(p, "/nonexistent-rcl/w", NULL), -ENOENT);
+	assert_int_equal(rcl_pressure_add_systemd(p, pd.dir, NULL), -EBADF);
+	assert_int_equal(rcl_pressure_add_systemd(p, pd.plain, NULL), -EBADMSG);
+	/* add_manual */
+	assert_int_equal(rcl_pressure_add_manual(NULL), -EINVAL);
+	assert_int_equal(p_nr_sources(p), 0);
+
+	/* The good ones, then a second cgroup source. */
+	assert_int_equal(rcl_pressure_add_psi(p, pd.psi), 0);
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.cg, 0), 1);
+	assert_int_equal(rcl_pressure_add_cgroup(p, pd.cg, 2), -EEXIST);
+	assert_int_equal(rcl_pressure_add_systemd(p, pd.fifo, "c29tZQ=="), 2);
+	assert_int_equal(rcl_pressure_add_systemd(p, "/dev/null", NULL), 3);
+	assert_int_equal(rcl_pressure_add_manual(p), 4);
+	assert_int_equal(p_nr_sources(p), 5);
+
+	/* RCL_PRESSURE_MAX_SOURCES: every add is -ENOSPC, nothing opened. */
+	for (i = 0; i < RCL_PRESSURE_MAX_SOURCES; i++)
+		assert_int_equal(rcl_pressure_add_manual(full), (int)i);
+	assert_int_equal(rcl_pressure_add_manual(full), -ENOSPC);
+	assert_int_equal(rcl_pressure_add_psi(full, pd.psi), -ENOSPC);
+	assert_int_equal(rcl_pressure_add_cgroup(full, pd.cg, 0), -ENOSPC);
+	assert_int_equal(rcl_pressure_add_systemd(full, pd.fifo, NULL), -ENOSPC);
+	assert_int_equal(rcl_pressure_add_systemd(full, "/dev/null", NULL), -ENOSPC);
+	assert_int_equal(p_nr_sources(full), RCL_PRESSURE_MAX_SOURCES);
+
+	assert_int_equal(rcl_pressure_free(full), 0);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+	pdir_fini(&pd);
+}
+
+static void test_badinput_pressure_notify(void **state)
+{
+	struct rcl_domain *d = domain_new(1000);
+	struct rcl_pressure *p = p_new(d);
+	struct rcl_pressure_stats st;
+	struct rcl_pressure_source_info si;
+	int m, off;
+
+	(void)state;
+	m = rcl_pressure_add_manual(p);
+	off = rcl_pressure_add_systemd(p, "/dev/null", NULL);
+	assert_int_equal(rcl_pressure_notify(NULL, m, RCL_PRESSURE_SEVERE), -EINVAL);
+	assert_int_equal(rcl_pressure_notify(p, m, (enum rcl_pressure_level)4), -EINVAL);
+	assert_int_equal(rcl_pressure_notify(p, m, (enum rcl_pressure_level)-1), -EINVAL);
+	assert_int_equal(rcl_pressure_notify(p, m, (enum rcl_pressure_level)INT_MAX),
+			 -EINVAL);
+	assert_int_equal(rcl_pressure_notify(p, -1, RCL_PRESSURE_SEVERE), -EINVAL);
+	assert_int_equal(rcl_pressure_notify(p, 2, RCL_PRESSURE_SEVERE), -EINVAL);
+	assert_int_equal(rcl_pressure_notify(p, INT_MAX, RCL_PRESSURE_SEVERE), -EINVAL);
+	assert_int_equal(rcl_pressure_notify(p, off, RCL_PRESSURE_SEVERE), -EINVAL);
+	/* Nothing happened. */
+	assert_int_equal(rcl_pressure_stats(p, &st), 0);
+	assert_int_equal(st.actions, 0);
+	assert_int_equal(st.budget, 1000);
+	assert_int_equal(rcl_pressure_source_info(p, m, &si), 0);
+	assert_int_equal(si.events, 0);
+	assert_int_equal(rcl_domain_budget(d), 1000);
+	/* Every level is accepted, NONE too. */
+	assert_int_equal(rcl_pressure_notify(p, m, RCL_PRESSURE_NONE), 0);
+	assert_int_equal(rcl_pressure_notify(p, m, RCL_PRESSURE_CRITICAL), 0);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+static void test_badinput_pressure_levels_names(void **state)
+{
+	(void)state;
+	/* Every int is a level: the ranges cover them. */
+	assert_int_equal(rcl_pressure_level_from_glib(INT_MIN), RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_pressure_level_from_glib(INT_MAX), RCL_PRESSURE_CRITICAL);
+	assert_int_equal(rcl_pressure_level_from_android(INT_MIN), RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_pressure_level_from_android(INT_MAX), RCL_PRESSURE_CRITICAL);
+	assert_string_equal(rcl_pressure_level_name((enum rcl_pressure_level)4), "unknown");
+	assert_string_equal(rcl_pressure_level_name((enum rcl_pressure_level)-1), "unknown");
+	assert_string_equal(rcl_pressure_level_name((enum rcl_pressure_level)INT_MAX),
+			    "unknown");
+	assert_string_equal(rcl_pressure_source_mode_name((enum rcl_psource_mode)(RCL_PSOURCE_OFF + 1)),
+			    "unknown");
+	assert_string_equal(rcl_pressure_source_mode_name((enum rcl_psource_mode)-1),
+			    "unknown");
+}
+
+static void test_badinput_pressure_thread(void **state)
+{
+	struct rcl_domain *d = domain_new(1000);
+	struct rcl_pressure *p = p_new(d);
+	int fd;
+
+	(void)state;
+	assert_int_equal(rcl_pressure_start(NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_stop(NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_fd(NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_stop(p), 0);		/* not running */
+	fd = rcl_pressure_fd(p);
+	assert_true(fd >= 0);
+	assert_int_equal(rcl_pressure_start(p), 0);
+	assert_int_equal(rcl_pressure_start(p), -EBUSY);
+	assert_int_equal(rcl_pressure_fd(p), -EBUSY);
+	assert_int_equal(rcl_pressure_stop(p), 0);
+	assert_int_equal(rcl_pressure_stop(p), 0);		/* twice */
+	assert_int_equal(rcl_pressure_fd(p), fd);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * Values at the top of their range: an interval of UINT64_MAX means "no
+ * timer" (the next tick saturates at RCL_CLOCK_FOREVER; it must not wrap
+ * into the past, where every dispatch would tick and the timerfd fire at
+ * once), and bytes_per_unit of 2^63 saturates the freed bytes (1 unit x
+ * 2^63 x an even number wraps to 0, which would also hide the frees from
+ * the trim).
+ */
+static atomic_int p_trims;
+
+static void p_count_trim(void *priv)
+{
+	(void)priv;
+	atomic_fetch_add(&p_trims, 1);
+}
+
+static enum rcl_evict_status p_uncharge_evict(struct rcl_lru_node *node,
+					      struct rcl_evict_control *ctl)
+{
+	(void)node;
+	rcl_domain_uncharge(ctl->priv, ctl->weight);
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops p_free_ops = { .evict = p_uncharge_evict };
+
+static void test_badinput_pressure_huge_values(void **state)
+{
+	struct rcl_domain *d = domain_new(100000);
+	struct rcl_lruvec_config lc = { .ops = &p_free_ops };
+	struct rcl_pressure_config cfg = { .domain = d };
+	struct rcl_fake_clock *fc;
+	struct rcl_pressure *p;
+	struct rcl_pressure_stats st;
+	struct rcl_lruvec lv;
+	struct rcl_lru_node *nodes;
+	struct pollfd pfd = { .events = POLLIN };
+	uint64_t t0 = 1000 * RCL_NSEC_PER_SEC;
+	unsigned i;
+	int src;
+
+	(void)state;
+	assert_int_equal(rcl_fake_clock_new(t0, &fc), 0);
+	nodes = calloc(900, sizeof(*nodes));
+	assert_non_null(nodes);
+	lc.priv = d;
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(d, &lv, 0), 0);
+	for (i = 0; i < 900; i++) {
+		assert_int_equal(rcl_domain_charge(d, 100, RCL_CTX_CAPABLE, NULL), 0);
+		assert_int_equal(rcl_lruvec_add(&lv, &nodes[i], RCL_LRU_FILE, 100,
+						NOBATCH), 0);
+	}
+	cfg.clock = rcl_fake_clock_clock(fc);
+	cfg.interval_ns = UINT64_MAX;
+	cfg.bytes_per_unit = 1ull << 63;
+	cfg.trim = p_count_trim;
+	cfg.trim_min_bytes = 1;
+	atomic_store(&p_trims, 0);
+	assert_int_equal(rcl_pressure_new(&cfg, &p), 0);
+	src = rcl_pressure_add_manual(p);
+	assert_int_equal(rcl_pressure_next_deadline(p), RCL_CLOCK_FOREVER);
+	rcl_fake_clock_advance(fc, 3600 * RCL_NSEC_PER_SEC);
+	assert_int_equal(rcl_pressure_dispatch(p), 0);
+	assert_int_equal(rcl_pressure_next_deadline(p), RCL_CLOCK_FOREVER);
+	pfd.fd = rcl_pressure_fd(p);
+	assert_int_equal(poll(&pfd, 1, 0), 0);		/* no timer due */
+
+	assert_int_equal(rcl_pressure_notify(p, src, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(rcl_pressure_stats(p, &st), 0);
+	assert_int_equal(st.actions, 1);
+	assert_true(rcl_domain_usage(d) < 90000);
+	assert_int_equal(st.freed_bytes, UINT64_MAX);	/* saturated */
+	/* A trim is due one interval after the frees: with this one, never. */
+	assert_int_equal(rcl_pressure_next_deadline(p), RCL_CLOCK_FOREVER);
+	rcl_fake_clock_advance(fc, 3600 * RCL_NSEC_PER_SEC);
+	assert_int_equal(rcl_pressure_dispatch(p), 0);
+	assert_int_equal(rcl_pressure_stats(p, &st), 0);
+	assert_int_equal(st.trims, 0);
+	assert_int_equal(atomic_load(&p_trims), 0);
+
+	assert_int_equal(rcl_pressure_free(p), 0);
+	for (i = 0; i < 900; i++)
+		if (rcl_lruvec_del(&lv, &nodes[i]) == 0)
+			rcl_domain_uncharge(d, 100);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_domain_detach(d, &lv), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+	free(nodes);
+	assert_int_equal(rcl_domain_free(d), 0);
+	rcl_fake_clock_free(fc);
+}
+
+static void test_badinput_pressure_queries(void **state)
+{
+	struct rcl_domain *d = domain_new(1000);
+	struct rcl_pressure *p = p_new(d);
+	struct rcl_pressure_stats st;
+	struct rcl_pressure_source_info si;
+	struct rcl_memory_sample ms;
+
+	(void)state;
+	assert_int_equal(rcl_pressure_dispatch(NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_next_deadline(NULL), RCL_CLOCK_FOREVER);
+	assert_int_equal(rcl_pressure_stats(NULL, &st), -EINVAL);
+	assert_int_equal(rcl_pressure_stats(p, NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_source_info(NULL, 0, &si), -EINVAL);
+	assert_int_equal(rcl_pressure_source_info(p, 0, NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_source_info(p, 0, &si), -ENOENT);	/* none yet */
+	assert_int_equal(rcl_pressure_add_manual(p), 0);
+	assert_int_equal(rcl_pressure_source_info(p, 0, &si), 0);
+	assert_int_equal(rcl_pressure_source_info(p, -1, &si), -ENOENT);
+	assert_int_equal(rcl_pressure_source_info(p, 1, &si), -ENOENT);
+	assert_int_equal(rcl_pressure_source_info(p, INT_MAX, &si), -ENOENT);
+	assert_int_equal(rcl_pressure_source_info(p, INT_MIN, &si), -ENOENT);
+	assert_int_equal(rcl_pressure_memory(NULL, &ms), -EINVAL);
+	assert_int_equal(rcl_pressure_memory(p, NULL), -EINVAL);
+	assert_int_equal(rcl_pressure_memory(p, &ms), 0);
+	assert_int_equal(ms.cgroup_limit_bytes, 0);		/* no cgroup */
+	assert_int_equal(rcl_pressure_dispatch(p), 0);
+	assert_true(rcl_pressure_next_deadline(p) != RCL_CLOCK_FOREVER);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3039,6 +3477,13 @@ int main(void)
 		cmocka_unit_test(test_badinput_dirty_timeout_huge),
 		cmocka_unit_test(test_badinput_objcache_new_destroy),
 		cmocka_unit_test(test_badinput_objcache_operations),
+		cmocka_unit_test(test_badinput_pressure_new_free),
+		cmocka_unit_test(test_badinput_pressure_add_sources),
+		cmocka_unit_test(test_badinput_pressure_notify),
+		cmocka_unit_test(test_badinput_pressure_levels_names),
+		cmocka_unit_test(test_badinput_pressure_thread),
+		cmocka_unit_test(test_badinput_pressure_huge_values),
+		cmocka_unit_test(test_badinput_pressure_queries),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The public headers compile as C++11 and link from C++.
 #include <reclaim/reclaim.h>
+#include <reclaim/pressure.h>
 
 struct item {
 	int key;
@@ -42,12 +43,52 @@ static int objcache_from_cxx()
 	return sizeof(struct rcl_objcache_node) == (sizeof(void *) == 8 ? 72 : sizeof(init)) ? 0 : 1;
 }
 
+static int pressure_from_cxx()
+{
+	struct rcl_domain_config dc = {};
+	struct rcl_pressure_config pc = {};
+	struct rcl_domain *d = nullptr;
+	struct rcl_pressure *p = nullptr;
+	struct rcl_pressure_stats st = {};
+	struct rcl_pressure_source_info si = {};
+	struct rcl_memory_sample ms = {};
+	enum rcl_pressure_level l = rcl_pressure_level_from_glib(100);
+	enum rcl_psource_mode mode = RCL_PSOURCE_MANUAL;
+	int src;
+
+	dc.budget = 1000;
+	if (rcl_domain_new(&dc, &d) != 0)
+		return 1;
+	pc.domain = d;
+	pc.flags = RCL_PRESSURE_FOLLOW_CGROUP | RCL_PRESSURE_NO_TRIM;
+	pc.window_ns = RCL_PRESSURE_WINDOW_DEFAULT_NS;
+	pc.grow_pct = RCL_PRESSURE_GROW_PCT_DEFAULT;
+	if (rcl_pressure_new(&pc, &p) != 0)
+		return 1;
+	src = rcl_pressure_add_manual(p);
+	if (src != 0 || l != RCL_PRESSURE_SEVERE ||
+	    rcl_pressure_level_from_android(80) != RCL_PRESSURE_CRITICAL)
+		return 1;
+	if (rcl_pressure_notify(p, src, RCL_PRESSURE_MODERATE) != 0 ||
+	    rcl_pressure_stats(p, &st) != 0 || st.nr_sources != 1 ||
+	    rcl_pressure_source_info(p, src, &si) != 0 || si.mode != mode ||
+	    rcl_pressure_memory(p, &ms) != 0 || ms.charged_bytes != 0)
+		return 1;
+	if (rcl_pressure_level_name(si.level)[0] == '\0' ||
+	    rcl_pressure_source_mode_name(si.mode)[0] == '\0' ||
+	    sizeof(si.path) != 256 || RCL_PRESSURE_MAX_SOURCES < 1)
+		return 1;
+	if (rcl_pressure_free(p) != 0 || rcl_domain_free(d) != 0)
+		return 1;
+	return 0;
+}
+
 int main()
 {
 	struct rcl_lruvec lv;
 	struct item it = {};
 
-	if (objcache_from_cxx() != 0)
+	if (objcache_from_cxx() != 0 || pressure_from_cxx() != 0)
 		return 1;
 
 	if (rcl_lruvec_init(&lv, nullptr) != 0)

@@ -26,6 +26,11 @@
  * add batch is created (and can fail) in every run; the scenario records
  * its first failed check and the main thread asserts on it.
  *
+ * The pressure monitor (pressure.h) is failed piece by piece: its one
+ * allocation (seam and allocator hook: -ENOMEM, nothing left), its thread
+ * (-EAGAIN, the monitor unchanged), and each of the three descriptors it
+ * opens at creation (RLIMIT_NOFILE: -EMFILE, the others closed).
+ *
  * Part 2, misbehaving callbacks: shrinker answers above nr_to_scan or the
  * count, counts near ULONG_MAX or flapping to RCL_SHRINK_EMPTY, callbacks
  * that sleep while other threads register, free, attach, detach and
@@ -36,7 +41,9 @@
  * The figures (fault points per scenario, failures injected) are printed
  * with print_message().
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -48,7 +55,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define UNIT_TESTING 1
 #include <cmocka.h>
@@ -2076,6 +2085,175 @@ static void test_faults_writeback_all_reentry(void **state)
 }
 
 /* ------------------------------------------------------------------------- */
+/* The pressure monitor: its allocation, its thread, its descriptors          */
+/* ------------------------------------------------------------------------- */
+
+/* Descriptors open below 1024 (valgrind keeps its own above the limit). */
+static unsigned fds_open(int *highest)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+	unsigned n = 0;
+	int self;
+
+	assert_non_null(dir);
+	self = dirfd(dir);
+	*highest = -1;
+	while ((e = readdir(dir))) {
+		long fd = strtol(e->d_name, NULL, 10);
+
+		if (e->d_name[0] == '.' || fd == self || fd < 0 || fd >= 1024)
+			continue;
+		n++;
+		if (fd > *highest)
+			*highest = (int)fd;
+	}
+	closedir(dir);
+	return n;
+}
+
+/*
+ * The monitor's one allocation fails, through the internal seam and
+ * through the public allocator: -ENOMEM, *out untouched, no descriptor
+ * and no allocation left, the domain not held.
+ */
+static void test_faults_pressure_new_allocation(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure *p = (void *)&pc;
+	struct rcl_domain *d;
+	unsigned fds;
+	int hi;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+	fds = fds_open(&hi);
+
+	inj_reset(INJ_SEAM, false, 1);
+	rcl__fault_set(seam_hook, NULL);
+	assert_int_equal(rcl_pressure_new(&pc, &p), -ENOMEM);
+	no_faults();
+	assert_ptr_equal(p, (void *)&pc);
+	assert_int_equal(fds_open(&hi), fds);
+
+	pc.allocator = &t_allocator;
+	inj_reset(INJ_ALLOCATOR, false, 1);
+	atomic_store(&inj.live, 0);
+	assert_int_equal(rcl_pressure_new(&pc, &p), -ENOMEM);
+	assert_int_equal(atomic_load(&inj.injected), 1);
+	assert_int_equal(atomic_load(&inj.live), 0);
+	assert_ptr_equal(p, (void *)&pc);
+	assert_int_equal(fds_open(&hi), fds);
+	/* Not held: the domain can go, and come back. */
+	assert_int_equal(rcl_domain_free(d), 0);
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+
+	/* The allocation the hook sees is the monitor's only one. */
+	inj_reset(INJ_ALLOCATOR, false, 0);
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	assert_int_equal(atomic_load(&inj.alloc_calls), 1);
+	assert_int_equal(atomic_load(&inj.live), 1);
+	assert_int_equal(rcl_pressure_add_manual(p), 0);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(atomic_load(&inj.live), 0);
+	assert_int_equal(fds_open(&hi), fds);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * The library thread cannot be created: -EAGAIN, and nothing changed (the
+ * monitor does not run: its descriptor is the caller's, stop is a no-op);
+ * the next start works.
+ */
+static void test_faults_pressure_start_thread_failure(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure *p;
+	struct rcl_domain *d;
+	int fd;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+	pc.interval_ns = 5 * RCL_NSEC_PER_MSEC;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	fd = rcl_pressure_fd(p);
+	assert_true(fd >= 0);
+	fail_next_thread();
+	assert_int_equal(rcl_pressure_start(p), -EAGAIN);
+	assert_int_equal(atomic_load(&inj.thread_faults), 1);
+	no_faults();
+	assert_int_equal(rcl_pressure_fd(p), fd);
+	assert_int_equal(rcl_pressure_stop(p), 0);
+	assert_int_equal(rcl_pressure_dispatch(p), 0);
+	assert_int_equal(rcl_pressure_start(p), 0);
+	assert_int_equal(rcl_pressure_fd(p), -EBUSY);
+	assert_int_equal(rcl_pressure_stop(p), 0);
+	assert_int_equal(rcl_pressure_free(p), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * No descriptor for the epoll set, then none for the timerfd, then none
+ * for the stop eventfd (RLIMIT_NOFILE lowered and every slot below it
+ * taken but k): -EMFILE each time, and what was opened is closed.
+ * (Descriptors inherited from the caller may sit anywhere below 1024.)
+ */
+static void test_faults_pressure_new_without_descriptors(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure *p;
+	struct rcl_domain *d;
+	struct rlimit old, lim;
+	static int hold[1024];
+	int base, hi, n, k, room, err;
+	unsigned fds;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	pc.domain = d;
+	base = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(base >= 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	for (k = 0; k <= 3; k++) {
+		fds = fds_open(&hi);
+		assert_true(hi + 16 < 1024);
+		lim = old;
+		lim.rlim_cur = (rlim_t)hi + 16;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+		for (n = 0; n < 1024; n++) {
+			hold[n] = dup(base);
+			if (hold[n] < 0)
+				break;
+		}
+		assert_int_equal(errno, EMFILE);
+		assert_true(n >= k);
+		for (room = 0; room < k; room++)	/* k slots free */
+			close(hold[--n]);
+		err = rcl_pressure_new(&pc, &p);
+		while (n)
+			close(hold[--n]);
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+		if (k < 3) {
+			if (err != -EMFILE)
+				fail_msg("room for %d descriptors: %d, want -EMFILE",
+					 k, err);
+		} else {
+			assert_int_equal(err, 0);
+			assert_int_equal(rcl_pressure_free(p), 0);
+		}
+		assert_int_equal(fds_open(&hi), fds);
+	}
+	close(base);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/* ------------------------------------------------------------------------- */
 /* Report                                                                     */
 /* ------------------------------------------------------------------------- */
 
@@ -2106,6 +2284,9 @@ int main(void)
 		cmocka_unit_test(test_faults_flusher_start_failure_keeps_request),
 		cmocka_unit_test(test_faults_writeback_skip_set_failure_is_enomem),
 		cmocka_unit_test(test_faults_shadow_limit_uses_registry_allocator),
+		cmocka_unit_test(test_faults_pressure_new_allocation),
+		cmocka_unit_test(test_faults_pressure_start_thread_failure),
+		cmocka_unit_test(test_faults_pressure_new_without_descriptors),
 		cmocka_unit_test(test_faults_scan_answer_above_nr_to_scan_is_clamped),
 		cmocka_unit_test(test_faults_scan_answer_above_count_in_a_domain),
 		cmocka_unit_test(test_faults_count_near_overflow_is_bounded),
