@@ -27,6 +27,8 @@
  * each other; it is held while reclaim runs (rcl_domain_set_budget()), so
  * the domain's callbacks run under it, and a callback that calls back into
  * the monitor's acting calls is refused (-EDEADLK, thread-local check).
+ * p->join serialises rcl_pressure_stop(), which joins the thread with
+ * p->lock dropped.
  *
  * Threads.  Optionally one (rcl_pressure_start()): it waits on the epoll
  * descriptor, which holds the sources' descriptors, a timerfd armed for the

@@ -2136,7 +2136,8 @@ struct bad_file {
 /*
  * A file that does not parse makes rcl_pressure_add_cgroup() fail with a
  * clear error, adds nothing and leaves no descriptor: garbage and
- * truncated lines -EBADMSG, numbers beyond 64 bits -ERANGE.
+ * truncated lines -EBADMSG, numbers beyond 64 bits -ERANGE, a file longer
+ * than the 16 KiB the monitor reads -EFBIG.
  */
 static void test_pressure_cgroup_bad_files_at_creation(void **state)
 {
@@ -2184,6 +2185,23 @@ static void test_pressure_cgroup_bad_files_at_creation(void **state)
 			fail_msg("%s \"%s\": %d, want %d", bad[i].name,
 				 bad[i].content, err, bad[i].err);
 		assert_int_equal(fd_count(), fds);
+		assert_int_equal(pstats(f.p).nr_sources, 0);
+	}
+	/* A file longer than any the kernel writes (20 KiB of good lines). */
+	{
+		static char big[20480 + 64];
+		size_t len = 0;
+
+		cg_init(&c, &f, "big", 2, 1);
+		c.max = 1000 * MB;
+		cg_write(&c);
+		while (len < 20480)
+			len += (size_t)snprintf(big + len, sizeof(big) - len,
+						"pgfault%zu 1\n", len);
+		len += (size_t)snprintf(big + len, sizeof(big) - len,
+					"inactive_file 0\n");
+		put_raw(c.dir, "memory.stat", big, len);
+		assert_int_equal(rcl_pressure_add_cgroup(f.p, c.dir, 0), -EFBIG);
 		assert_int_equal(pstats(f.p).nr_sources, 0);
 	}
 	/* The monitor is unharmed: a good directory is added. */

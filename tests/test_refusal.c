@@ -5,7 +5,7 @@
  * different reason; the reason is thread-local; the log hook sees every
  * refusal once, with the function's name; a
  * successful call leaves the last reason alone; rcl_clear_refusal() forgets
- * it.
+ * it.  The pressure monitor's refusals likewise (test_refusal_pressure).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,7 +14,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define UNIT_TESTING 1
 #include <cmocka.h>
@@ -27,12 +31,18 @@ struct obj {
 	int evict_ret;		/* what the nested del returned */
 };
 
+/* Set: the evict callback frees objects and uncharges them from it. */
+static struct rcl_domain *evict_frees;
+
 static enum rcl_evict_status keep_evict(struct rcl_lru_node *node,
 					struct rcl_evict_control *ctl)
 {
 	struct obj *o = rcl_container_of(node, struct obj, lru);
 
-	(void)ctl;
+	if (evict_frees) {
+		rcl_domain_uncharge(evict_frees, ctl->weight);
+		return RCL_EVICT_FREED;
+	}
 	/* From the evict callback: destroy would wait for itself. */
 	o->evict_ret = rcl_lruvec_destroy(o->lv);
 	return RCL_EVICT_BUSY;
@@ -196,12 +206,218 @@ static void test_refusal_log_hook(void **state)
 	rcl_clear_refusal();
 }
 
+/* ------------------------------------------------------------------------- */
+/* pressure.h                                                                 */
+/* ------------------------------------------------------------------------- */
+
+static char trim_free[RCL_REFUSAL_MAX], trim_stop[RCL_REFUSAL_MAX];
+static char trim_add[RCL_REFUSAL_MAX], trim_dispatch[RCL_REFUSAL_MAX];
+static struct rcl_pressure *refused_p;
+
+static void copy_reason(char *dst)
+{
+	const char *r = rcl_last_refusal();
+
+	snprintf(dst, RCL_REFUSAL_MAX, "%s", r ? r : "(none)");
+}
+
+/* The trim hook runs in the monitor's action: what it may not do. */
+static void refusing_trim(void *priv)
+{
+	(void)priv;
+	if (rcl_pressure_free(refused_p) == -EDEADLK)
+		copy_reason(trim_free);
+	if (rcl_pressure_stop(refused_p) == -EDEADLK)
+		copy_reason(trim_stop);
+	if (rcl_pressure_add_systemd(refused_p, "/dev/null", NULL) == -EDEADLK)
+		copy_reason(trim_add);
+	if (rcl_pressure_dispatch(refused_p) == -EDEADLK)
+		copy_reason(trim_dispatch);
+}
+
+static void rfile(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void refused(int got, int want, const char *func, const char *rule)
+{
+	char prefix[64];
+
+	assert_int_equal(got, want);
+	snprintf(prefix, sizeof(prefix), "%s: ", func);
+	if (!has(rcl_last_refusal(), prefix) || !has(rcl_last_refusal(), rule))
+		fail_msg("%s returned %d with reason \"%s\", want \"%s...%s\"",
+			 func, got, rcl_last_refusal() ? rcl_last_refusal() : "(none)",
+			 prefix, rule);
+}
+
+/*
+ * The monitor's refusals name the function and the rule: -EBUSY (the
+ * domain held, the thread running, its descriptor taken), -EDEADLK (from
+ * the monitor's own trim hook), -EINVAL of different rules with different
+ * reasons, -ENOENT, -EBADF, -EEXIST, -EBADMSG, -ENOSPC.
+ */
+static void test_refusal_pressure(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 100000 };
+	struct rcl_lruvec_config lc = { .ops = &ops };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure_source_info si;
+	struct rcl_domain *d;
+	struct rcl_pressure *p;
+	struct rcl_lruvec lv;
+	struct obj objs[64];
+	char dir[64], cg[128], first[RCL_REFUSAL_MAX];
+	unsigned i;
+	int m;
+
+	(void)state;
+	rcl_clear_refusal();
+	snprintf(dir, sizeof(dir), "/tmp/rcl-refusal-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(cg, sizeof(cg), "%s/cg", dir);
+	assert_int_equal(mkdir(cg, 0755), 0);
+	rfile(cg, "memory.current", "100\n");
+	rfile(cg, "memory.max", "max\n");
+	rfile(cg, "memory.high", "max\n");
+	rfile(cg, "memory.stat", "inactive_file 0\n");
+	rfile(cg, "memory.events", "high 0\nmax 0\n");
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+
+	/* rcl_pressure_new: two -EINVAL rules, two reasons. */
+	pc.domain = d;
+	pc.flags = 1u << 9;
+	refused(rcl_pressure_new(&pc, &p), -EINVAL, "rcl_pressure_new", "flags");
+	strcpy(first, rcl_last_refusal());
+	pc.flags = 0;
+	pc.grow_pct = 101;
+	refused(rcl_pressure_new(&pc, &p), -EINVAL, "rcl_pressure_new", "(-EINVAL)");
+	assert_string_not_equal(rcl_last_refusal(), first);
+	pc.grow_pct = 0;
+
+	pc.trim = refusing_trim;
+	pc.trim_min_bytes = 1;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	refused_p = p;
+	refused(rcl_domain_free(d), -EBUSY, "rcl_domain_free", "pressure monitor");
+
+	/* Sources. */
+	refused(rcl_pressure_add_systemd(p, "relative", NULL), -EINVAL,
+		"rcl_pressure_add_systemd", "absolute");
+	refused(rcl_pressure_add_systemd(p, "/dev/null", "!"), -EINVAL,
+		"rcl_pressure_add_systemd", "base64");
+	unsetenv("MEMORY_PRESSURE_WATCH");
+	refused(rcl_pressure_add_systemd(p, NULL, NULL), -ENOENT,
+		"rcl_pressure_add_systemd", "MEMORY_PRESSURE_WATCH");
+	/*
+	 * refusal.c names only the codes of the first modules: -EBADF,
+	 * -EEXIST and -EBADMSG read "(-9)", "(-17)", "(-74)"; the rule is
+	 * what is checked for them.
+	 */
+	refused(rcl_pressure_add_systemd(p, dir, NULL), -EBADF,
+		"rcl_pressure_add_systemd", "no regular file, FIFO or socket");
+	refused(rcl_pressure_add_cgroup(p, cg, 7), -EINVAL,
+		"rcl_pressure_add_cgroup", "version");
+	refused(rcl_pressure_add_cgroup(p, dir, 0), -ENOENT,
+		"rcl_pressure_add_cgroup", "(-ENOENT)");
+	rfile(cg, "memory.max", "many\n");
+	refused(rcl_pressure_add_cgroup(p, cg, 0), -EBADMSG,
+		"rcl_pressure_add_cgroup", "does not parse");
+	rfile(cg, "memory.max", "max\n");
+	assert_int_equal(rcl_pressure_add_cgroup(p, cg, 0), 0);
+	refused(rcl_pressure_add_cgroup(p, cg, 0), -EEXIST,
+		"rcl_pressure_add_cgroup", "cgroup source");
+	rfile(dir, "notpsi", "x\n");
+	snprintf(first, sizeof(first), "%s/notpsi", dir);
+	refused(rcl_pressure_add_psi(p, first), -EBADMSG, "rcl_pressure_add_psi",
+		"PSI");
+	refused(rcl_pressure_add_manual(NULL), -EINVAL, "rcl_pressure_add_manual",
+		"NULL");
+	m = rcl_pressure_add_manual(p);
+	assert_int_equal(m, 1);
+	/* A success keeps the last reason. */
+	assert_true(has(rcl_last_refusal(), "rcl_pressure_add_manual: "));
+
+	/* notify: two -EINVAL rules; source_info: -ENOENT. */
+	refused(rcl_pressure_notify(p, m, (enum rcl_pressure_level)9), -EINVAL,
+		"rcl_pressure_notify", "level");
+	strcpy(first, rcl_last_refusal());
+	refused(rcl_pressure_notify(p, 0, RCL_PRESSURE_SEVERE), -EINVAL,
+		"rcl_pressure_notify", "manual");
+	assert_string_not_equal(rcl_last_refusal(), first);
+	refused(rcl_pressure_source_info(p, 5, &si), -ENOENT,
+		"rcl_pressure_source_info", "(-ENOENT)");
+
+	/* The thread: two -EBUSY of different rules, two reasons. */
+	assert_int_equal(rcl_pressure_start(p), 0);
+	refused(rcl_pressure_start(p), -EBUSY, "rcl_pressure_start", "(-EBUSY)");
+	strcpy(first, rcl_last_refusal());
+	refused(rcl_pressure_fd(p), -EBUSY, "rcl_pressure_fd", "(-EBUSY)");
+	assert_string_not_equal(rcl_last_refusal(), first);
+	assert_int_equal(rcl_pressure_stop(p), 0);
+
+	/* -EDEADLK from the trim hook, which an action that frees runs. */
+	lc.priv = d;
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(d, &lv, 0), 0);
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&objs[i].lru);
+		assert_int_equal(rcl_domain_charge(d, 1000, RCL_CTX_CAPABLE, NULL), 0);
+		assert_int_equal(rcl_lruvec_add(&lv, &objs[i].lru, RCL_LRU_FILE, 1000,
+						RCL_LRU_ADD_NOBATCH), 0);
+	}
+	evict_frees = d;
+	trim_free[0] = trim_stop[0] = trim_add[0] = trim_dispatch[0] = '\0';
+	assert_int_equal(rcl_pressure_notify(p, m, RCL_PRESSURE_CRITICAL), 0);
+	evict_frees = NULL;
+	assert_true(has(trim_free, "rcl_pressure_free: "));
+	assert_true(has(trim_free, "(-EDEADLK)"));
+	assert_true(has(trim_stop, "rcl_pressure_stop: "));
+	assert_true(has(trim_add, "rcl_pressure_add_systemd: "));
+	assert_true(has(trim_add, "(-EDEADLK)"));
+	assert_true(has(trim_dispatch, "rcl_pressure_dispatch: "));
+
+	assert_int_equal(rcl_pressure_free(p), 0);
+	for (i = 0; i < 64; i++)
+		if (rcl_lruvec_del(&lv, &objs[i].lru) == 0)
+			assert_int_equal(rcl_domain_uncharge(d, 1000), 0);
+	assert_int_equal(rcl_domain_detach(d, &lv), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+	rcl_clear_refusal();
+	{
+		char path[320];
+
+		snprintf(path, sizeof(path), "%s/notpsi", dir);
+		assert_int_equal(unlink(path), 0);
+		for (i = 0; i < 5; i++) {
+			static const char *const f[] = { "memory.current", "memory.max",
+							 "memory.high", "memory.stat",
+							 "memory.events" };
+
+			snprintf(path, sizeof(path), "%s/%s", cg, f[i]);
+			assert_int_equal(unlink(path), 0);
+		}
+		assert_int_equal(rmdir(cg), 0);
+		assert_int_equal(rmdir(dir), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusal_names_function_and_rule),
 		cmocka_unit_test(test_refusal_is_thread_local),
 		cmocka_unit_test(test_refusal_log_hook),
+		cmocka_unit_test(test_refusal_pressure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
