@@ -35,6 +35,14 @@ static const char *errno_name(int err)
 		return "-ENOENT";
 	case -ENOSPC:
 		return "-ENOSPC";
+	case -EBADF:
+		return "-EBADF";
+	case -EEXIST:
+		return "-EEXIST";
+	case -EBADMSG:
+		return "-EBADMSG";
+	case -ERANGE:
+		return "-ERANGE";
 	default:
 		return NULL;
 	}

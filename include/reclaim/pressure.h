@@ -203,7 +203,8 @@ enum rcl_pressure_level {
  * @window_ns: the rate-limit window per source; 0 = 1 s
  * @backoff_max_ns: the longest wait after actions that freed nothing;
  *	0 = 60 s; raised to @window_ns if below it
- * @interval_ns: the timer: PSI polling, cgroup reads; 0 = 1 s; at least 1 ms
+ * @interval_ns: the timer: PSI polling, cgroup reads; 0 = 1 s; at least
+ *	1 ms; a value beyond the clock's range means no timer
  * @grow_pct: how far the budget grows back per grow interval, in percent
  *	of base, 1..100; 0 = 5
  * @cgroup_pct: the share of the cgroup's limit its working set is to stay
@@ -373,11 +374,12 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p);
  * Tries triggers (on procfs and cgroup2 only), else polls the totals; see
  * rcl_pressure_source_info() for the mode in force and why.
  *
- * Context: any thread.
+ * Context: any thread but the monitor's own callbacks (its trim hook, the
+ * domain's callbacks run by its actions: -EDEADLK).
  * Return: the source's index (>= 0); -EINVAL for NULL @p; -ENOENT, -EACCES,
  * -EOPNOTSUPP (PSI disabled), ... (the errno of opening or reading it);
  * -EBADMSG if its content does not parse; -ENOSPC with
- * RCL_PRESSURE_MAX_SOURCES already; -ENOMEM.
+ * RCL_PRESSURE_MAX_SOURCES already; -ENOMEM; -EDEADLK.
  */
 RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
 
@@ -393,12 +395,13 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
  * notifications (mode RCL_PSOURCE_CGROUP_V1_EVENTS; RCL_PSOURCE_CGROUP_V1
  * if they are refused).  At most one cgroup source per monitor.
  *
- * Context: any thread.
+ * Context: any thread but the monitor's own callbacks (-EDEADLK).
  * Return: the source's index; -EINVAL for NULL @p or a version other than
  * 0, 1, 2; -ENOENT (no such directory, no memory controller for this
  * process, or neither version's files); -EBADMSG if a file does not parse;
- * -EEXIST if the monitor has a cgroup source; -ENOSPC; -ENOMEM; the errno
- * of opening a file.
+ * -ERANGE if a value does not fit 64 bits; -EFBIG if a file is larger than
+ * 16 KiB; -EEXIST if the monitor has a cgroup source; -ENOSPC; -ENOMEM;
+ * -EDEADLK; the errno of opening a file.
  */
 RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 				    unsigned version);
@@ -410,13 +413,15 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
  * @write_b64: base64 of the bytes to write first (NUL bytes allowed); NULL =
  *	getenv("MEMORY_PRESSURE_WRITE") when @watch is NULL too, else none
  *
- * Context: any thread.
+ * Context: any thread but the monitor's own callbacks (-EDEADLK).
  * Return: the source's index (mode RCL_PSOURCE_OFF for "/dev/null");
  * -EINVAL for NULL @p, a relative path, or @write_b64 that is not base64
  * (or decodes to more than 1 KiB); -ENOENT if @watch is NULL and the
  * variable is unset (or the path does not exist); -EBADF for a file that is
- * no regular file, FIFO or socket; -ENOSPC; -ENOMEM; the errno of opening,
- * connecting or writing.
+ * no regular file, FIFO or socket; -EBADMSG for a regular file whose
+ * trigger is refused and whose content is not PSI's; -ENAMETOOLONG for a
+ * socket path longer than sun_path; -ENOSPC; -ENOMEM; -EDEADLK; the errno
+ * of opening, connecting or writing.
  */
 RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 				     const char *write_b64);
@@ -523,9 +528,10 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p);
  * work if the clock says it is due (PSI and cgroup reads, budget growth),
  * runs the actions whose windows have ended, and re-arms the timerfd.
  *
- * Context: any thread but the domain's reclaim callbacks; runs reclaim.
- * Calls from several threads are serialised.
- * Return: the number of actions taken (>= 0); -EINVAL for NULL.
+ * Context: any thread but the domain's reclaim callbacks and the monitor's
+ * trim hook (-EDEADLK); runs reclaim.  Calls from several threads are
+ * serialised.
+ * Return: the number of actions taken (>= 0); -EINVAL for NULL; -EDEADLK.
  */
 RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p);
 
