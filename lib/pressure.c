@@ -445,7 +445,13 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 	pthread_mutex_lock(&p->lock);
 	target = mul_div(usage, level_keep_eighths(level), 8);
 	target = RCL_MAX(target, p->floor);
-	p->pressure = RCL_MIN(p->pressure, target);
+	/*
+	 * Usage can be over base (the application raised the domain's
+	 * budget): a target at or above base binds nothing that base does
+	 * not, and the pressure budget stays none (it is below base or none).
+	 */
+	if (target < p->base)
+		p->pressure = RCL_MIN(p->pressure, target);
 	p->last_any_action = now;
 	p->any_action = true;
 	pthread_mutex_unlock(&p->lock);
