@@ -14,7 +14,8 @@
  * - each source's wait lies within [window, backoff_max], and a source
  *   that acted twice did so at least one window apart (the rate limit);
  *   after an action that freed nothing its wait doubled (bounded);
- * - trims never outnumber actions, and two trims are trim_interval apart;
+ * - each trim follows trim_min freed bytes, and two trims are
+ *   trim_interval apart;
  * - a cgroup file that does not parse never moves the container budget
  *   ("never a wild budget"): it counts a read error instead;
  * - every return code is the documented one.
@@ -58,7 +59,7 @@ static unsigned g_step, g_op;
 
 #define MS 1000000ull
 #define MAX_OBJS 4096
-#define MAX_STEPS 2000
+#define MAX_STEPS 500
 
 struct reader {
 	const uint8_t *p;
@@ -87,6 +88,7 @@ static char cgdir[64];
 
 /* The model. */
 static uint64_t m_now, m_base, m_floor, m_window, m_backoff, m_trim_interval;
+static uint64_t m_trim_min;
 static bool m_app_budget;	/* the script set the budget itself */
 static uint64_t m_trims, m_last_trim;
 static bool m_trimmed;
@@ -190,8 +192,10 @@ static void check_invariants(void)
 		      (st.pressure_budget >= m_floor &&
 		       st.pressure_budget < m_base),
 	      "pressure budget %llu", (unsigned long long)st.pressure_budget);
-	CHECK(st.trims <= st.actions, "trims %llu > actions %llu",
-	      (unsigned long long)st.trims, (unsigned long long)st.actions);
+	/* Each trim needs trim_min bytes freed (by actions or budgets). */
+	CHECK(st.trims * m_trim_min <= st.freed_bytes,
+	      "trims %llu, freed %llu bytes", (unsigned long long)st.trims,
+	      (unsigned long long)st.freed_bytes);
 	CHECK(st.trims == m_trims, "trims");
 	CHECK(st.empty_actions <= st.actions, "empty actions");
 
@@ -304,6 +308,7 @@ static void setup(struct reader *r)
 	if (m_backoff < m_window)
 		m_backoff = m_window;
 	m_trim_interval = pc.trim_interval_ns;
+	m_trim_min = pc.trim_min_bytes;
 
 	manual = rcl_pressure_add_manual(mon);
 	CHECK(manual >= 0, "manual %d", manual);
