@@ -911,6 +911,9 @@ static void library_setup(struct cache *k)
 		.interval_ns = (uint64_t)k->p->interval_ms * 1000000u,
 		.cgroup_pct = k->p->cgroup_pct,
 		.grow_pct = k->p->grow_pct,
+		/* Trims as often as the timer: RSS lagging a second behind
+		   the budget reads as the others' working set. */
+		.trim_interval_ns = (uint64_t)k->p->interval_ms * 1000000u,
 	};
 	int err, *idx = k->src;
 
