@@ -198,7 +198,9 @@ enum rcl_pressure_level {
  * @bytes_per_unit: bytes per unit of the domain's budget; 0 = 1 (the
  *	domain counts bytes).  Used for cgroup budgets, trim amounts and
  *	rcl_pressure_memory().
- * @base_budget: the budget without pressure; 0 = the domain's budget now
+ * @base_budget: the budget without pressure; 0 = the domain's budget now.
+ *	A base other than the domain's budget is applied by the first dispatch
+ *	or action (creating a monitor reclaims nothing)
  * @min_budget: the floor no action goes below; 0 = base / 64 (at least 1)
  * @window_ns: the rate-limit window per source; 0 = 1 s
  * @backoff_max_ns: the longest wait after actions that freed nothing;
