@@ -223,6 +223,29 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* Take @s's slot descriptors out of the epoll set and close them. */
+static void drop_slots(struct rcl_pressure *p, struct psrc *s)
+{
+	unsigned i;
+
+	for (i = 0; i < 3; i++) {
+		if (s->fds[i] >= 0)
+			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[i], NULL);
+		close_fd(&s->fds[i]);
+	}
+}
+
+/* A free source slot: zeroed, and no descriptor. */
+static void clear_source(struct psrc *s)
+{
+	unsigned i;
+
+	memset(s, 0, sizeof(*s));
+	s->file = s->dir = -1;
+	for (i = 0; i < 3; i++)
+		s->fds[i] = -1;
+}
+
 static unsigned long fs_magic(int fd)
 {
 	struct statfs sf;
@@ -876,11 +899,7 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 		return -1;
 	}
 off:
-	for (slot = 0; slot < 3; slot++) {
-		if (s->fds[slot] >= 0)
-			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[slot], NULL);
-		close_fd(&s->fds[slot]);
-	}
+	drop_slots(p, s);
 	s->mode = RCL_PSOURCE_OFF;
 	s->level = RCL_PRESSURE_NONE;
 	s->pending = RCL_PRESSURE_NONE;
@@ -980,7 +999,7 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 	const struct rcl_allocator *a;
 	struct rcl_pressure *p;
 	uint64_t base;
-	unsigned i, j;
+	unsigned i;
 	int err;
 
 	if (!cfg || !out || !cfg->domain)
@@ -1036,11 +1055,8 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 	p->applied = rcl_domain_budget(p->d);
 	p->cg = -1;
 	p->pid = getpid();
-	for (i = 0; i < RCL_PRESSURE_MAX_SOURCES; i++) {
-		p->src[i].file = p->src[i].dir = -1;
-		for (j = 0; j < 3; j++)
-			p->src[i].fds[j] = -1;
-	}
+	for (i = 0; i < RCL_PRESSURE_MAX_SOURCES; i++)
+		clear_source(&p->src[i]);
 	p->tfd = p->stopfd = -1;
 
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1136,21 +1152,12 @@ static int commit_source_locked(struct rcl_pressure *p, int idx,
 
 static void undo_source(struct rcl_pressure *p, struct psrc *s)
 {
-	unsigned j;
-
-	for (j = 0; j < 3; j++) {
-		if (s->fds[j] >= 0)
-			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[j], NULL);
-		close_fd(&s->fds[j]);
-	}
+	drop_slots(p, s);
 	if (s->file >= 0)
 		epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->file, NULL);
 	close_fd(&s->file);
 	close_fd(&s->dir);
-	memset(s, 0, sizeof(*s));
-	s->file = s->dir = -1;
-	for (j = 0; j < 3; j++)
-		s->fds[j] = -1;
+	clear_source(s);
 }
 
 /* Try PSI triggers on @path for source @idx: 0 or a positive errno. */
@@ -1192,12 +1199,7 @@ fail:
 	{
 		int e = errno ? errno : EINVAL;
 
-		for (i = 0; i < 3; i++) {
-			if (s->fds[i] >= 0)
-				epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[i],
-					  NULL);
-			close_fd(&s->fds[i]);
-		}
+		drop_slots(p, s);
 		return e;
 	}
 }
@@ -1350,11 +1352,7 @@ static int v1_events(struct rcl_pressure *p, struct psrc *s, int idx)
 fail:
 	if (ctl >= 0)
 		close(ctl);
-	for (i = 0; i < 3; i++) {
-		if (s->fds[i] >= 0)
-			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->fds[i], NULL);
-		close_fd(&s->fds[i]);
-	}
+	drop_slots(p, s);
 	close_fd(&s->file);
 	return e ? e : EINVAL;
 }
