@@ -41,16 +41,9 @@
 
 static unsigned g_step, g_op;
 
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "fuzz_monitor: step %u op %u: %s:%d: ", \
-				g_step, g_op, __FILE__, __LINE__);           \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fprintf(stderr, " [%s]\n", #cond);                    \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#define FUZZ_WHERE_FMT "fuzz_monitor: step %u op %u: "
+#define FUZZ_WHERE_ARGS g_step, g_op
+#include "check.h"
 #define CHECK_RC(rc, want)                                                    \
 	do {                                                                  \
 		int rc_ = (rc), want_ = (want);                               \

@@ -71,16 +71,9 @@ static unsigned g_step;		/* operation index, for messages */
 static unsigned g_op;		/* its opcode */
 static int g_trace = -1;	/* FUZZ_TRACE=1: print each operation */
 
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "fuzz_objcache: step %u op %u: %s:%d: ", \
-				g_step, g_op, __FILE__, __LINE__);           \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fprintf(stderr, " [%s]\n", #cond);                    \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#define FUZZ_WHERE_FMT "fuzz_objcache: step %u op %u: "
+#define FUZZ_WHERE_ARGS g_step, g_op
+#include "check.h"
 
 /*
  * A refusal with -EBUSY or -EDEADLK says why (refusal.h), and names an

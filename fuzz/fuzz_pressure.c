@@ -51,16 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *g_parser = "?";
 
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "fuzz_pressure: %s: %s:%d: ",         \
-				g_parser, __FILE__, __LINE__);                \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fprintf(stderr, " [%s]\n", #cond);                    \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#define FUZZ_WHERE_FMT "fuzz_pressure: %s: "
+#define FUZZ_WHERE_ARGS g_parser
+#include "check.h"
 
 #define CANARY 0xa5
 
