@@ -32,6 +32,12 @@
 #define HP_CHURN_SPARES 64u
 /* churn: one rcl_lruvec_shrink_inactive() of this many per as many inserts. */
 #define HP_CHURN_SCAN 32u
+/*
+ * add-del-listed: the object deleted is the one added this many operations
+ * earlier, more than a per-thread batch (RCL_LRU_PERTHREAD_BATCH), so that
+ * it has reached the shared list.
+ */
+#define HP_LISTED_LAG 64u
 /* churn: inserts between two looks at the clock. */
 #define HP_CHURN_CHUNK 1024u
 #define HP_MAX_THREADS 256u
@@ -87,12 +93,28 @@ static inline bool pool_push(struct obj_pool *p, struct hp_obj *o)
 /* ------------------------------------------------------------------------- */
 
 enum hp_impl { IMPL_LIB, IMPL_MUTEX, NR_IMPLS };
-enum hp_op { OP_HIT_ACTIVE, OP_HIT_INACTIVE, OP_ADD_DEL, OP_CHURN, NR_OPS };
+enum hp_op {
+	OP_HIT_ACTIVE,
+	OP_HIT_INACTIVE,
+	OP_ADD_DEL,
+	OP_ADD_DEL_LISTED,
+	OP_CHURN,
+	OP_CHURN_BATCH,
+	NR_OPS
+};
 
 static const char *const impl_names[NR_IMPLS] = { "libreclaim", "mutex-lru" };
 static const char *const op_names[NR_OPS] = {
-	"hit-active", "hit-inactive", "add-del", "churn",
+	"hit-active", "hit-inactive", "add-del", "add-del-listed", "churn",
+	"churn-batch",
 };
+/* --op: "all", or one of op_names (index + 1). */
+static const char *const op_choices[NR_OPS + 2] = {
+	"all", "hit-active", "hit-inactive", "add-del", "add-del-listed",
+	"churn", "churn-batch", NULL,
+};
+_Static_assert(sizeof(op_names) / sizeof(op_names[0]) == NR_OPS,
+	       "a name for every op");
 
 /* The node state bits the benchmark checks. */
 #define ST_MASK                                                               \
@@ -126,6 +148,7 @@ struct hp_run {
 	_Alignas(64) struct mutex_lru ml;
 	_Alignas(64) atomic_bool stop;	/* set by a worker that failed */
 	uint64_t run_ns;		/* how long each worker runs */
+	uint64_t max_ops;		/* --count: ops per worker instead (0: time) */
 	enum hp_impl impl;
 	enum hp_op op;
 	unsigned nthreads;
@@ -159,10 +182,13 @@ static void fail(struct worker *w, const char *what, int code)
  * (its own deadline), so the end does not depend on the main thread being
  * scheduled (more threads than CPUs, valgrind).
  */
-static bool stopped(struct hp_run *r, uint64_t deadline)
+static bool stopped(struct hp_run *r, uint64_t deadline, uint64_t ops)
 {
-	return atomic_load_explicit(&r->stop, memory_order_relaxed) ||
-	       bench_now_ns() >= deadline;
+	if (atomic_load_explicit(&r->stop, memory_order_relaxed))
+		return true;
+	if (r->max_ops)
+		return ops >= r->max_ops;
+	return bench_now_ns() >= deadline;
 }
 
 static unsigned lib_state(const struct hp_obj *o)
@@ -188,6 +214,29 @@ static enum rcl_evict_status churn_evict(struct rcl_lru_node *node,
 }
 
 static const struct rcl_lruvec_ops churn_ops = { .evict = churn_evict };
+
+/* churn-batch: the same, one call for each isolated batch. */
+static void churn_evict_batch(struct rcl_lruvec *lv, void *priv,
+			      struct rcl_evict_item *items, size_t nr)
+{
+	size_t i;
+
+	(void)lv;
+	(void)priv;
+	for (i = 0; i < nr; i++) {
+		struct hp_obj *o =
+			rcl_container_of(items[i].node, struct hp_obj, lru);
+
+		rcl_lru_node_init(items[i].node);
+		if (!pool_push(tls_pool, o))
+			abort();
+		items[i].status = RCL_EVICT_FREED;
+	}
+}
+
+static const struct rcl_lruvec_ops churn_batch_ops = {
+	.evict_batch = churn_evict_batch,
+};
 
 /* Untimed: initialise this thread's objects and put them in the cache. */
 static void worker_setup(struct worker *w)
@@ -219,7 +268,7 @@ static void worker_setup(struct worker *w)
 		w->order[j] = t;
 	}
 
-	if (r->op == OP_ADD_DEL)
+	if (r->op == OP_ADD_DEL || r->op == OP_ADD_DEL_LISTED)
 		return;	/* the objects start idle */
 
 	for (i = 0; i < w->nwork; i++) {
@@ -254,6 +303,7 @@ static void worker_setup(struct worker *w)
 			break;
 		case OP_HIT_INACTIVE:
 		case OP_CHURN:
+		case OP_CHURN_BATCH:
 			/* Listed on the inactive list, unreferenced. */
 			ret = rcl_lruvec_add(lv, &o->lru, RCL_LRU_FILE, 1,
 					     RCL_LRU_ADD_NOBATCH);
@@ -268,11 +318,12 @@ static void worker_setup(struct worker *w)
 			}
 			break;
 		case OP_ADD_DEL:
+		case OP_ADD_DEL_LISTED:
 		case NR_OPS:
 			break;
 		}
 	}
-	if (r->op == OP_CHURN) {
+	if (r->op == OP_CHURN || r->op == OP_CHURN_BATCH) {
 		for (i = w->nwork; i < w->nobjs; i++)
 			pool_push(&w->pool, &w->objs[i]);
 	}
@@ -308,7 +359,7 @@ static void loop_hit_active(struct worker *w)
 				bad |= rcl_lruvec_mark_accessed(lv, &o->lru);
 			}
 			ops += n;
-		} while (!stopped(r, t0 + r->run_ns));
+		} while (!stopped(r, t0 + r->run_ns, ops));
 	} else {
 		do {
 			for (i = 0; i < n; i++) {
@@ -318,7 +369,7 @@ static void loop_hit_active(struct worker *w)
 				ml_hit(ml, o);
 			}
 			ops += n;
-		} while (!stopped(r, t0 + r->run_ns));
+		} while (!stopped(r, t0 + r->run_ns, ops));
 	}
 	t1 = bench_now_ns();
 	w->ops = ops;
@@ -358,7 +409,7 @@ static void loop_hit_inactive(struct worker *w)
 		}
 		/* One thread decides whether all run another round. */
 		if (bench_barrier_wait(&r->round))
-			r->cont = rounds == 0 || !stopped(r, deadline);
+			r->cont = rounds == 0 || !stopped(r, deadline, ops);
 		bench_barrier_wait(&r->round);
 		if (!r->cont)
 			break;
@@ -432,7 +483,7 @@ static void loop_add_del(struct worker *w)
 				bad |= rcl_lruvec_del(lv, &o->lru);
 			}
 			ops += n;
-		} while (!stopped(r, t0 + r->run_ns));
+		} while (!stopped(r, t0 + r->run_ns, ops));
 	} else {
 		do {
 			for (i = 0; i < n; i++) {
@@ -446,13 +497,80 @@ static void loop_add_del(struct worker *w)
 				pthread_mutex_unlock(&ml->lock);
 			}
 			ops += n;
-		} while (!stopped(r, t0 + r->run_ns));
+		} while (!stopped(r, t0 + r->run_ns, ops));
 	}
 	t1 = bench_now_ns();
 	w->ops = ops;
 	w->ns = t1 - t0;
 	if (bad)
 		fail(w, "rcl_lruvec_add/del", bad);
+}
+
+/*
+ * add-del-listed: each operation adds an idle object and deletes the one
+ * added HP_LISTED_LAG operations earlier, which is on the shared list by
+ * then (the deleting thread's batch has been applied since).  The first
+ * HP_LISTED_LAG adds, untimed, fill the pipeline; the last ones are deleted
+ * at teardown.
+ */
+static void loop_add_del_listed(struct worker *w)
+{
+	struct hp_run *r = w->run;
+	struct rcl_lruvec *lv = &r->lv;
+	struct mutex_lru *ml = &r->ml;
+	const uint32_t *order = w->order;
+	struct hp_obj *objs = w->objs;
+	size_t i, n = w->nwork;
+	uint64_t ops = 0, t0, t1;
+	int bad = 0;
+
+	for (i = 0; i < HP_LISTED_LAG; i++) {
+		struct hp_obj *o = &objs[order[i]];
+
+		if (r->impl == IMPL_LIB) {
+			bad |= rcl_lruvec_add(lv, &o->lru, RCL_LRU_FILE, 1, 0);
+		} else {
+			pthread_mutex_lock(&ml->lock);
+			ml_link_head(ml, &o->ml);
+			pthread_mutex_unlock(&ml->lock);
+		}
+	}
+	t0 = bench_now_ns();
+	if (r->impl == IMPL_LIB) {
+		do {
+			for (i = 0; i < n; i++) {
+				size_t j = i + HP_LISTED_LAG;
+				struct hp_obj *in = &objs[order[j < n ? j : j - n]];
+				struct hp_obj *out = &objs[order[i]];
+
+				bad |= rcl_lruvec_add(lv, &in->lru,
+						      RCL_LRU_FILE, 1, 0);
+				bad |= rcl_lruvec_del(lv, &out->lru);
+			}
+			ops += n;
+		} while (!bad && !stopped(r, t0 + r->run_ns, ops));
+	} else {
+		do {
+			for (i = 0; i < n; i++) {
+				size_t j = i + HP_LISTED_LAG;
+				struct hp_obj *in = &objs[order[j < n ? j : j - n]];
+				struct hp_obj *out = &objs[order[i]];
+
+				pthread_mutex_lock(&ml->lock);
+				ml_link_head(ml, &in->ml);
+				pthread_mutex_unlock(&ml->lock);
+				pthread_mutex_lock(&ml->lock);
+				ml_unlink(ml, &out->ml);
+				pthread_mutex_unlock(&ml->lock);
+			}
+			ops += n;
+		} while (!stopped(r, t0 + r->run_ns, ops));
+	}
+	t1 = bench_now_ns();
+	w->ops = ops;
+	w->ns = t1 - t0;
+	if (bad)
+		fail(w, "add-del-listed: rcl_lruvec_add/del", bad);
 }
 
 /* libreclaim churn: evict HP_CHURN_SCAN from the inactive tail. */
@@ -505,7 +623,7 @@ static void loop_churn(struct worker *w)
 				}
 			}
 			ops += HP_CHURN_CHUNK;
-		} while (!stopped(r, t0 + r->run_ns));
+		} while (!stopped(r, t0 + r->run_ns, ops));
 	} else {
 		do {
 			for (i = 0; i < HP_CHURN_CHUNK; i++) {
@@ -524,7 +642,7 @@ static void loop_churn(struct worker *w)
 				pool_push(pool, o);
 			}
 			ops += HP_CHURN_CHUNK;
-		} while (!stopped(r, t0 + r->run_ns));
+		} while (!stopped(r, t0 + r->run_ns, ops));
 	}
 out:
 	t1 = bench_now_ns();
@@ -558,7 +676,11 @@ static void *worker_main(void *arg)
 	case OP_ADD_DEL:
 		loop_add_del(w);
 		break;
+	case OP_ADD_DEL_LISTED:
+		loop_add_del_listed(w);
+		break;
 	case OP_CHURN:
+	case OP_CHURN_BATCH:
 		loop_churn(w);
 		break;
 	case OP_HIT_INACTIVE:
@@ -637,7 +759,8 @@ static int teardown_lib(struct hp_run *r)
 			op_names[r->op], counted, listed);
 		err = -1;
 	}
-	if (r->op == OP_CHURN && (idle != pooled || listed + pooled != total)) {
+	if ((r->op == OP_CHURN || r->op == OP_CHURN_BATCH) &&
+	    (idle != pooled || listed + pooled != total)) {
 		fprintf(stderr, "rcl-bench: churn: %zu listed + %zu pooled != %zu objects (%zu idle)\n",
 			listed, pooled, total, idle);
 		err = -1;
@@ -658,7 +781,9 @@ static int teardown_mutex(struct hp_run *r)
 	unsigned t;
 
 	for (t = 0; t < r->nthreads; t++)
-		expect += r->op == OP_ADD_DEL ? 0 : r->w[t].nwork;
+		expect += r->op == OP_ADD_DEL	      ? 0
+			  : r->op == OP_ADD_DEL_LISTED ? HP_LISTED_LAG
+						       : r->w[t].nwork;
 	for (p = r->ml.head.next; p != &r->ml.head; p = p->next)
 		n++;
 	pthread_mutex_destroy(&r->ml.lock);
@@ -686,7 +811,7 @@ static void free_workers(struct worker *w, unsigned n)
 
 /* One measurement of one (impl, op, threads).  Returns 0 or -1. */
 static int hp_measure(enum hp_impl impl, enum hp_op op, unsigned nthreads,
-		      unsigned run_ms, struct hp_result *res)
+		      unsigned run_ms, uint64_t max_ops, struct hp_result *res)
 {
 	struct hp_run *r;
 	struct bench_cpu_snap snap0, snap1;
@@ -696,7 +821,7 @@ static int hp_measure(enum hp_impl impl, enum hp_op op, unsigned nthreads,
 	unsigned t, started = 0;
 	int ret, err = 0;
 
-	if (op == OP_CHURN)
+	if (op == OP_CHURN || op == OP_CHURN_BATCH)
 		spares = HP_CHURN_SPARES;
 	total = (per_thread + spares) * nthreads;
 
@@ -707,6 +832,7 @@ static int hp_measure(enum hp_impl impl, enum hp_op op, unsigned nthreads,
 	r->op = op;
 	r->nthreads = nthreads;
 	r->run_ns = (uint64_t)run_ms * 1000000u;
+	r->max_ops = max_ops;
 	atomic_init(&r->stop, false);
 	r->w = bench_zalloc64(nthreads * sizeof(*r->w));
 	if (!r->w)
@@ -722,7 +848,7 @@ static int hp_measure(enum hp_impl impl, enum hp_op op, unsigned nthreads,
 		w->order = malloc(w->nwork * sizeof(*w->order));
 		if (!w->objs || !w->order)
 			goto nomem;
-		if (op == OP_CHURN) {
+		if (op == OP_CHURN || op == OP_CHURN_BATCH) {
 			/* Evicted objects may come from any thread. */
 			w->pool.cap = total;
 			w->pool.slot = malloc(total * sizeof(*w->pool.slot));
@@ -732,7 +858,11 @@ static int hp_measure(enum hp_impl impl, enum hp_op op, unsigned nthreads,
 	}
 
 	if (impl == IMPL_LIB) {
-		struct rcl_lruvec_config cfg = { .ops = &churn_ops, .priv = r };
+		struct rcl_lruvec_config cfg = {
+			.ops = op == OP_CHURN_BATCH ? &churn_batch_ops
+						    : &churn_ops,
+			.priv = r,
+		};
 
 		ret = rcl_lruvec_init(&r->lv, &cfg);
 		if (ret) {
@@ -827,6 +957,8 @@ struct hp_figure_arg {
 	enum hp_op op;
 	unsigned nthreads;
 	unsigned run_ms;
+	uint64_t max_ops;
+	unsigned only_impl;	/* 0: both; else impl + 1 (--impl) */
 };
 
 /* One run of @impl for bench_median_of_runs(): v[0] ns/op, v[1] Mops/s. */
@@ -835,8 +967,13 @@ static int hp_sample(void *arg, unsigned impl, struct bench_sample *out)
 	const struct hp_figure_arg *a = arg;
 	struct hp_result one;
 
+	if (a->only_impl && impl != a->only_impl - 1) {
+		/* Not measured (--impl): a zero figure. */
+		memset(out, 0, sizeof(*out));
+		return 0;
+	}
 	if (hp_measure((enum hp_impl)impl, a->op, a->nthreads, a->run_ms,
-		       &one))
+		       a->max_ops, &one))
 		return -1;
 	out->v[0] = one.ns_per_op;
 	out->v[1] = one.mops;
@@ -853,10 +990,10 @@ static int hp_sample(void *arg, unsigned impl, struct bench_sample *out)
  * 0 or -1.
  */
 static int hp_figure(enum hp_op op, unsigned nthreads, unsigned run_ms,
-		     unsigned reps, unsigned tries, struct hp_result *out,
-		     unsigned *redone)
+		     uint64_t max_ops, unsigned only_impl, unsigned reps,
+		     unsigned tries, struct hp_result *out, unsigned *redone)
 {
-	struct hp_figure_arg arg = { op, nthreads, run_ms };
+	struct hp_figure_arg arg = { op, nthreads, run_ms, max_ops, only_impl };
 	struct bench_figure fig[NR_IMPLS];
 	char label[NR_IMPLS][64];
 	const char *labels[NR_IMPLS];
@@ -889,11 +1026,14 @@ static struct hp_result *hp_at(struct hp_result *res, unsigned max_threads,
 	return &res[((size_t)op * max_threads + (t - 1)) * NR_IMPLS + impl];
 }
 
-static void hp_print_json(struct hp_result *res, unsigned max_threads)
+static void hp_print_json(struct hp_result *res, unsigned max_threads,
+			  unsigned only)
 {
 	unsigned op, t, impl;
 
 	for (op = 0; op < NR_OPS; op++) {
+		if (only && op != only - 1)
+			continue;
 		for (t = 1; t <= max_threads; t++) {
 			for (impl = 0; impl < NR_IMPLS; impl++) {
 				const struct hp_result *x =
@@ -912,16 +1052,18 @@ static void hp_print_json(struct hp_result *res, unsigned max_threads)
 }
 
 static void hp_print_table(struct hp_result *res, unsigned max_threads,
-			   unsigned run_ms, unsigned reps)
+			   unsigned run_ms, unsigned reps, unsigned only)
 {
 	unsigned op, t, impl, disturbed = 0;
 
 	printf("rcl-bench hotpath: libreclaim %s, %ld CPUs online, %u ms per run, median of %u run%s\n\n",
 	       rcl_version(), sysconf(_SC_NPROCESSORS_ONLN), run_ms, reps,
 	       reps == 1 ? "" : "s");
-	printf("%-12s %7s  %-10s %9s %10s %10s %9s\n", "op", "threads", "impl",
+	printf("%-14s %7s  %-10s %9s %10s %10s %9s\n", "op", "threads", "impl",
 	       "ns/op", "Mops/s", "vs mutex", "scaling");
 	for (op = 0; op < NR_OPS; op++) {
+		if (only && op != only - 1)
+			continue;
 		for (t = 1; t <= max_threads; t++) {
 			for (impl = 0; impl < NR_IMPLS; impl++) {
 				const struct hp_result *x =
@@ -939,7 +1081,7 @@ static void hp_print_table(struct hp_result *res, unsigned max_threads,
 				if (t > 1)
 					snprintf(sc, sizeof(sc), "%.2fx",
 						 x->mops / one->mops);
-				printf("%-12s %7u  %-10s %9.2f %10.1f %10s %9s%s\n",
+				printf("%-14s %7u  %-10s %9.2f %10.1f %10s %9s%s\n",
 				       op_names[op], t, impl_names[impl],
 				       x->ns_per_op, x->mops, vs, sc,
 				       x->disturbed ? "  *" : "");
@@ -958,12 +1100,17 @@ static void hp_print_table(struct hp_result *res, unsigned max_threads,
 int cmd_hotpath(int argc, char **argv)
 {
 	unsigned max_threads = 2, run_ms = HP_RUN_MS, reps = HP_REPS;
-	unsigned tries = BENCH_TRIES;
+	static const char *const impl_choices[] = { "both", "libreclaim",
+						    "mutex-lru", NULL };
+	unsigned tries = BENCH_TRIES, only = 0, count = 0, only_impl = 0;
 	bool json = false, shortrun = false;
 	const struct bench_opt opts[] = {
 		BENCH_OPT_FLAG("--json", &json),
 		BENCH_OPT_FLAG("--short", &shortrun),
 		BENCH_OPT_UINT("--threads", &max_threads, 1, HP_MAX_THREADS),
+		BENCH_OPT_CHOICE("--op", &only, op_choices),
+		BENCH_OPT_UINT("--count", &count, 1, 1000000000u),
+		BENCH_OPT_CHOICE("--impl", &only_impl, impl_choices),
 		BENCH_OPT_END,
 	};
 	struct hp_result *res, *lib, *base;
@@ -978,6 +1125,15 @@ int cmd_hotpath(int argc, char **argv)
 		reps = HP_SHORT_REPS;
 		tries = 1;
 	}
+	if (count) {
+		/*
+		 * A fixed amount of work per thread (at least @count
+		 * operations, whole passes), once: for instruction counts
+		 * under callgrind, where two counts' difference cancels setup.
+		 */
+		reps = 1;
+		tries = 1;
+	}
 
 	bench_warn_threads(max_threads);
 
@@ -990,17 +1146,19 @@ int cmd_hotpath(int argc, char **argv)
 	fprintf(stderr, "rcl-bench hotpath: libreclaim %s, threads 1..%u, %u ms per run, median of %u run%s\n",
 		rcl_version(), max_threads, run_ms, reps, reps == 1 ? "" : "s");
 	for (op = 0; op < NR_OPS; op++) {
+		if (only && op != only - 1)
+			continue;
 		for (t = 1; t <= max_threads; t++) {
 			unsigned redone = 0;
 
 			lib = hp_at(res, max_threads, op, t, IMPL_LIB);
 			base = hp_at(res, max_threads, op, t, IMPL_MUTEX);
-			if (hp_figure((enum hp_op)op, t, run_ms, reps, tries,
-				      lib, &redone)) {
+			if (hp_figure((enum hp_op)op, t, run_ms, count,
+				      only_impl, reps, tries, lib, &redone)) {
 				free(res);
 				return 1;
 			}
-			fprintf(stderr, "  %-12s threads=%-3u %s %.1f Mops/s, %s %.1f Mops/s",
+			fprintf(stderr, "  %-14s threads=%-3u %s %.1f Mops/s, %s %.1f Mops/s",
 				op_names[op], t, impl_names[IMPL_LIB],
 				lib->mops, impl_names[IMPL_MUTEX], base->mops);
 			bench_progress_end(redone);
@@ -1008,9 +1166,9 @@ int cmd_hotpath(int argc, char **argv)
 	}
 
 	if (json)
-		hp_print_json(res, max_threads);
+		hp_print_json(res, max_threads, only);
 	else
-		hp_print_table(res, max_threads, run_ms, reps);
+		hp_print_table(res, max_threads, run_ms, reps, only);
 	free(res);
 	return 0;
 }

@@ -5,11 +5,15 @@
  * The kernel's per-CPU folio_batch turns one lru_lock round trip per page into
  * one per 31 pages.  User space has no cheap per-CPU data with preemption
  * disabled, so the batch is per thread: a fixed array of 31 (node, lruvec, op)
- * entries guarded by its own mutex.  The owner takes that mutex on every
- * batched operation; since nobody else normally does, it is uncontended (two
- * atomic operations).  Other threads take it only to find a node in it (a
+ * entries guarded by its own lock.  The owner takes that lock on every
+ * batched operation; since nobody else normally does, it is uncontended, and
+ * it is built to cost its owner one locked instruction per operation (an
+ * exchange to take it, a plain release store to drop it), where a pthread
+ * mutex costs two.  Other threads take it only to find a node in it (a
  * delete of a pending node, rare) or to drain it for an lruvec (explicit drain
- * points and lruvec teardown).
+ * points and lruvec teardown); a waiter spins on plain loads, not on locked
+ * instructions, and yields the CPU after a short while, as the holder may be
+ * asleep on an lruvec mutex.
  *
  * Every batch is on a global registry so that those walkers can find it.  A
  * thread that exits drains its batch from a pthread key destructor, under the
@@ -29,6 +33,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 struct rcl__tentry {
@@ -38,7 +43,7 @@ struct rcl__tentry {
 };
 
 struct rcl__tbatch {
-	pthread_mutex_t lock;
+	atomic_uint lock;	/* 0 free, 1 held: batch_lock() */
 	unsigned nr;
 	struct rcl__tentry e[RCL_LRU_PERTHREAD_BATCH];
 	/* registry links, under registry_lock */
@@ -52,7 +57,6 @@ struct rcl__tbatch {
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rcl__tbatch registry_head = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.reg_next = &registry_head,
 	.reg_prev = &registry_head,
 };
@@ -65,6 +69,46 @@ static RCL__TLS struct rcl__tbatch *tls_batch;
 
 RCL__TLS struct rcl_lruvec *rcl__tls_evicting;
 RCL__TLS unsigned rcl__tls_writing;
+
+/* ------------------------------------------------------------------------- */
+/* The batch lock                                                             */
+/* ------------------------------------------------------------------------- */
+
+/* Plain-load spins between two attempts before a waiter yields. */
+#define BATCH_LOCK_SPINS 128
+
+static __attribute__((noinline)) void batch_lock_slow(struct rcl__tbatch *b)
+{
+	unsigned spins = 0;
+
+	for (;;) {
+		/* Wait on plain loads: the line stays shared while held. */
+		while (atomic_load_explicit(&b->lock, memory_order_relaxed)) {
+			if (++spins < BATCH_LOCK_SPINS) {
+				rcl__cpu_relax();
+			} else {
+				spins = 0;
+				sched_yield();	/* the holder may sleep */
+			}
+		}
+		if (!atomic_exchange_explicit(&b->lock, 1, memory_order_acquire))
+			return;
+	}
+}
+
+/* Take a batch's lock: one exchange when it is free (the owner's case). */
+static inline void batch_lock(struct rcl__tbatch *b)
+{
+	if (unlikely(atomic_exchange_explicit(&b->lock, 1,
+					      memory_order_acquire)))
+		batch_lock_slow(b);
+}
+
+/* Drop it: a release store, no locked instruction. */
+static inline void batch_unlock(struct rcl__tbatch *b)
+{
+	atomic_store_explicit(&b->lock, 0, memory_order_release);
+}
 
 /* ------------------------------------------------------------------------- */
 /* Applying entries                                                           */
@@ -105,16 +149,15 @@ static void batch_destructor(void *arg)
 	struct rcl__tbatch *b = arg;
 
 	pthread_mutex_lock(&registry_lock);
-	pthread_mutex_lock(&b->lock);
+	batch_lock(b);
 	batch_apply(b, NULL);
 	b->reg_prev->reg_next = b->reg_next;
 	b->reg_next->reg_prev = b->reg_prev;
-	pthread_mutex_unlock(&b->lock);
+	batch_unlock(b);
 	pthread_mutex_unlock(&registry_lock);
 
 	if (tls_batch == b)
 		tls_batch = NULL;
-	pthread_mutex_destroy(&b->lock);
 	rcl__free(b);
 }
 
@@ -133,12 +176,8 @@ static struct rcl__tbatch *batch_create(void)
 	b = rcl__calloc(sizeof(*b));
 	if (!b)
 		return NULL;
-	if (pthread_mutex_init(&b->lock, NULL) != 0) {
-		rcl__free(b);
-		return NULL;
-	}
+	atomic_init(&b->lock, 0);
 	if (pthread_setspecific(batch_key, b) != 0) {
-		pthread_mutex_destroy(&b->lock);
 		rcl__free(b);
 		return NULL;
 	}
@@ -165,13 +204,13 @@ struct rcl__tbatch *rcl__tbatch_lock_local(void)
 		if (!b)
 			return NULL;
 	}
-	pthread_mutex_lock(&b->lock);
+	batch_lock(b);
 	return b;
 }
 
 void rcl__tbatch_unlock(struct rcl__tbatch *b)
 {
-	pthread_mutex_unlock(&b->lock);
+	batch_unlock(b);
 }
 
 void rcl__tbatch_append(struct rcl__tbatch *b, struct rcl_lru_node *node,
@@ -202,6 +241,47 @@ static bool batch_remove(struct rcl__tbatch *b, struct rcl_lru_node *node)
 	return false;
 }
 
+bool rcl__tbatch_del_pending_local(struct rcl_lruvec *lv,
+				   struct rcl_lru_node *node)
+{
+	struct rcl__tbatch *b = tls_batch;
+	bool done = false;
+	unsigned i;
+
+	if (!b)
+		return false;
+	batch_lock(b);
+	/*
+	 * Newest first: a delete usually follows its add closely.  While the
+	 * batch lock is held its entries are not applied, so a node found here
+	 * stays pending unless another thread deletes it (then the CAS sees
+	 * the change and that thread purges the entry, after we let go).
+	 */
+	for (i = b->nr; i-- > 0;) {
+		uint32_t f;
+
+		if (b->e[i].node != node)
+			continue;
+		if (b->e[i].op != RCL__OP_ADD || b->e[i].lv != lv)
+			break;
+		f = node_flags(node);
+		while ((f & F_STATE) == F_PENDING && f_id(f) == lv->__id &&
+		       !(f & (F_DIRTY | F_WRITEBACK))) {
+			/* Pending -> idle, and the entry goes with QUEUED. */
+			if (node_cas(node, &f, f & F_KEEP_IDLE)) {
+				memmove(&b->e[i], &b->e[i + 1],
+					(b->nr - i - 1) * sizeof(b->e[0]));
+				b->nr--;
+				done = true;
+				break;
+			}
+		}
+		break;
+	}
+	batch_unlock(b);
+	return done;
+}
+
 void rcl__tbatch_purge(struct rcl_lru_node *node)
 {
 	struct rcl__tbatch *b = tls_batch;
@@ -214,17 +294,17 @@ void rcl__tbatch_purge(struct rcl_lru_node *node)
 	 * we got to that batch.
 	 */
 	if (b) {
-		pthread_mutex_lock(&b->lock);
+		batch_lock(b);
 		found = batch_remove(b, node);
-		pthread_mutex_unlock(&b->lock);
+		batch_unlock(b);
 	}
 	if (!found) {
 		pthread_mutex_lock(&registry_lock);
 		for (b = registry_head.reg_next; b != &registry_head && !found;
 		     b = b->reg_next) {
-			pthread_mutex_lock(&b->lock);
+			batch_lock(b);
 			found = batch_remove(b, node);
-			pthread_mutex_unlock(&b->lock);
+			batch_unlock(b);
 		}
 		pthread_mutex_unlock(&registry_lock);
 	}
@@ -238,9 +318,9 @@ void rcl__tbatch_drain_all(struct rcl_lruvec *lv)
 
 	pthread_mutex_lock(&registry_lock);
 	for (b = registry_head.reg_next; b != &registry_head; b = b->reg_next) {
-		pthread_mutex_lock(&b->lock);
+		batch_lock(b);
 		batch_apply(b, lv);
-		pthread_mutex_unlock(&b->lock);
+		batch_unlock(b);
 	}
 	pthread_mutex_unlock(&registry_lock);
 }
@@ -255,9 +335,9 @@ RCL_API void rcl_lru_drain_local(void)
 
 	if (!b)
 		return;
-	pthread_mutex_lock(&b->lock);
+	batch_lock(b);
 	batch_apply(b, NULL);
-	pthread_mutex_unlock(&b->lock);
+	batch_unlock(b);
 }
 
 RCL_API int rcl_lruvec_drain(struct rcl_lruvec *lv)

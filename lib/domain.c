@@ -342,7 +342,7 @@ RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
 	unsigned i, high, free_slot = UINT32_MAX;
 	int err = 0;
 
-	if (!d || !lruvec_live(lv) || !lv->__ops || !lv->__ops->evict ||
+	if (!d || !lruvec_live(lv) || !lruvec_can_evict(lv) ||
 	    partition >= d->nr_partitions)
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);

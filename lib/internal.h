@@ -212,6 +212,12 @@ static inline void rcl__lruvec_unlock(struct rcl_lruvec *lv)
 	pthread_mutex_unlock(&lv->__lock);
 }
 
+/* Does @lv have an evict callback (per object or batched)? */
+static inline bool lruvec_can_evict(const struct rcl_lruvec *lv)
+{
+	return lv->__ops && (lv->__ops->evict || lv->__ops->evict_batch);
+}
+
 /* Batch entry operations, applied under the lruvec lock. */
 enum rcl__batch_op {
 	RCL__OP_ADD = 0,
@@ -247,12 +253,21 @@ void rcl__tbatch_append(struct rcl__tbatch *b, struct rcl_lru_node *node,
  * idle, so no new entry can appear) and clear its QUEUED bit.
  */
 void rcl__tbatch_purge(struct rcl_lru_node *node);
+/*
+ * rcl_lruvec_del()'s fast path: if @node is pending on @lv, clean, and its
+ * add entry is in the calling thread's own batch, make it idle and drop the
+ * entry (one exchange and one CAS).  Returns true if it did; false changes
+ * nothing.
+ */
+bool rcl__tbatch_del_pending_local(struct rcl_lruvec *lv,
+				   struct rcl_lru_node *node);
 /* Drain every batch's entries for @lv (NULL: everything). */
 void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
 
 /* Workingset (lib/workingset.c): the shadow of an eviction now, the clock. */
+/* The shadow of an eviction now, @ahead ticks not yet added to the clock. */
 uint64_t rcl__workingset_shadow(struct rcl_lruvec *lv, unsigned type,
-				bool workingset);
+				bool workingset, uint64_t ahead);
 void rcl__workingset_age(struct rcl_lruvec *lv, uint64_t n);
 void rcl__workingset_evicted(struct rcl_lruvec *lv, unsigned type, bool ws);
 unsigned rcl__workingset_target(const struct rcl_lruvec *lv, unsigned type);

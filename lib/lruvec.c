@@ -580,6 +580,13 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			return rcl__refuse("rcl_lruvec_del", -EBUSY,
 					   "a reclaimer holds the node isolated or it is under writeback (use rcl_lruvec_del_wait())");
 		if ((f & F_PENDING) && !(f & (F_DIRTY | F_WRITEBACK))) {
+			/* In our own batch (the common case): one CAS. */
+			if (rcl__tbatch_del_pending_local(lv, node))
+				return 0;
+			f = node_flags(node);
+			if (!node_on(lv, f, F_PENDING) ||
+			    (f & (F_DIRTY | F_WRITEBACK)))
+				continue;
 			/* Not on a list: only the batch entry refers to it. */
 			if (!node_cas(node, &f, f & (F_KEEP_IDLE | F_QUEUED)))
 				continue;
@@ -1195,7 +1202,7 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 	while (scanned < nr_to_scan) {
 		size_t chunk = RCL_MIN(nr_to_scan - scanned,
 				       (size_t)RCL_LRU_BATCH_ISOLATE);
-		size_t k, taken = 0;
+		size_t k, taken = 0, activated = 0;
 		bool empty = false;
 
 		rcl__lruvec_lock(lv);
@@ -1226,8 +1233,7 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 				f = flags_update(n, F_REFERENCED | F_WANT_ACT,
 						 F_ACTIVE);
 				list_add_head(lv, f_list(f), n);
-				stat_add(lv, f_type(f), RCL__STAT_ACTIVATED, 1);
-				rcl__workingset_age(lv, 1);
+				activated++;
 				continue;
 			}
 			link_between(n, iso->__head.__prev, &iso->__head);
@@ -1235,9 +1241,15 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 			iso->weight += n->__weight;
 			taken++;
 		}
-		atomic_fetch_add_explicit(&lv->__nr_isolated, taken,
-					  memory_order_relaxed);
+		if (taken)
+			atomic_fetch_add_explicit(&lv->__nr_isolated, taken,
+						  memory_order_relaxed);
 		rcl__lruvec_unlock(lv);
+		if (activated) {
+			/* One list: every node is of the list's type. */
+			stat_add(lv, list / 2, RCL__STAT_ACTIVATED, activated);
+			rcl__workingset_age(lv, activated);
+		}
 		scanned += k;
 		if (empty)
 			break;
@@ -1412,15 +1424,60 @@ static bool evict_claim(struct rcl_lru_node *n, unsigned shrink_flags,
 	return evict;
 }
 
+/* What one isolation pass of rcl_lruvec_shrink_inactive() adds up. */
+struct shrink_pass {
+	size_t freed, rotated, activated;
+	uint64_t wfreed;
+	uint64_t aged;		/* workingset clock ticks not yet added */
+};
+
+/*
+ * Act on the answer @st for the claimed node @n (flags @f when claimed,
+ * evict control @ctl); a kept node goes on @keep.  After FREED, @n is not
+ * touched.
+ */
+static void evict_answer(struct rcl_lruvec *lv, struct rcl_lru_node *n,
+			 uint32_t f, const struct rcl_evict_control *ctl,
+			 enum rcl_evict_status st, struct rcl_lru_node *keep,
+			 struct shrink_pass *p)
+{
+	switch (st) {
+	case RCL_EVICT_FREED:
+		p->freed++;
+		p->wfreed += ctl->weight;
+		p->aged++;	/* an eviction */
+		rcl__workingset_evicted(lv, ctl->type, (f & F_WORKINGSET) != 0);
+		if (f & F_DIRTY) {
+			/* The baseline's callback wrote it. */
+			rcl__lruvec_lock(lv);
+			dirty_account(lv, f, 0, ctl->weight);
+			rcl__lruvec_unlock(lv);
+		}
+		return;
+	case RCL_EVICT_ACTIVATE:
+		flags_update(n, F_REFERENCED, F_ACTIVE);
+		p->activated++;
+		p->aged++;
+		break;
+	case RCL_EVICT_BUSY:
+	default:	/* an unknown answer keeps the object */
+		p->rotated++;
+		break;
+	}
+	link_between(n, keep->__prev, keep);
+}
+
 RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				       struct rcl_lru_shrink_control *sc)
 {
 	size_t remaining;
 	struct rcl_lruvec *saved;
+	bool batched;
 
 	if (!lruvec_live(lv) || !sc || sc->type >= lv->__nr_types ||
-	    !lv->__ops || !lv->__ops->evict)
+	    !lruvec_can_evict(lv))
 		return -EINVAL;
+	batched = lv->__ops->evict_batch != NULL;
 
 	saved = rcl__tls_evicting;
 	remaining = sc->nr_to_scan;
@@ -1433,8 +1490,10 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		struct rcl_lru_isolated iso;
 		struct rcl_lru_node keep;
 		struct rcl_lru_node *n;
-		size_t freed = 0, rotated = 0, activated = 0;
-		uint64_t wfreed = 0;
+		struct rcl_evict_item items[RCL_LRU_BATCH_ISOLATE];
+		uint32_t iflags[RCL_LRU_BATCH_ISOLATE];
+		struct shrink_pass p = { 0 };
+		size_t nr_items = 0, i;
 
 		rcl_lru_isolated_init(&iso);
 		rcl_lruvec_isolate(lv, RCL_LRU_LIST(sc->type, 0),
@@ -1455,6 +1514,14 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		while ((n = rcl_lru_isolated_next(&iso, NULL)) != NULL) {
 			uint32_t f;
 			bool evict = evict_claim(n, sc->flags, &f);
+			/*
+			 * The workingset clock as it is with this pass's own
+			 * evictions and activations so far (added to the
+			 * shared clock once, at the end of the pass).  A
+			 * batched call sees the clock of its claim for every
+			 * item: the shadows of one batch differ from the
+			 * per-object ones by less than a batch.
+			 */
 			struct rcl_evict_control ctl = {
 				.lruvec = lv,
 				.priv = lv->__priv,
@@ -1465,9 +1532,9 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				.priority = sc->priority,
 				.context = sc->context,
 				.shadow = rcl__workingset_shadow(
-					lv, f_type(f), f & F_WORKINGSET),
+					lv, f_type(f), f & F_WORKINGSET,
+					p.aged),
 			};
-			enum rcl_evict_status st;
 
 			/* Off the set first: after FREED, n is not touched. */
 			unlink_node(n);
@@ -1486,7 +1553,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 					 * Flagged for reclaim when clean and
 					 * moved out of the way until then.
 					 */
-					activated++;
+					p.activated++;
 					link_between(n, keep.__prev, &keep);
 					continue;
 				}
@@ -1498,58 +1565,51 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			 */
 			if (f & F_QUEUED)
 				rcl__tbatch_purge(n);
-			st = lv->__ops->evict(n, &ctl);
-			switch (st) {
-			case RCL_EVICT_FREED:
-				freed++;
-				wfreed += ctl.weight;
-				rcl__workingset_age(lv, 1);	/* an eviction */
-				rcl__workingset_evicted(lv, ctl.type,
-							(f & F_WORKINGSET) != 0);
-				if (f & F_DIRTY) {
-					/* The baseline's callback wrote it. */
-					rcl__lruvec_lock(lv);
-					dirty_account(lv, f, 0, ctl.weight);
-					rcl__lruvec_unlock(lv);
-				}
+			if (batched) {
+				items[nr_items].node = n;
+				items[nr_items].ctl = ctl;
+				items[nr_items].status = RCL_EVICT_BUSY;
+				iflags[nr_items] = f;
+				nr_items++;
 				continue;
-			case RCL_EVICT_ACTIVATE:
-				flags_update(n, F_REFERENCED, F_ACTIVE);
-				activated++;
-				rcl__workingset_age(lv, 1);
-				break;
-			case RCL_EVICT_BUSY:
-			default:	/* an unknown answer keeps the object */
-				rotated++;
-				break;
 			}
-			link_between(n, keep.__prev, &keep);
+			evict_answer(lv, n, f, &ctl, lv->__ops->evict(n, &ctl),
+				     &keep, &p);
 		}
-		if (freed)
-			atomic_fetch_sub_explicit(&lv->__nr_isolated, freed,
+		if (nr_items) {
+			lv->__ops->evict_batch(lv, lv->__priv, items, nr_items);
+			for (i = 0; i < nr_items; i++)
+				evict_answer(lv, items[i].node, iflags[i],
+					     &items[i].ctl, items[i].status,
+					     &keep, &p);
+		}
+		if (p.aged)
+			rcl__workingset_age(lv, p.aged);
+		if (p.freed)
+			atomic_fetch_sub_explicit(&lv->__nr_isolated, p.freed,
 						  memory_order_relaxed);
 		putback_list(lv, &keep);
 		if (lv->__ops->batch_end)
-			lv->__ops->batch_end(lv, lv->__priv, freed);
+			lv->__ops->batch_end(lv, lv->__priv, p.freed);
 		rcl__tls_evicting = saved;
 
-		if (freed && atomic_load_explicit(&lv->__nr_waiters,
-						  memory_order_relaxed)) {
+		if (p.freed && atomic_load_explicit(&lv->__nr_waiters,
+						    memory_order_relaxed)) {
 			/* A waiter may have been waiting on a node now gone. */
 			rcl__lruvec_lock(lv);
 			wake_waiters_locked(lv);
 			rcl__lruvec_unlock(lv);
 		}
-		stat_add(lv, sc->type, RCL__STAT_FREED, freed);
-		stat_add(lv, sc->type, RCL__STAT_WEIGHT_FREED, wfreed);
-		stat_add(lv, sc->type, RCL__STAT_ROTATED, rotated);
-		stat_add(lv, sc->type, RCL__STAT_ACTIVATED, activated);
+		stat_add(lv, sc->type, RCL__STAT_FREED, p.freed);
+		stat_add(lv, sc->type, RCL__STAT_WEIGHT_FREED, p.wfreed);
+		stat_add(lv, sc->type, RCL__STAT_ROTATED, p.rotated);
+		stat_add(lv, sc->type, RCL__STAT_ACTIVATED, p.activated);
 		/* What reclaim met and could not free is its cost. */
-		rcl__lruvec_add_cost(lv, sc->type, iso.nr_scanned - freed);
-		sc->nr_freed += freed;
-		sc->weight_freed += wfreed;
-		sc->nr_rotated += rotated;
-		sc->nr_activated += activated;
+		rcl__lruvec_add_cost(lv, sc->type, iso.nr_scanned - p.freed);
+		sc->nr_freed += p.freed;
+		sc->weight_freed += p.wfreed;
+		sc->nr_rotated += p.rotated;
+		sc->nr_activated += p.activated;
 	}
 	RCL_PROBE7(mm_vmscan_lru_shrink_inactive, lv->__id, sc->type,
 		   sc->nr_scanned - p_scanned, sc->nr_freed - p_freed,

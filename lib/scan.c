@@ -190,7 +190,7 @@ RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc)
 	unsigned l, n;
 	int err;
 
-	if (!lruvec_live(lv) || !sc || !lv->__ops || !lv->__ops->evict)
+	if (!lruvec_live(lv) || !sc || !lruvec_can_evict(lv))
 		return -EINVAL;
 	err = rcl_scan_targets(lv, sc->priority, sc->swappiness, targets);
 	if (err)

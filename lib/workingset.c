@@ -47,10 +47,11 @@
 #define WORKINGSET_BIT (1ull << 62)
 
 uint64_t rcl__workingset_shadow(struct rcl_lruvec *lv, unsigned type,
-				bool workingset)
+				bool workingset, uint64_t ahead)
 {
 	uint64_t age = atomic_load_explicit(&lv->__ws[WS_AGE],
-					    memory_order_relaxed);
+					    memory_order_relaxed) +
+		       ahead;
 
 	return RCL_SHADOW_TAG | (workingset ? WORKINGSET_BIT : 0) |
 	       ((uint64_t)type << TYPE_SHIFT) |

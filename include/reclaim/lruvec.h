@@ -271,6 +271,18 @@ struct rcl_evict_control {
 };
 
 /**
+ * struct rcl_evict_item - one object of a batched eviction (&rcl_lruvec_ops.evict_batch)
+ * @node: the isolated node, claimed for eviction
+ * @ctl: what &rcl_lruvec_ops.evict would be told about it
+ * @status: the callback's answer for it, preset to RCL_EVICT_BUSY (keep)
+ */
+struct rcl_evict_item {
+	struct rcl_lru_node *node;
+	struct rcl_evict_control ctl;
+	enum rcl_evict_status status;
+};
+
+/**
  * struct rcl_lruvec_ops - the application's callbacks for one lruvec
  * @evict: called by rcl_lruvec_shrink_inactive() for each isolated node, with
  *	no library lock held.  It may take the application's locks and may call
@@ -317,6 +329,30 @@ struct rcl_evict_control {
  *	@batch_end calls, before the outer batch ends; work deferred per thread
  *	must be kept per nesting level (or done early, if that is harmless).
  *
+ * @evict_batch: optional; the batched form of @evict, for caches that can
+ *	judge and free a batch at once (one lock round trip, one free of many
+ *	objects).  When set, rcl_lruvec_shrink_inactive() calls it once per
+ *	isolation pass instead of calling @evict for each node (@evict may then
+ *	be NULL; if both are set, @evict is not called by the shrink), with the
+ *	pass's claimed nodes in @items[0..@nr-1], @nr >= 1 and at most
+ *	RCL_LRU_BATCH_ISOLATE, oldest first.  Each item carries what @evict
+ *	would have been told (&rcl_evict_item.ctl, shadow included) and the
+ *	per-object answer: &rcl_evict_item.status, preset to RCL_EVICT_BUSY,
+ *	which the callback sets to RCL_EVICT_FREED for every object it removed
+ *	(and to RCL_EVICT_ACTIVATE where it wants one), exactly as @evict's
+ *	return value.  After it returns, the library reads only @items (never a
+ *	node answered FREED), puts the kept nodes back, then calls @batch_end
+ *	(if set) with the number answered FREED, as after per-object calls:
+ *	@evict_batch judges and may free, @batch_end does the batch's deferred
+ *	work; a cache may use either or both.  Nodes that are dirty or under
+ *	writeback are not in @items (flusher.h), as they never reach @evict;
+ *	with RCL_LRU_SHRINK_WRITE_DIRTY a dirty node is, with
+ *	RCL_EVICT_DIRTY in its ctl.flags.  It runs under the rules of @evict:
+ *	no library lock held, the same calls allowed and refused (-EDEADLK),
+ *	and rcl_lruvec_del() of any node in @items returns -EBUSY.  @items is
+ *	the library's (on the reclaiming thread's stack) and is valid only
+ *	during the call.
+ *
  * The table is normally `static const`; initialise it by member names.  The
  * library reads it, so it grows only at the end, and until the first stable
  * release (version 1.0, soname 1) a program built against an older header
@@ -326,6 +362,8 @@ struct rcl_lruvec_ops {
 	enum rcl_evict_status (*evict)(struct rcl_lru_node *node,
 				       struct rcl_evict_control *ctl);
 	void (*batch_end)(struct rcl_lruvec *lv, void *priv, size_t nr_freed);
+	void (*evict_batch)(struct rcl_lruvec *lv, void *priv,
+			    struct rcl_evict_item *items, size_t nr);
 };
 
 /* ------------------------------------------------------------------------- */
