@@ -344,13 +344,17 @@ static void evict_action(struct fobj *o, struct rcl_lruvec *lv, unsigned act)
 		CHECK_RC(rcl_lruvec_mark_accessed(&lvs[b->lv], &b->lru), 0);
 		rc = rcl_lruvec_set_dirty(&lvs[b->lv], &b->lru);
 		/*
-		 * One this reclaim has judged stays in its hands until the
+		 * One that reclaim has claimed stays in its hands until the
 		 * batch is put back: -EDEADLK rather than wait (flusher.h).
+		 * rcl_lruvec_shrink_inactive() claims a clean node when it
+		 * isolates it, so that is also a bystander of this batch (or
+		 * of a nested one) not yet judged: isolated, and clean.
 		 */
-		if (b->handed)
-			CHECK_RC2(rc, 0, -EDEADLK);
-		else
-			CHECK_RC(rc, 0);
+		CHECK_RC2(rc, 0, -EDEADLK);
+		if (rc == -EDEADLK && !b->handed)
+			CHECK((rcl_lru_node_flags(&b->lru) &
+			       RCL_LRU_F_ISOLATED) && !b->dirty && !b->wb,
+			      "set_dirty -EDEADLK on an object reclaim does not hold");
 		if (rc == 0)
 			b->dirty = true;
 		break;

@@ -1185,15 +1185,31 @@ static bool iso_ok(const struct rcl_lru_isolated *iso)
 	return iso && iso->__head.__next && iso->__head.__prev;
 }
 
-RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
-			       size_t nr_to_scan, struct rcl_lru_isolated *iso)
+/*
+ * May reclaim (with RCL_LRU_SHRINK_* @shrink_flags) hand a node with flags
+ * @f to the evict callback?  Not if it is dirty (unless the baseline hands
+ * those over) or under writeback.
+ */
+static inline bool evictable_now(uint32_t f, unsigned shrink_flags)
+{
+	return !(f & (F_DIRTY | F_WRITEBACK)) ||
+	       (!(f & F_WRITEBACK) &&
+		(shrink_flags & RCL_LRU_SHRINK_WRITE_DIRTY));
+}
+
+/*
+ * rcl_lruvec_isolate(); with @claim (rcl_lruvec_shrink_inactive()), each
+ * node that the evict callback may have (evictable_now()) is also claimed
+ * for it (F_EVICTING) by the isolating CAS itself, which saves reclaim a
+ * second locked instruction per node.
+ */
+static void isolate_nodes(struct rcl_lruvec *lv, unsigned list,
+			  size_t nr_to_scan, struct rcl_lru_isolated *iso,
+			  bool claim, unsigned shrink_flags)
 {
 	size_t scanned = 0;
 	bool inactive = !(list & 1);
 
-	if (!lruvec_live(lv) || !iso_ok(iso) || list >= RCL_LRU_UNEVICTABLE ||
-	    list / 2 >= lv->__nr_types || (iso->nr && iso->__lv != lv))
-		return -EINVAL;
 	iso->__lv = lv;
 
 	/* Pending adds and activations of this thread reach the lists first. */
@@ -1222,7 +1238,12 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 			 */
 			f = node_flags(n);
 			while (!(inactive && (f & F_WANT_ACT)) &&
-			       !node_cas(n, &f, (f & ~F_LISTED) | F_ISOLATED))
+			       !node_cas(n, &f,
+					 (f & ~F_LISTED) | F_ISOLATED |
+						 (claim && evictable_now(
+								   f, shrink_flags)
+							  ? F_EVICTING
+							  : 0)))
 				;
 			if (inactive && (f & F_WANT_ACT)) {
 				/*
@@ -1255,6 +1276,15 @@ RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
 			break;
 	}
 	iso->nr_scanned = scanned;
+}
+
+RCL_API int rcl_lruvec_isolate(struct rcl_lruvec *lv, unsigned list,
+			       size_t nr_to_scan, struct rcl_lru_isolated *iso)
+{
+	if (!lruvec_live(lv) || !iso_ok(iso) || list >= RCL_LRU_UNEVICTABLE ||
+	    list / 2 >= lv->__nr_types || (iso->nr && iso->__lv != lv))
+		return -EINVAL;
+	isolate_nodes(lv, list, nr_to_scan, iso, false, 0);
 	return 0;
 }
 
@@ -1411,10 +1441,16 @@ static bool evict_claim(struct rcl_lru_node *n, unsigned shrink_flags,
 	uint32_t f = node_flags(n), nf;
 	bool evict;
 
+	if (f & F_EVICTING) {
+		/*
+		 * Claimed when isolated: its dirty and writeback bits are
+		 * frozen since (only REFERENCED may have changed).
+		 */
+		*fp = f;
+		return true;
+	}
 	do {
-		evict = !(f & (F_DIRTY | F_WRITEBACK)) ||
-			(!(f & F_WRITEBACK) &&
-			 (shrink_flags & RCL_LRU_SHRINK_WRITE_DIRTY));
+		evict = evictable_now(f, shrink_flags);
 		if (evict)
 			nf = f | F_EVICTING;
 		else
@@ -1496,10 +1532,9 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		size_t nr_items = 0, i;
 
 		rcl_lru_isolated_init(&iso);
-		rcl_lruvec_isolate(lv, RCL_LRU_LIST(sc->type, 0),
-				   RCL_MIN(remaining,
-					   (size_t)RCL_LRU_BATCH_ISOLATE),
-				   &iso);
+		isolate_nodes(lv, RCL_LRU_LIST(sc->type, 0),
+			      RCL_MIN(remaining, (size_t)RCL_LRU_BATCH_ISOLATE),
+			      &iso, true, sc->flags);
 		sc->nr_scanned += iso.nr_scanned;
 		sc->nr_taken += iso.nr;
 		/* Nodes met with a queued activation were activated, not taken. */

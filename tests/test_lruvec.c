@@ -1362,6 +1362,63 @@ static void be_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
 	c->evicts_since_end = 0;
 }
 
+/*
+ * rcl_lruvec_shrink_inactive() claims a clean node for the evict callback
+ * when it isolates it: from then until the callback's answer the node's
+ * dirty state is frozen, also for the nodes of the batch not judged yet.
+ * From the callback of node 0: set_dirty() on node 1 (same batch, not yet
+ * judged) is -EDEADLK and writeback_start() -EBUSY; node 5 (not isolated)
+ * may be dirtied.  So node 1 is freed clean and node 5 stays, dirty.
+ */
+static struct fixture *claim_fx;
+static int claim_rc[3];
+
+static void claim_hook(struct rcl_lru_node *node,
+		       struct rcl_evict_control *ctl)
+{
+	struct obj *o = rcl_container_of(node, struct obj, lru);
+
+	(void)ctl;
+	if (o->key != 0)
+		return;
+	claim_rc[0] = rcl_lruvec_set_dirty(&claim_fx->lv,
+					   &claim_fx->objs[1].lru);
+	claim_rc[1] = rcl_lruvec_writeback_start(&claim_fx->lv,
+						 &claim_fx->objs[1].lru);
+	claim_rc[2] = rcl_lruvec_set_dirty(&claim_fx->lv,
+					   &claim_fx->objs[5].lru);
+}
+
+static void test_lruvec_shrink_claims_the_batch_when_isolating(void **state)
+{
+	struct fixture *fx = *state;
+	struct rcl_lru_shrink_control sc = {
+		.type = RCL_LRU_FILE, .nr_to_scan = 2, .priority = 7,
+		.context = 0xabc,
+	};
+
+	add_range(fx, 0, 6, RCL_LRU_FILE, 0);
+	claim_fx = fx;
+	evict_hook = claim_hook;
+	expect_evict(0, 0, RCL_EVICT_BUSY);
+	expect_evict(1, 0, RCL_EVICT_FREED);
+	assert_int_equal(rcl_lruvec_shrink_inactive(&fx->lv, &sc), 0);
+	evict_hook = NULL;
+	assert_int_equal(claim_rc[0], -EDEADLK);
+	assert_int_equal(claim_rc[1], -EBUSY);
+	assert_int_equal(claim_rc[2], 0);
+	assert_int_equal(sc.nr_freed, 1);
+	assert_int_equal(sc.nr_dirty, 0);
+	/* Freed clean; the library left it as it was (isolated). */
+	assert_int_equal(flags_of(fx, 1) & (RCL_LRU_F_DIRTY | RCL_LRU_F_LISTED),
+			 0);
+	rcl_lru_node_init(&fx->objs[1].lru);
+	assert_true(flags_of(fx, 5) & RCL_LRU_F_DIRTY);
+	assert_true(flags_of(fx, 0) & RCL_LRU_F_LISTED);
+	assert_false(flags_of(fx, 0) & RCL_LRU_F_DIRTY);
+	check(fx, 5);
+}
+
 static void test_lruvec_batch_end_once_per_batch(void **state)
 {
 	static const struct rcl_lruvec_ops ops = {
@@ -1716,6 +1773,7 @@ int main(void)
 		T(test_lruvec_shrink_bad_input),
 		T(test_lruvec_evict_callback_reentry),
 		cmocka_unit_test(test_lruvec_batch_end_once_per_batch),
+		T(test_lruvec_shrink_claims_the_batch_when_isolating),
 		T(test_lruvec_shrink_active_rule),
 		cmocka_unit_test(test_lruvec_inactive_ratio_is_the_sqrt_rule),
 		T(test_lruvec_small_lists_keep_inactive_as_large_as_active),

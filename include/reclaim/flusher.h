@@ -39,7 +39,12 @@
  * An object reclaim hands to the evict callback stays as the callback found
  * it, clean, until the callback has answered: rcl_lruvec_set_dirty() on it
  * waits until reclaim puts it back (the callback, seeing the writer's pin,
- * keeps it), and rcl_lruvec_writeback_start() refuses it.  So an object
+ * keeps it), and rcl_lruvec_writeback_start() refuses it.  The hand-over
+ * starts when rcl_lruvec_shrink_inactive() isolates the object (one atomic
+ * step claims it, which saves a locked instruction per object), so this
+ * holds for every clean object of the batch, also those whose turn in the
+ * callback has not come yet: from an evict callback, set_dirty() on one of
+ * them is -EDEADLK like on the object being judged.  So an object
  * dirtied while isolated is never freed dirty, and the dirty counts stay
  * exact.  The evict callback must therefore not wait for a thread that may
  * be inside rcl_lruvec_set_dirty() for the same object: take such a lock
@@ -150,7 +155,8 @@ struct rcl_domain;
  * Return: 0; -EINVAL for NULL or an uninitialised lruvec; -ENOENT if the
  * node is not on @lv (also if it was deleted while this waited); -EDEADLK
  * from any evict callback if the object is in an evict callback's hands
- * (conservatively: also another thread's).
+ * (conservatively: also another thread's), which includes a clean object of
+ * a batch rcl_lruvec_shrink_inactive() has isolated and not yet put back.
  */
 RCL_API int rcl_lruvec_set_dirty(struct rcl_lruvec *lv, struct rcl_lru_node *node);
 
