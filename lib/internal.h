@@ -182,20 +182,33 @@ static inline void rcl__cpu_relax(void)
 #endif
 }
 
-/* Up to @spins trylocks, relaxing between them; true if one took @m. */
+/* Pause instructions between two trylocks of a waiter, at most. */
+#define RCL__LOCK_BACKOFF_MAX 32u
+
+/*
+ * Try to take @m for about @spins pause instructions; true if it did.  The
+ * tries are spaced out 1, 2, 4 .. RCL__LOCK_BACKOFF_MAX pauses apart, so
+ * that a contended lock's line is not pulled away from its holder by a
+ * locked instruction (each trylock is one) on every iteration of the wait.
+ */
 static inline bool rcl__mutex_trylock_spin(pthread_mutex_t *m, unsigned spins)
 {
-	unsigned i;
+	unsigned spent = 0, j, backoff = 1;
 
-	for (i = 0; i < spins; i++) {
+	for (;;) {
 		if (pthread_mutex_trylock(m) == 0)
 			return true;
-		rcl__cpu_relax();
+		if (spent >= spins)
+			return false;
+		for (j = 0; j < backoff; j++)
+			rcl__cpu_relax();
+		spent += backoff;
+		if (backoff < RCL__LOCK_BACKOFF_MAX)
+			backoff *= 2;
 	}
-	return false;
 }
 
-/* Lock @m: spin briefly (@spins trylocks), then sleep in the mutex. */
+/* Lock @m: spin briefly (about @spins pauses), then sleep in the mutex. */
 static inline void rcl__mutex_lock_spin(pthread_mutex_t *m, unsigned spins)
 {
 	if (!rcl__mutex_trylock_spin(m, spins))

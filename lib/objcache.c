@@ -44,8 +44,8 @@ _Static_assert(sizeof(void *) != 8 || sizeof(struct rcl_objcache_node) == 72,
 #define OC_HASHED (1u << 31)
 #define OC_COUNT (OC_HASHED - 1)
 #define OC_MAX_TABLE (1u << 30)		/* buckets per shard, growth limit */
-#define OC_LOCK_SPINS 64		/* spins of a lock before sleeping */
-#define OC_TRY_SPINS 128		/* trylocks of the evict callback */
+#define OC_LOCK_SPINS 64		/* pauses spent on a lock before sleeping */
+#define OC_TRY_SPINS 128		/* pauses the evict callback's trylock spends */
 
 /* ------------------------------------------------------------------------- */
 /* Types                                                                      */
