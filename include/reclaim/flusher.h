@@ -47,7 +47,8 @@
  * them is -EDEADLK like on the object being judged.  So an object
  * dirtied while isolated is never freed dirty, and the dirty counts stay
  * exact.  The evict callback must therefore not wait for a thread that may
- * be inside rcl_lruvec_set_dirty() for the same object: take such a lock
+ * be inside rcl_lruvec_set_dirty() for the same object, or for another
+ * clean object of its batch: take such a lock
  * with a trylock there (as the kernel's shrink_folio_list() does the folio
  * lock), or do not hold it across rcl_lruvec_set_dirty().
  *

@@ -302,7 +302,8 @@ struct rcl_evict_item {
  *	another node of its batch, returns -EBUSY.
  *	Conversely, it must not wait for a thread that may be inside
  *	rcl_lruvec_del_wait() or rcl_lruvec_set_dirty() for the node it judges
- *	(use a trylock on a lock such a thread may hold).  It may block for a
+ *	or another node of its batch, which reclaim holds until the batch is
+ *	put back (use a trylock on a lock such a thread may hold).  It may block for a
  *	long time: only rcl_lruvec_del_wait() and rcl_lruvec_set_dirty() on
  *	the nodes of its batch, and rcl_domain_detach() of its lruvec during a
  *	domain pass, wait for it.
