@@ -2,7 +2,8 @@
 /*
  * fuzz_ops - libFuzzer target: the input is a script of API operations
  *
- * The input drives three lruvecs (with evict callbacks and workingset
+ * The input drives three lruvecs (with per-object or batched evict
+ * callbacks, chosen per lruvec by the input, and workingset
  * shadows), two domains (budgets, charges, watermarks, direct reclaim, an
  * application flusher that only records requests), a standalone shrinker
  * registry and up to four shrinkers over a fixed pool of harness objects.
@@ -162,6 +163,7 @@ struct fdom {
 static struct fobj pool[NOBJ];
 static struct rcl_lruvec lvs[NLV + 1];	/* lvs[NLV]: no ops, never holds objects */
 static int lv_dom[NLV];			/* attached to, or -1 */
+static bool lv_batched[NLV];		/* judged by evict_batch */
 static struct rcl_lru_isolated isos[NLV];
 static struct fdom doms[NDOM];
 static struct rcl_shrinker_registry *regs[NREG];
@@ -377,11 +379,13 @@ static void evict_action(struct fobj *o, struct rcl_lruvec *lv, unsigned act)
 	}
 }
 
-static enum rcl_evict_status fuzz_evict(struct rcl_lru_node *node,
-					struct rcl_evict_control *ctl)
+/*
+ * What either callback form does with one object: the checks, the action,
+ * the answer.  @li is the index of the lruvec it came from.
+ */
+static enum rcl_evict_status judge(struct fobj *o, unsigned li,
+				   struct rcl_evict_control *ctl)
 {
-	struct fobj *o = obj_of(node);
-	unsigned li = lv_index(ctl->lruvec);
 	enum rcl_evict_status ans;
 
 	CHECK(!g_no_evict, "evict callback where none may run");
@@ -442,6 +446,58 @@ static enum rcl_evict_status fuzz_evict(struct rcl_lru_node *node,
 	return ans;
 }
 
+static enum rcl_evict_status fuzz_evict(struct rcl_lru_node *node,
+					struct rcl_evict_control *ctl)
+{
+	struct fobj *o = obj_of(node);
+	unsigned li = lv_index(ctl->lruvec);
+
+	CHECK(li < NLV && !lv_batched[li],
+	      "evict called on lruvec %u, which has evict_batch", li);
+	return judge(o, li, ctl);
+}
+
+/*
+ * The batched form: the whole pass's claimed objects at once.  All of
+ * them are in this reclaim's hands from the start (a bystander action on a
+ * later item gets -EDEADLK), each is judged as fuzz_evict() would, and a
+ * BUSY answer is left as the preset on even items.  FREED objects are
+ * poisoned before this returns: the library must read only @items.
+ */
+static void fuzz_evict_batch(struct rcl_lruvec *lv, void *priv,
+			     struct rcl_evict_item *items, size_t nr)
+{
+	unsigned li = lv_index(lv);
+
+	CHECK(!g_no_evict, "evict_batch where no evict callback may run");
+	CHECK(li < NLV && lv_batched[li],
+	      "evict_batch called on lruvec %u, which judges per object", li);
+	CHECK(priv == &lvs[li], "evict_batch: wrong priv");
+	CHECK(nr >= 1 && nr <= RCL_LRU_BATCH_ISOLATE, "evict_batch: nr %zu", nr);
+	for (size_t i = 0; i < nr; i++) {
+		struct fobj *o = obj_of(items[i].node);
+
+		CHECK(items[i].status == RCL_EVICT_BUSY,
+		      "item %zu preset to %d", i, (int)items[i].status);
+		CHECK(items[i].ctl.lruvec == lv && items[i].ctl.priv == priv,
+		      "item %zu: control of another lruvec", i);
+		for (size_t j = 0; j < i; j++)
+			CHECK(items[j].node != items[i].node,
+			      "object %td twice in one batch", o - pool);
+		CHECK(!o->in_cb, "object %td in a batch and in a callback",
+		      o - pool);
+	}
+	for (size_t i = 0; i < nr; i++)
+		obj_of(items[i].node)->handed = true;
+	for (size_t i = 0; i < nr; i++) {
+		enum rcl_evict_status st = judge(obj_of(items[i].node), li,
+						 &items[i].ctl);
+
+		if (st != RCL_EVICT_BUSY || (i & 1))
+			items[i].status = st;
+	}
+}
+
 /* Once per batch of the evict callbacks above, at their depth. */
 static void fuzz_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
 {
@@ -464,6 +520,17 @@ static void fuzz_batch_end(struct rcl_lruvec *lv, void *priv, size_t nr_freed)
 static const struct rcl_lruvec_ops fuzz_lv_ops = {
 	.evict = fuzz_evict,
 	.batch_end = fuzz_batch_end,
+};
+
+/* evict_batch only (evict NULL), and both (evict must not be called). */
+static const struct rcl_lruvec_ops fuzz_lv_batch_ops = {
+	.batch_end = fuzz_batch_end,
+	.evict_batch = fuzz_evict_batch,
+};
+static const struct rcl_lruvec_ops fuzz_lv_both_ops = {
+	.evict = fuzz_evict,
+	.batch_end = fuzz_batch_end,
+	.evict_batch = fuzz_evict_batch,
 };
 
 static void fuzz_flusher_wakeup(void *priv, const struct rcl_flush_request *req)
@@ -820,9 +887,19 @@ static void setup(struct reader *r)
 	CHECK_RC(rcl_shrinker_registry_new(&rcfg, &regs[NREG - 1]), 0);
 	reg_parts[NREG - 1] = rcfg.nr_partitions;
 
+	/*
+	 * The callback form of each lruvec: bit 5 + v of the first
+	 * operation's opcode byte (input byte 6), which the opcode (% 32)
+	 * ignores; lruvec 1 sets evict too, which must then not be called.
+	 */
+	uint8_t form = r->i < r->n ? r->p[r->i] : 0;
+
 	for (unsigned v = 0; v < NLV; v++) {
+		lv_batched[v] = (form >> (5 + v)) & 1;
 		struct rcl_lruvec_config cfg = {
-			.ops = &fuzz_lv_ops,
+			.ops = !lv_batched[v] ? &fuzz_lv_ops
+			       : v == 1       ? &fuzz_lv_both_ops
+					      : &fuzz_lv_batch_ops,
 			.priv = &lvs[v],
 			.nr_types = (h[4] & (1u << v)) ? 1 : 0,
 			.weight_per_gib = (h[4] & 0x80) ? 64 : 0,

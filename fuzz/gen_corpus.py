@@ -198,6 +198,20 @@ seed("shadow-limit",
      hdr(b0=40, reg=0x30))
 
 
+# The same scripts with evict_batch (fuzz/README.md): the first operation's
+# opcode byte carries the callback form of lruvec v in bit 5 + v.
+def batched(name, form=0xe0):
+    data = bytearray(SEEDS[name])
+    data[6] |= form
+    SEEDS[name + "-batched"] = bytes(data)
+
+
+for _name in ("shrink-inactive", "callback-actions", "dirty-writeback",
+              "reclaim-writes", "domain-reclaim", "scan-lruvec", "refault"):
+    batched(_name)
+batched("lists-basic", 0xa0)	# lruvec 1 per object, 0 and 2 per batch
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "corpus")

@@ -1528,8 +1528,14 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		struct rcl_lru_node *n;
 		struct rcl_evict_item items[RCL_LRU_BATCH_ISOLATE];
 		uint32_t iflags[RCL_LRU_BATCH_ISOLATE];
+		/*
+		 * Batched: the pass's nodes in isolation order, NULL for the
+		 * next item, so that the kept ones go back in the order the
+		 * per-object calls leave them in.
+		 */
+		struct rcl_lru_node *order[RCL_LRU_BATCH_ISOLATE];
 		struct shrink_pass p = { 0 };
-		size_t nr_items = 0, i;
+		size_t nr_items = 0, nr_order = 0, i, j;
 
 		rcl_lru_isolated_init(&iso);
 		isolate_nodes(lv, RCL_LRU_LIST(sc->type, 0),
@@ -1589,7 +1595,10 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 					 * moved out of the way until then.
 					 */
 					p.activated++;
-					link_between(n, keep.__prev, &keep);
+					if (batched)
+						order[nr_order++] = n;
+					else
+						link_between(n, keep.__prev, &keep);
 					continue;
 				}
 				ctl.flags |= RCL_EVICT_DIRTY;	/* baseline */
@@ -1606,17 +1615,22 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				items[nr_items].status = RCL_EVICT_BUSY;
 				iflags[nr_items] = f;
 				nr_items++;
+				order[nr_order++] = NULL;
 				continue;
 			}
 			evict_answer(lv, n, f, &ctl, lv->__ops->evict(n, &ctl),
 				     &keep, &p);
 		}
-		if (nr_items) {
+		if (nr_items)
 			lv->__ops->evict_batch(lv, lv->__priv, items, nr_items);
-			for (i = 0; i < nr_items; i++)
-				evict_answer(lv, items[i].node, iflags[i],
-					     &items[i].ctl, items[i].status,
-					     &keep, &p);
+		for (i = 0, j = 0; i < nr_order; i++) {
+			if (order[i]) {
+				link_between(order[i], keep.__prev, &keep);
+				continue;
+			}
+			evict_answer(lv, items[j].node, iflags[j], &items[j].ctl,
+				     items[j].status, &keep, &p);
+			j++;
 		}
 		if (p.aged)
 			rcl__workingset_age(lv, p.aged);

@@ -83,12 +83,72 @@ static int pressure_from_cxx()
 	return 0;
 }
 
+// The batched evict callback: struct rcl_evict_item and ops.evict_batch.
+static size_t cxx_batch_items;
+static bool cxx_batch_ok = true;
+
+static void cxx_evict_batch(struct rcl_lruvec *lv, void *priv,
+			    struct rcl_evict_item *items, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++) {
+		struct rcl_evict_item &e = items[i];
+		struct item *o = rcl_container_of(e.node, struct item, lru);
+
+		if (e.status != RCL_EVICT_BUSY || e.ctl.lruvec != lv ||
+		    e.ctl.priv != priv || e.ctl.weight != uint32_t(o->key) ||
+		    e.ctl.type != RCL_LRU_FILE || !rcl_shadow_is_valid(e.ctl.shadow))
+			cxx_batch_ok = false;
+		if (o->key % 2 == 0)
+			e.status = RCL_EVICT_FREED;	// odd keys keep the preset
+	}
+	cxx_batch_items += nr;
+}
+
+static int evict_batch_from_cxx()
+{
+	// C++11 has no designated initialisers: value-initialise, then name
+	// the members (C++20 code may write { .evict_batch = ... }).
+	struct rcl_lruvec_ops ops = {};
+	ops.evict_batch = cxx_evict_batch;
+	struct rcl_lruvec_config cfg = {};
+	cfg.ops = &ops;
+	cfg.priv = &ops;
+	struct rcl_evict_item probe = {};
+	probe.node = nullptr;
+	probe.ctl.flags = RCL_EVICT_REFERENCED;
+	probe.status = RCL_EVICT_ACTIVATE;
+	struct rcl_lru_shrink_control sc = {};
+	sc.type = RCL_LRU_FILE;
+	sc.nr_to_scan = 3;
+	struct rcl_lruvec lv;
+	struct item it[3] = {};
+
+	if (ops.evict != nullptr || probe.status != RCL_EVICT_ACTIVATE)
+		return 1;
+	if (rcl_lruvec_init(&lv, &cfg) != 0)
+		return 1;
+	for (int i = 0; i < 3; i++) {
+		it[i].key = i + 2;	// weights 2, 3, 4: keys 2 and 4 go
+		if (rcl_lruvec_add(&lv, &it[i].lru, RCL_LRU_FILE, uint32_t(i + 2),
+				   RCL_LRU_ADD_NOBATCH) != 0)
+			return 1;
+	}
+	if (rcl_lruvec_shrink_inactive(&lv, &sc) != 0 || !cxx_batch_ok ||
+	    cxx_batch_items != 3 || sc.nr_freed != 2 || sc.weight_freed != 6 ||
+	    sc.nr_rotated != 1)
+		return 1;
+	if (rcl_lruvec_del(&lv, &it[1].lru) != 0 || rcl_lruvec_destroy(&lv) != 0)
+		return 1;
+	return 0;
+}
+
 int main()
 {
 	struct rcl_lruvec lv;
 	struct item it = {};
 
-	if (objcache_from_cxx() != 0 || pressure_from_cxx() != 0)
+	if (objcache_from_cxx() != 0 || pressure_from_cxx() != 0 ||
+	    evict_batch_from_cxx() != 0)
 		return 1;
 
 	if (rcl_lruvec_init(&lv, nullptr) != 0)

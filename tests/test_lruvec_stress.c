@@ -9,6 +9,12 @@
  * on exactly one list or idle, and every list's counts must equal its
  * contents.
  *
+ * The _batched variants run the same with &rcl_lruvec_ops.evict_batch: in
+ * all_operations_batched one lruvec judges per object and the other per
+ * batch, at once; in object_lifetime_batched the batch callback frees the
+ * objects it evicts, so a library read of an item answered FREED is a
+ * use-after-free.
+ *
  * test_lruvec_stress_object_lifetime: objects are malloc'd and freed for
  * real, by deleters (after rcl_lruvec_del_wait() returns) and by a reclaimer's
  * evict callback, following the pin protocol documented in lruvec.h.  Any
@@ -99,6 +105,23 @@ static enum rcl_evict_status pool_evict(struct rcl_lru_node *node,
 }
 
 static const struct rcl_lruvec_ops pool_ops = { .evict = pool_evict };
+
+/* The same judgement, a batch at a time (lruvec.h: evict_batch). */
+static void pool_evict_batch(struct rcl_lruvec *lv, void *priv,
+			     struct rcl_evict_item *items, size_t nr)
+{
+	(void)priv;
+	T_CHECK(nr >= 1 && nr <= RCL_LRU_BATCH_ISOLATE);
+	for (size_t i = 0; i < nr; i++) {
+		T_PEQ(items[i].ctl.lruvec, lv);
+		T_EQ(items[i].status, RCL_EVICT_BUSY);
+		items[i].status = pool_evict(items[i].node, &items[i].ctl);
+	}
+}
+
+static const struct rcl_lruvec_ops pool_batch_ops = {
+	.evict_batch = pool_evict_batch,
+};
 
 static void pool_isolate_some(uint64_t *rng)
 {
@@ -258,16 +281,23 @@ static void *pool_worker(void *arg)
 	return NULL;
 }
 
-static void test_lruvec_stress_all_operations(void **state)
+static void run_all_operations(const struct rcl_lruvec_ops *ops[NLV],
+			       unsigned dflt_ops)
 {
-	struct rcl_lruvec_config cfg = { .ops = &pool_ops };
 	struct worker w[NTHREADS];
 	unsigned i, in[NLV] = { 0 };
 	int l;
 
-	(void)state;
-	for (l = 0; l < NLV; l++)
+	atomic_store(&c_freed, 0);
+	atomic_store(&c_busy_del, 0);
+	atomic_store(&c_waited_del, 0);
+	atomic_store(&c_removed, 0);
+	atomic_store(&c_activate, 0);
+	for (l = 0; l < NLV; l++) {
+		struct rcl_lruvec_config cfg = { .ops = ops[l] };
+
 		T_EQ(rcl_lruvec_init(&plv[l], &cfg), 0);
+	}
 	for (i = 0; i < POOL; i++) {
 		pthread_mutex_init(&pool[i].m, NULL);
 		pool[i].state = P_FREE;
@@ -275,7 +305,7 @@ static void test_lruvec_stress_all_operations(void **state)
 	}
 	for (i = 0; i < NTHREADS; i++) {
 		w[i].idx = i;
-		w[i].ops = ops_per_thread(500000);
+		w[i].ops = ops_per_thread(dflt_ops);
 		T_EQ(pthread_create(&w[i].tid, NULL, pool_worker,
 						&w[i]), 0);
 	}
@@ -327,6 +357,23 @@ static void test_lruvec_stress_all_operations(void **state)
 	}
 	for (l = 0; l < NLV; l++)
 		T_EQ(rcl_lruvec_destroy(&plv[l]), 0);
+}
+
+static void test_lruvec_stress_all_operations(void **state)
+{
+	const struct rcl_lruvec_ops *ops[NLV] = { &pool_ops, &pool_ops };
+
+	(void)state;
+	run_all_operations(ops, 500000);
+}
+
+/* One lruvec per object, the other per batch, shrunk at the same time. */
+static void test_lruvec_stress_all_operations_batched(void **state)
+{
+	const struct rcl_lruvec_ops *ops[NLV] = { &pool_ops, &pool_batch_ops };
+
+	(void)state;
+	run_all_operations(ops, 250000);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -400,6 +447,22 @@ static enum rcl_evict_status lt_evict(struct rcl_lru_node *node,
 }
 
 static const struct rcl_lruvec_ops lt_ops = { .evict = lt_evict };
+
+/* Frees every object it answers FREED for before it returns. */
+static void lt_evict_batch(struct rcl_lruvec *lv, void *priv,
+			   struct rcl_evict_item *items, size_t nr)
+{
+	(void)lv;
+	(void)priv;
+	for (size_t i = 0; i < nr; i++) {
+		T_EQ(items[i].status, RCL_EVICT_BUSY);
+		items[i].status = lt_evict(items[i].node, &items[i].ctl);
+	}
+}
+
+static const struct rcl_lruvec_ops lt_batch_ops = {
+	.evict_batch = lt_evict_batch,
+};
 
 static void lt_get(unsigned key)
 {
@@ -510,14 +573,20 @@ static void *lt_reclaimer(void *arg)
 	return NULL;
 }
 
-static void test_lruvec_stress_object_lifetime(void **state)
+static void run_object_lifetime(const struct rcl_lruvec_ops *ops,
+				unsigned dflt_ops)
 {
-	struct rcl_lruvec_config cfg = { .ops = &lt_ops };
+	struct rcl_lruvec_config cfg = { .ops = ops };
 	struct worker w[NTHREADS - 1];
 	pthread_t rec;
 	unsigned i;
 
-	(void)state;
+	atomic_store(&l_usage, 0);
+	atomic_store(&l_created, 0);
+	atomic_store(&l_evicted, 0);
+	atomic_store(&l_deleted, 0);
+	atomic_store(&l_hits, 0);
+	atomic_store(&l_stop, false);
 	T_EQ(rcl_lruvec_init(&llv, &cfg), 0);
 	for (i = 0; i < NBUCKET; i++) {
 		pthread_mutex_init(&buckets[i].m, NULL);
@@ -526,7 +595,7 @@ static void test_lruvec_stress_object_lifetime(void **state)
 	T_EQ(pthread_create(&rec, NULL, lt_reclaimer, NULL), 0);
 	for (i = 0; i < NTHREADS - 1; i++) {
 		w[i].idx = i;
-		w[i].ops = ops_per_thread(500000);
+		w[i].ops = ops_per_thread(dflt_ops);
 		T_EQ(pthread_create(&w[i].tid, NULL, lt_worker,
 						&w[i]), 0);
 	}
@@ -554,6 +623,18 @@ static void test_lruvec_stress_object_lifetime(void **state)
 	T_EQ(rcl_lruvec_destroy(&llv), 0);
 	for (i = 0; i < NBUCKET; i++)
 		pthread_mutex_destroy(&buckets[i].m);
+}
+
+static void test_lruvec_stress_object_lifetime(void **state)
+{
+	(void)state;
+	run_object_lifetime(&lt_ops, 500000);
+}
+
+static void test_lruvec_stress_object_lifetime_batched(void **state)
+{
+	(void)state;
+	run_object_lifetime(&lt_batch_ops, 250000);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -719,7 +800,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lruvec_stress_all_operations),
+		cmocka_unit_test(test_lruvec_stress_all_operations_batched),
 		cmocka_unit_test(test_lruvec_stress_object_lifetime),
+		cmocka_unit_test(test_lruvec_stress_object_lifetime_batched),
 		cmocka_unit_test(test_lruvec_stress_isolate_races_second_touch),
 		cmocka_unit_test(test_lruvec_stress_del_wait_vs_remove),
 	};
