@@ -337,8 +337,11 @@ struct rcl_evict_item {
  *	be NULL; if both are set, @evict is not called by the shrink), with the
  *	pass's claimed nodes in @items[0..@nr-1], @nr >= 1 and at most
  *	RCL_LRU_BATCH_ISOLATE, oldest first.  Each item carries what @evict
- *	would have been told (&rcl_evict_item.ctl, shadow included) and the
- *	per-object answer: &rcl_evict_item.status, preset to RCL_EVICT_BUSY,
+ *	would have been told (&rcl_evict_item.ctl), except that every shadow
+ *	of a batch holds the workingset clock of the batch's claim, where
+ *	per-object calls see it advance by one per eviction before theirs: a
+ *	refault is judged at a distance up to one batch (31) larger.  Each
+ *	also holds its answer: &rcl_evict_item.status, preset to RCL_EVICT_BUSY,
  *	which the callback sets to RCL_EVICT_FREED for every object it removed
  *	(and to RCL_EVICT_ACTIVATE where it wants one), exactly as @evict's
  *	return value.  After it returns, the library reads only @items (never a
