@@ -282,7 +282,12 @@ void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
 uint64_t rcl__workingset_shadow(struct rcl_lruvec *lv, unsigned type,
 				bool workingset, uint64_t ahead);
 void rcl__workingset_age(struct rcl_lruvec *lv, uint64_t n);
-void rcl__workingset_evicted(struct rcl_lruvec *lv, unsigned type, bool ws);
+/*
+ * @n (<= 64) evictions of @type, in order; bit i of @ws_seq: the i-th had
+ * the workingset bit.  One update of the ghost estimates for all of them.
+ */
+void rcl__workingset_evicted(struct rcl_lruvec *lv, unsigned type,
+			     uint64_t ws_seq, unsigned n);
 unsigned rcl__workingset_target(const struct rcl_lruvec *lv, unsigned type);
 
 /* @share / 65536 of @total, without overflow. */

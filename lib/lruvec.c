@@ -1465,6 +1465,8 @@ struct shrink_pass {
 	size_t freed, rotated, activated;
 	uint64_t wfreed;
 	uint64_t aged;		/* workingset clock ticks not yet added */
+	uint64_t ws_seq;	/* bit i: the i-th eviction had WORKINGSET */
+	unsigned nr_evicted;	/* evictions in ws_seq */
 };
 
 /*
@@ -1482,7 +1484,11 @@ static void evict_answer(struct rcl_lruvec *lv, struct rcl_lru_node *n,
 		p->freed++;
 		p->wfreed += ctl->weight;
 		p->aged++;	/* an eviction */
-		rcl__workingset_evicted(lv, ctl->type, (f & F_WORKINGSET) != 0);
+		/* For the ghost estimates, once per pass (one type). */
+		RCL_ASSERT(p->nr_evicted < 64);
+		p->ws_seq |= (uint64_t)((f & F_WORKINGSET) != 0)
+			     << p->nr_evicted;
+		p->nr_evicted++;
 		if (f & F_DIRTY) {
 			/* The baseline's callback wrote it. */
 			rcl__lruvec_lock(lv);
@@ -1634,6 +1640,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		}
 		if (p.aged)
 			rcl__workingset_age(lv, p.aged);
+		rcl__workingset_evicted(lv, sc->type, p.ws_seq, p.nr_evicted);
 		if (p.freed)
 			atomic_fetch_sub_explicit(&lv->__nr_isolated, p.freed,
 						  memory_order_relaxed);

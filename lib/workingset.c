@@ -103,11 +103,13 @@ unsigned rcl__workingset_target(const struct rcl_lruvec *lv, unsigned type)
 	return (unsigned)(t >> (16 * type)) & 0xffff;
 }
 
-void rcl__workingset_evicted(struct rcl_lruvec *lv, unsigned type, bool ws)
+void rcl__workingset_evicted(struct rcl_lruvec *lv, unsigned type,
+			     uint64_t ws_seq, unsigned n)
 {
 	uint64_t old, nw, b1, b2, objs;
+	unsigned i;
 
-	if (!adaptive(lv) || !rcl__workingset_target(lv, type))
+	if (!n || !adaptive(lv) || !rcl__workingset_target(lv, type))
 		return;		/* no refaults seen: nothing to estimate for */
 	objs = rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), NULL) +
 	       rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), NULL);
@@ -115,13 +117,16 @@ void rcl__workingset_evicted(struct rcl_lruvec *lv, unsigned type, bool ws)
 	do {
 		b1 = old & 0xffffffffu;
 		b2 = old >> 32;
-		if (ws)
-			b2++;
-		else
-			b1++;
-		if (b1 + b2 > objs || b1 + b2 >= 0xffffffffu) {
-			b1 = (b1 + 1) / 2;
-			b2 = (b2 + 1) / 2;
+		/* The evictions in their order, each as if counted alone. */
+		for (i = 0; i < n; i++) {
+			if ((ws_seq >> i) & 1)
+				b2++;
+			else
+				b1++;
+			if (b1 + b2 > objs || b1 + b2 >= 0xffffffffu) {
+				b1 = (b1 + 1) / 2;
+				b2 = (b2 + 1) / 2;
+			}
 		}
 		nw = b1 | (b2 << 32);
 	} while (!atomic_compare_exchange_weak_explicit(
