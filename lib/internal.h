@@ -35,6 +35,9 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
+/* A small helper of a hot path, inlined into each caller. */
+#define RCL__HOT inline __attribute__((always_inline))
+
 #define RCL_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define RCL_MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -154,7 +154,7 @@ static inline void unlink_node(struct rcl_lru_node *n)
 	n->__next = n->__prev = NULL;
 }
 
-static void list_add_head(struct rcl_lruvec *lv, unsigned list,
+static RCL__HOT void list_add_head(struct rcl_lruvec *lv, unsigned list,
 			  struct rcl_lru_node *n)
 {
 	struct rcl__lru_list *l = &lv->__lists[list];
@@ -164,7 +164,7 @@ static void list_add_head(struct rcl_lruvec *lv, unsigned list,
 	ctr_add(&l->weight, n->__weight);
 }
 
-static void list_add_tail(struct rcl_lruvec *lv, unsigned list,
+static RCL__HOT void list_add_tail(struct rcl_lruvec *lv, unsigned list,
 			  struct rcl_lru_node *n)
 {
 	struct rcl__lru_list *l = &lv->__lists[list];
@@ -174,7 +174,7 @@ static void list_add_tail(struct rcl_lruvec *lv, unsigned list,
 	ctr_add(&l->weight, n->__weight);
 }
 
-static void list_del(struct rcl_lruvec *lv, unsigned list,
+static RCL__HOT void list_del(struct rcl_lruvec *lv, unsigned list,
 		     struct rcl_lru_node *n)
 {
 	struct rcl__lru_list *l = &lv->__lists[list];
@@ -1435,7 +1435,7 @@ RCL_API int rcl_lruvec_putback(struct rcl_lruvec *lv,
  * that starts or a set_dirty() in between makes it fail, and the node is
  * judged again as it now is.
  */
-static bool evict_claim(struct rcl_lru_node *n, unsigned shrink_flags,
+static RCL__HOT bool evict_claim(struct rcl_lru_node *n, unsigned shrink_flags,
 			uint32_t *fp)
 {
 	uint32_t f = node_flags(n), nf;
