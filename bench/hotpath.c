@@ -599,6 +599,7 @@ static int charge_setup(struct hp_run *r)
 {
 	struct rcl_domain_config cfg = {
 		.budget = (uint64_t)1 << 30,
+		.charge_stock = HP_CHARGE_STOCK,
 	};
 	int ret = 0;
 
