@@ -100,18 +100,19 @@ enum hp_op {
 	OP_ADD_DEL_LISTED,
 	OP_CHURN,
 	OP_CHURN_BATCH,
+	OP_CHARGE,	/* domain charge/uncharge; no LRU work */
 	NR_OPS
 };
 
 static const char *const impl_names[NR_IMPLS] = { "libreclaim", "mutex-lru" };
 static const char *const op_names[NR_OPS] = {
 	"hit-active", "hit-inactive", "add-del", "add-del-listed", "churn",
-	"churn-batch",
+	"churn-batch", "charge",
 };
 /* --op: "all", or one of op_names (index + 1). */
 static const char *const op_choices[NR_OPS + 2] = {
 	"all", "hit-active", "hit-inactive", "add-del", "add-del-listed",
-	"churn", "churn-batch", NULL,
+	"churn", "churn-batch", "charge", NULL,
 };
 _Static_assert(sizeof(op_names) / sizeof(op_names[0]) == NR_OPS,
 	       "a name for every op");
@@ -156,6 +157,9 @@ struct hp_run {
 	_Alignas(64) struct bench_barrier round;	/* the workers (hit-inactive) */
 	_Alignas(64) bool cont;		/* hit-inactive: run another round */
 	pthread_barrier_t start;	/* the workers and main */
+	/* charge: the libreclaim domain, or the baseline's shared counter. */
+	struct rcl_domain *dom;
+	_Alignas(64) atomic_ullong counter;
 };
 
 struct hp_result {
@@ -270,6 +274,8 @@ static void worker_setup(struct worker *w)
 
 	if (r->op == OP_ADD_DEL || r->op == OP_ADD_DEL_LISTED)
 		return;	/* the objects start idle */
+	if (r->op == OP_CHARGE)
+		return;	/* charge puts nothing in the cache */
 
 	for (i = 0; i < w->nwork; i++) {
 		struct hp_obj *o = &w->objs[i];
@@ -319,6 +325,7 @@ static void worker_setup(struct worker *w)
 			break;
 		case OP_ADD_DEL:
 		case OP_ADD_DEL_LISTED:
+		case OP_CHARGE:
 		case NR_OPS:
 			break;
 		}
@@ -653,6 +660,96 @@ out:
 		fail(w, "churn: rcl_lruvec_add/shrink_inactive", bad);
 }
 
+/*
+ * charge: HP_CHARGE_BURST charges of HP_CHARGE_SIZE, then as many uncharges,
+ * on a domain with room for every thread's burst (nothing is reclaimed).  An
+ * operation is one charge and one uncharge.  The baseline ("mutex-lru" in
+ * the rows) is what a hand-written budget does: one shared atomic counter.
+ */
+#define HP_CHARGE_BURST 64u
+#define HP_CHARGE_SIZE 4096u
+/* Stock per thread: half a burst, so every burst takes a stock and returns one. */
+#define HP_CHARGE_STOCK (HP_CHARGE_BURST / 2 * HP_CHARGE_SIZE)
+
+static void loop_charge(struct worker *w)
+{
+	struct hp_run *r = w->run;
+	struct rcl_domain *d = r->dom;
+	uint64_t ops = 0, t0, t1;
+	unsigned k;
+	int bad = 0;
+
+	t0 = bench_now_ns();
+	if (r->impl == IMPL_LIB) {
+		do {
+			for (k = 0; k < HP_CHARGE_BURST; k++)
+				bad |= rcl_domain_charge(d, HP_CHARGE_SIZE,
+							 RCL_CTX_CAPABLE, NULL);
+			for (k = 0; k < HP_CHARGE_BURST; k++)
+				bad |= rcl_domain_uncharge(d, HP_CHARGE_SIZE);
+			ops += HP_CHARGE_BURST;
+		} while (!bad && !stopped(r, t0 + r->run_ns, ops));
+	} else {
+		do {
+			for (k = 0; k < HP_CHARGE_BURST; k++)
+				atomic_fetch_add(&r->counter, HP_CHARGE_SIZE);
+			for (k = 0; k < HP_CHARGE_BURST; k++)
+				atomic_fetch_sub(&r->counter, HP_CHARGE_SIZE);
+			ops += HP_CHARGE_BURST;
+		} while (!stopped(r, t0 + r->run_ns, ops));
+	}
+	t1 = bench_now_ns();
+	w->ops = ops;
+	w->ns = t1 - t0;
+	if (bad)
+		fail(w, "rcl_domain_charge/uncharge", bad);
+}
+
+/* charge: a domain with room for every thread's burst, many times over. */
+static int charge_setup(struct hp_run *r)
+{
+	struct rcl_domain_config cfg = {
+		.budget = (uint64_t)1 << 30,
+		.charge_stock = HP_CHARGE_STOCK,
+	};
+	int ret = 0;
+
+	atomic_init(&r->counter, 0);
+	if (r->impl == IMPL_LIB) {
+		ret = rcl_domain_new(&cfg, &r->dom);
+		if (ret)
+			fprintf(stderr, "rcl-bench: rcl_domain_new: %s\n",
+				strerror(-ret));
+	}
+	return ret ? -1 : 0;
+}
+
+/*
+ * charge, after the workers have exited: everything charged was uncharged
+ * (thread exit gives back what a thread held).  Returns 0 or -1.
+ */
+static int charge_teardown(struct hp_run *r)
+{
+	uint64_t left = r->impl == IMPL_LIB ? rcl_domain_usage(r->dom)
+					    : atomic_load(&r->counter);
+	int err = 0, ret;
+
+	if (left) {
+		fprintf(stderr, "rcl-bench: charge: %llu still charged after the run\n",
+			(unsigned long long)left);
+		err = -1;
+	}
+	if (r->impl == IMPL_LIB) {
+		ret = rcl_domain_free(r->dom);
+		if (ret) {
+			fprintf(stderr, "rcl-bench: rcl_domain_free: %s\n",
+				strerror(-ret));
+			err = -1;
+		}
+	}
+	return err;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -682,6 +779,9 @@ static void *worker_main(void *arg)
 	case OP_CHURN:
 	case OP_CHURN_BATCH:
 		loop_churn(w);
+		break;
+	case OP_CHARGE:
+		loop_charge(w);
 		break;
 	case OP_HIT_INACTIVE:
 	case NR_OPS:
@@ -857,7 +957,13 @@ static int hp_measure(enum hp_impl impl, enum hp_op op, unsigned nthreads,
 		}
 	}
 
-	if (impl == IMPL_LIB) {
+	if (op == OP_CHARGE) {
+		if (charge_setup(r)) {
+			free_workers(r->w, nthreads);
+			free(r);
+			return -1;
+		}
+	} else if (impl == IMPL_LIB) {
 		struct rcl_lruvec_config cfg = {
 			.ops = op == OP_CHURN_BATCH ? &churn_batch_ops
 						    : &churn_ops,
@@ -928,7 +1034,10 @@ static int hp_measure(enum hp_impl impl, enum hp_op op, unsigned nthreads,
 		if (w->ns > max_ns)
 			max_ns = w->ns;
 	}
-	if (impl == IMPL_LIB) {
+	if (op == OP_CHARGE) {
+		if (charge_teardown(r))
+			err = -1;
+	} else if (impl == IMPL_LIB) {
 		if (teardown_lib(r))
 			err = -1;
 	} else {

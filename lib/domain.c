@@ -115,6 +115,10 @@ static void store_watermarks(struct rcl_domain *d, const struct rcl_watermarks *
 /* Lifecycle                                                                  */
 /* ------------------------------------------------------------------------- */
 
+/* Charge stocks (below). */
+static void stock_size(struct rcl_domain *d, uint64_t budget);
+static void stocks_forget(struct rcl_domain *d);
+
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out)
 {
@@ -165,6 +169,8 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	atomic_init(&d->budget, cfg->budget);
 	derive_watermarks(cfg->budget, d->scale, &wm);
 	store_watermarks(d, &wm);
+	d->stock_cfg = cfg->charge_stock;
+	stock_size(d, cfg->budget);
 	d->bg_ratio = cfg->dirty_background_ratio ? cfg->dirty_background_ratio
 						  : 10;
 	d->hard_ratio = cfg->dirty_ratio ? cfg->dirty_ratio : 20;
@@ -271,6 +277,8 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	 */
 	while (atomic_load(&d->users))
 		sched_yield();
+	/* No thread-local stock may point at the domain once it is gone. */
+	stocks_forget(d);
 	a = d->alloc;
 	pthread_mutex_destroy(&d->wblock);
 	pthread_mutex_destroy(&d->flock);
@@ -419,6 +427,386 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 }
 
 /* ------------------------------------------------------------------------- */
+/* Charge stocks                                                              */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * A thread's charge stock (memcg's per-CPU memcg_stock_pcp): an amount
+ * already charged to one domain's usage, from which the thread serves its
+ * charges and into which it puts its uncharges, so that most of them write
+ * only the thread's own cache line.  One stock per thread, for one domain
+ * at a time (charging another domain hands the stock back first).
+ *
+ * The owner moves @nr by CAS without the lock (consume_stock(), and the
+ * refund of an uncharge); everything else happens under @lock: the owner
+ * attaching the stock to a domain (and giving back the old one), a drainer
+ * taking it, thread exit, rcl_domain_free() and fork.  A drainer detaches
+ * the stock: it exchanges @nr for STOCK_DEAD, gives back what was there,
+ * and clears @dom.  The owner's lock-free paths read @dom without the lock,
+ * possibly stale, but their CAS is on @nr, and no CAS succeeds on
+ * STOCK_DEAD: so nothing is ever added to, or served from, a stock that a
+ * drainer took.  Only the owner attaches a stock again.
+ *
+ * Every stock is on a registry, so that drainers find them.  Lock order:
+ * registry > stock; with a stock's lock held, the library only moves a
+ * domain's usage (stock_take(), stock_return()).
+ */
+#define STOCK_DEAD (UINT64_C(1) << 63)
+#define STOCK_LINE 64u
+
+/*
+ * Charges a thread makes while its stock cannot be allocated before it
+ * tries again (each of them is unstocked, and exact).
+ */
+#define STOCK_RETRY_AFTER 256u
+
+struct charge_stock {
+	atomic_ullong nr;			/* the owner's line */
+	_Atomic(struct rcl_domain *) dom;
+	pthread_mutex_t lock;
+	struct charge_stock *next, *prev;	/* registry, its lock */
+	void *raw;				/* what rcl__calloc() returned */
+};
+
+static pthread_mutex_t stock_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct charge_stock stock_head = {
+	.next = &stock_head,
+	.prev = &stock_head,
+};
+static pthread_once_t stock_once = PTHREAD_ONCE_INIT;
+static pthread_key_t stock_key;
+static bool stock_key_ok;
+
+static RCL__TLS struct charge_stock *tls_stock;
+static RCL__TLS unsigned tls_stock_retry;
+
+/*
+ * The one place where a stock's memory is taken from a domain's counter:
+ * @amount, only if usage is left at least the high watermark below the
+ * budget (a stock never takes memory a charge or reclaim would miss).  The
+ * hierarchical domains (#17) will charge the ancestors here.
+ */
+static bool stock_take(struct rcl_domain *d, uint64_t amount)
+{
+	unsigned long long u = atomic_load(&d->usage);
+	uint64_t limit = atomic_load(&d->budget), high;
+
+	high = atomic_load(&d->whigh);
+	if (high >= limit)
+		return false;
+	limit -= high;
+	do {
+		if (amount > limit || u > limit - amount)
+			return false;
+	} while (!atomic_compare_exchange_weak(&d->usage, &u, u + amount));
+	return true;
+}
+
+/* ... and the one place where it goes back: usage clamps at 0. */
+static void stock_return(struct rcl_domain *d, uint64_t amount)
+{
+	unsigned long long u = atomic_load(&d->usage);
+
+	if (!amount)
+		return;
+	while (!atomic_compare_exchange_weak(&d->usage, &u,
+					     u > amount ? u - amount : 0))
+		;
+}
+
+/* Detach @s (its lock held) from its domain, giving back what it holds. */
+static void stock_detach_locked(struct charge_stock *s)
+{
+	struct rcl_domain *d = atomic_load(&s->dom);
+	uint64_t nr;
+
+	if (!d)
+		return;
+	nr = atomic_exchange(&s->nr, STOCK_DEAD);
+	if (!(nr & STOCK_DEAD))
+		stock_return(d, nr);
+	atomic_store(&s->dom, NULL);
+	atomic_fetch_sub(&d->nr_stocks, 1);
+}
+
+static void stock_unlink(struct charge_stock *s)
+{
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+}
+
+static void stock_release(struct charge_stock *s)
+{
+	pthread_mutex_destroy(&s->lock);
+	rcl__free(s->raw);
+}
+
+/* Thread exit: give the stock back (under the registry lock: see free). */
+static void stock_destructor(void *arg)
+{
+	struct charge_stock *s = arg;
+
+	pthread_mutex_lock(&stock_registry_lock);
+	pthread_mutex_lock(&s->lock);
+	stock_detach_locked(s);
+	stock_unlink(s);
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&stock_registry_lock);
+	if (tls_stock == s)
+		tls_stock = NULL;
+	stock_release(s);
+}
+
+/*
+ * fork(): the child has only the thread that forked.  The registry and
+ * every stock are locked across the fork, so no lock is held in the child
+ * by a thread that is not there; in the child, the stocks of those threads
+ * go back to their domains (their memory is charged to nothing the child
+ * has) and are freed.
+ */
+static void stock_atfork_prepare(void)
+{
+	struct charge_stock *s;
+
+	pthread_mutex_lock(&stock_registry_lock);
+	for (s = stock_head.next; s != &stock_head; s = s->next)
+		pthread_mutex_lock(&s->lock);
+}
+
+static void stock_atfork_parent(void)
+{
+	struct charge_stock *s;
+
+	for (s = stock_head.next; s != &stock_head; s = s->next)
+		pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&stock_registry_lock);
+}
+
+static void stock_atfork_child(void)
+{
+	struct charge_stock *s, *next;
+
+	for (s = stock_head.next; s != &stock_head; s = next) {
+		next = s->next;
+		if (s == tls_stock) {
+			pthread_mutex_unlock(&s->lock);
+			continue;
+		}
+		stock_detach_locked(s);
+		stock_unlink(s);
+		pthread_mutex_unlock(&s->lock);
+		stock_release(s);
+	}
+	pthread_mutex_unlock(&stock_registry_lock);
+}
+
+static void stock_make_key(void)
+{
+	stock_key_ok = pthread_key_create(&stock_key, stock_destructor) == 0;
+	if (stock_key_ok &&
+	    pthread_atfork(stock_atfork_prepare, stock_atfork_parent,
+			   stock_atfork_child) != 0) {
+		/* Without the fork handlers, no stocks: still correct. */
+		pthread_key_delete(stock_key);
+		stock_key_ok = false;
+	}
+}
+
+/*
+ * The calling thread's stock, created on first use; NULL if it cannot be
+ * (then the charge is made unstocked, and exact).
+ */
+static struct charge_stock *stock_local(void)
+{
+	struct charge_stock *s = tls_stock;
+	void *raw;
+
+	if (likely(s))
+		return s;
+	if (tls_stock_retry) {
+		tls_stock_retry--;
+		return NULL;
+	}
+	pthread_once(&stock_once, stock_make_key);
+	if (!stock_key_ok)
+		return NULL;
+	/* A line of its own: the owner writes it on every stocked charge. */
+	raw = rcl__calloc(sizeof(*s) + STOCK_LINE);
+	if (!raw)
+		goto fail;
+	s = (struct charge_stock *)(((uintptr_t)raw + STOCK_LINE - 1) &
+				    ~(uintptr_t)(STOCK_LINE - 1));
+	s->raw = raw;
+	atomic_init(&s->nr, STOCK_DEAD);
+	atomic_init(&s->dom, NULL);
+	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+		rcl__free(raw);
+		goto fail;
+	}
+	if (pthread_setspecific(stock_key, s) != 0) {
+		stock_release(s);
+		goto fail;
+	}
+	pthread_mutex_lock(&stock_registry_lock);
+	s->next = stock_head.next;
+	s->prev = &stock_head;
+	stock_head.next->prev = s;
+	stock_head.next = s;
+	pthread_mutex_unlock(&stock_registry_lock);
+	tls_stock = s;
+	return s;
+fail:
+	tls_stock_retry = STOCK_RETRY_AFTER;
+	return NULL;
+}
+
+/* From the budget: the size of a stock and how many threads may hold one. */
+static void stock_size(struct rcl_domain *d, uint64_t budget)
+{
+	uint64_t cap = RCL_MIN(d->stock_cfg, budget / RCL_CHARGE_STOCK_SHARE);
+	uint64_t max = cap ? budget / RCL_CHARGE_STOCKS_SHARE / cap : 0;
+
+	atomic_store(&d->stock_cap, cap);
+	atomic_store(&d->stock_max, (unsigned)RCL_MIN(max, UINT32_MAX));
+}
+
+/* The fast path: serve @amount from the thread's stock of @d. */
+static inline bool stock_consume(struct rcl_domain *d, uint64_t amount)
+{
+	struct charge_stock *s = tls_stock;
+	unsigned long long nr;
+
+	if (!s || atomic_load_explicit(&s->dom, memory_order_relaxed) != d)
+		return false;
+	nr = atomic_load_explicit(&s->nr, memory_order_relaxed);
+	while (!(nr & STOCK_DEAD) && nr >= amount)
+		if (atomic_compare_exchange_weak_explicit(
+			    &s->nr, &nr, nr - amount, memory_order_relaxed,
+			    memory_order_relaxed))
+			return true;
+	return false;
+}
+
+/*
+ * The slow path of a stocked charge (refill_stock()): attach the thread's
+ * stock to @d if it is not, and take @amount plus what fills the stock from
+ * the usage.  False (nothing charged) if that does not fit above the high
+ * watermark, no stock can be had, or @amount is as large as a stock: then
+ * the charge is made unstocked.
+ */
+static bool stock_refill(struct rcl_domain *d, uint64_t amount)
+{
+	uint64_t cap = atomic_load(&d->stock_cap), nr;
+	struct charge_stock *s;
+	struct rcl_domain *old;
+	bool ok = false;
+
+	if (amount >= cap)
+		return false;
+	s = stock_local();
+	if (!s)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	old = atomic_load(&s->dom);
+	if (old != d) {
+		unsigned n = atomic_load(&d->nr_stocks);
+
+		do {
+			if (n >= atomic_load(&d->stock_max))
+				goto out;
+		} while (!atomic_compare_exchange_weak(&d->nr_stocks, &n,
+						       n + 1));
+		stock_detach_locked(s);
+		atomic_store(&s->dom, d);
+		atomic_store(&s->nr, 0);
+	}
+	/* Only this thread moves nr while it holds the lock. */
+	nr = atomic_load(&s->nr);
+	if (nr >= amount) {
+		atomic_store(&s->nr, nr - amount);
+		ok = true;
+	} else if (nr <= cap && stock_take(d, amount + (cap - nr))) {
+		atomic_store(&s->nr, cap);
+		ok = true;
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+/*
+ * The fast path of an uncharge: put @amount into the thread's stock of @d.
+ * Past the stock's size, it keeps half and gives the rest back in one go
+ * (memcg drains a stock that grows past its batch).
+ */
+static inline bool stock_refund(struct rcl_domain *d, uint64_t amount)
+{
+	struct charge_stock *s = tls_stock;
+	unsigned long long nr;
+	uint64_t cap;
+
+	if (!s || atomic_load_explicit(&s->dom, memory_order_relaxed) != d)
+		return false;
+	cap = atomic_load_explicit(&d->stock_cap, memory_order_relaxed);
+	nr = atomic_load_explicit(&s->nr, memory_order_relaxed);
+	while (!(nr & STOCK_DEAD)) {
+		uint64_t keep, back;
+
+		if (nr <= cap && amount <= cap - nr) {
+			keep = nr + amount;
+			back = 0;
+		} else {
+			/* nr + amount - keep, saturating (over-uncharges). */
+			keep = cap / 2;
+			back = amount > UINT64_MAX - nr ? UINT64_MAX
+							 : nr + amount;
+			back -= keep;
+		}
+		if (atomic_compare_exchange_weak_explicit(
+			    &s->nr, &nr, keep, memory_order_relaxed,
+			    memory_order_relaxed)) {
+			stock_return(d, back);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Detach every stock of @d.  Unconditional, for rcl_domain_free(): under
+ * the registry lock, a stock that its exiting thread gives back is seen
+ * either way.
+ */
+static void stocks_forget(struct rcl_domain *d)
+{
+	struct charge_stock *s;
+
+	pthread_mutex_lock(&stock_registry_lock);
+	for (s = stock_head.next; s != &stock_head; s = s->next) {
+		pthread_mutex_lock(&s->lock);
+		if (atomic_load(&s->dom) == d)
+			stock_detach_locked(s);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&stock_registry_lock);
+}
+
+void rcl__domain_drain_stocks(struct rcl_domain *d)
+{
+	/* None attached: a stock attached from now on found headroom. */
+	if (atomic_load(&d->nr_stocks))
+		stocks_forget(d);
+}
+
+RCL_API int rcl_domain_drain_stocks(struct rcl_domain *d)
+{
+	if (!d)
+		return -EINVAL;
+	rcl__domain_drain_stocks(d);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
 /* Charging                                                                   */
 /* ------------------------------------------------------------------------- */
 
@@ -511,17 +899,42 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 {
 	unsigned long long u;
 	uint64_t budget, room, low;
+	bool stocked;
 
 	if (overshoot)
 		*overshoot = 0;
 	if (!d)
 		return -EINVAL;
+	/*
+	 * From the thread's stock (memory already charged, within the
+	 * budget), else a refill that leaves usage at least the high
+	 * watermark below the budget.  Not inside a pass of this domain: a
+	 * reclaimer's charges and uncharges move usage itself, so that the
+	 * pass sees its progress.
+	 */
+	stocked = d->stock_cfg && rcl__tls_pass_domain != d;
+	if (stocked && stock_consume(d, amount))
+		return 0;
 	budget = atomic_load(&d->budget);
 	/* A charge that can never fit is refused without evicting anything. */
 	if (d->mode == RCL_CHARGE_STRICT && amount > budget) {
 		vm_add(d, VM_CHARGE_FAILURES, 1);
 		return -ENOMEM;
 	}
+	if (stocked && stock_refill(d, amount))
+		return 0;
+
+	/*
+	 * Unstocked.  A charge that would leave less headroom than low
+	 * (direct reclaim, the reclaimer's wakeup, failure and overshoot are
+	 * decided only there) first takes every stock of the domain back, so
+	 * that none of those happens while stocks hold the memory.
+	 */
+	u = atomic_load(&d->usage);
+	low = atomic_load(&d->wlow);
+	if (u + amount < u || u + amount + low < u + amount ||
+	    u + amount + low > budget)
+		rcl__domain_drain_stocks(d);
 
 	/*
 	 * Reclaim first, then commit, as the page allocator does: below min,
@@ -590,6 +1003,9 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 
 	if (!d)
 		return -EINVAL;
+	if (d->stock_cfg && rcl__tls_pass_domain != d &&
+	    stock_refund(d, amount))
+		return 0;
 	u = atomic_load(&d->usage);
 	while (!atomic_compare_exchange_weak(&d->usage, &u,
 					     u > amount ? u - amount : 0))
@@ -622,9 +1038,15 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	pthread_mutex_lock(&d->lock);
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
+	stock_size(d, budget);
 	revive_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
+	/*
+	 * Stocks sized for the old budget, and memory the headroom below
+	 * must count: take them all back before looking.
+	 */
+	rcl__domain_drain_stocks(d);
 	/* The dirty thresholds follow the budget. */
 	rcl__domain_dirty_wake(d);
 
@@ -682,8 +1104,11 @@ RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
 	store_watermarks(d, wm);
 	revive_locked(d);
 	pthread_mutex_unlock(&d->lock);
-	if (headroom(d) < wm->low)
-		rcl__domain_wake_reclaimer(d);
+	if (headroom(d) < wm->low) {
+		rcl__domain_drain_stocks(d);
+		if (headroom(d) < wm->low)
+			rcl__domain_wake_reclaimer(d);
+	}
 	return 0;
 }
 

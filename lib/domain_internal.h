@@ -71,8 +71,22 @@ struct rcl_domain {
 	unsigned flags;
 	unsigned scale;
 	atomic_uint swappiness;
+	/*
+	 * Charge stocks (lib/domain.c), read on every charge and uncharge:
+	 * the configured size (0: off), and from the budget the size of one
+	 * stock and the most threads that may hold one at once.  Written only
+	 * by rcl_domain_new() and rcl_domain_set_budget(), so this line stays
+	 * shared and clean; the padding keeps usage, written by every
+	 * unstocked charge, off it.
+	 */
+	uint64_t stock_cfg;
+	atomic_ullong stock_cap;
+	atomic_uint stock_max;
+	char pad_usage_[64];
 
 	atomic_ullong usage;
+	/* Threads whose stock is charged to this domain (at most stock_max). */
+	atomic_uint nr_stocks;
 	atomic_ullong budget;
 	atomic_ullong wmin, wlow, whigh;
 	atomic_uint wm_seq;	/* odd while a writer (under lock) stores them */
@@ -223,6 +237,12 @@ static inline void slot_put(struct rcl_domain *d, struct att_slot *s)
 
 /* Put every thread's pending adds for @d's attached lruvecs on their lists. */
 void rcl__domain_drain_all(struct rcl_domain *d);
+/*
+ * Give every thread's charge stock of @d back to its usage and detach them
+ * (drain_all_stock()): before direct reclaim, the background reclaimer's
+ * passes and the pressure monitor's actions, so that they see the memory.
+ */
+void rcl__domain_drain_stocks(struct rcl_domain *d);
 
 /* lib/vmscan.c */
 

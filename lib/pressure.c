@@ -463,8 +463,11 @@ static void default_trim(void *priv)
 static int act(struct rcl_pressure *p, struct psrc *s,
 	       enum rcl_pressure_level level, uint64_t now)
 {
-	uint64_t usage = rcl_domain_usage(p->d), target, freed;
+	uint64_t usage, target, freed;
 
+	/* The target is a share of what is charged, not of threads' stocks. */
+	rcl__domain_drain_stocks(p->d);
+	usage = rcl_domain_usage(p->d);
 	pthread_mutex_lock(&p->lock);
 	target = mul_div(usage, level_keep_eighths(level), 8);
 	target = RCL_MAX(target, p->floor);

@@ -328,6 +328,8 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 		flags |= RCL_SCAN_NONPROPORTIONAL;
 	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
 		flags |= RCL_SCAN_WRITE_DIRTY;
+	/* What threads hold in stocks is memory this reclaim need not free. */
+	rcl__domain_drain_stocks(d);
 	vm_add(d, VM_ALLOCSTALL, 1);
 	RCL_PROBE2(mm_vmscan_direct_reclaim_begin, d, goal);
 	memset(res, 0, sizeof(*res));
@@ -429,6 +431,7 @@ static uint64_t balance(struct rcl_domain *d)
 	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
 		flags |= RCL_SCAN_WRITE_DIRTY;
 	vm_add(d, VM_PAGEOUTRUN, 1);
+	rcl__domain_drain_stocks(d);
 	for (passes = 0; passes < 64 && prio >= 0; passes++) {
 		uint64_t deficit = need(d, atomic_load(&d->whigh));
 		uint64_t goal;

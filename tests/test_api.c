@@ -301,6 +301,7 @@ static void test_api_every_objcache_symbol(void **state)
 	assert_int_equal(rcl_objcache_put(c, &nodes[1]), 0);
 	assert_int_equal(rcl_objcache_del(c, keys[0], 1), 0);
 	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_domain_drain_stocks(d), 0);
 	assert_int_equal(rcl_objcache_destroy(c), 0);
 	assert_int_equal(rcl_domain_free(d), 0);
 }

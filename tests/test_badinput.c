@@ -2102,6 +2102,47 @@ static void test_badinput_lruvec_destroy_attached(void **state)
 	assert_int_equal(rc, -EBUSY);
 }
 
+/*
+ * Charge stocks: rcl_domain_drain_stocks(NULL); any charge_stock is
+ * accepted (capped at budget / 64); with a stock, an uncharge of more than
+ * was charged is clamped when the stock goes back, and strict usage still
+ * never exceeds the budget.
+ */
+static void test_badinput_domain_charge_stock(void **state)
+{
+	struct rcl_domain_config cfg = {
+		.budget = 1u << 20,
+		.charge_stock = UINT64_MAX,
+	};
+	struct rcl_domain *d;
+
+	(void)state;
+	assert_int_equal(rcl_domain_drain_stocks(NULL), -EINVAL);
+	assert_int_equal(rcl_domain_new(&cfg, &d), 0);
+	assert_int_equal(rcl_domain_charge(d, 100, RCL_CTX_CAPABLE, NULL), 0);
+	/* 100 + a stock of 16384 (1 MiB / 64) */
+	assert_int_equal(rcl_domain_usage(d), 100 + 16384);
+	/*
+	 * Over-uncharge: the stock overflows, keeps half (8192) and gives the
+	 * rest back (16384 + 1000 - 8192): usage reads lower than the
+	 * stock holds, until the stock goes back and the clamp applies.
+	 */
+	assert_int_equal(rcl_domain_uncharge(d, 1000), 0);
+	assert_int_equal(rcl_domain_usage(d), 100 + 16384 - (16384 + 1000 - 8192));
+	assert_int_equal(rcl_domain_uncharge(d, UINT64_MAX), 0);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_domain_drain_stocks(d), 0);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	/* Strict: the whole budget in one charge, stocks or not. */
+	assert_int_equal(rcl_domain_charge(d, 1u << 20, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 1u << 20);
+	assert_int_equal(rcl_domain_charge(d, 1, RCL_CTX_CAPABLE, NULL), -ENOMEM);
+	assert_int_equal(rcl_domain_uncharge(d, 1u << 20), 0);
+	assert_int_equal(rcl_domain_drain_stocks(d), 0);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
 static void test_badinput_domain_charge(void **state)
 {
 	struct rcl_domain *d = domain_new(1000), *soft, *huge;
@@ -3465,6 +3506,7 @@ int main(void)
 		cmocka_unit_test(test_badinput_domain_attach_two_domains),
 		cmocka_unit_test(test_badinput_lruvec_destroy_attached),
 		cmocka_unit_test(test_badinput_domain_charge),
+		cmocka_unit_test(test_badinput_domain_charge_stock),
 		cmocka_unit_test(test_badinput_domain_budget_watermarks),
 		cmocka_unit_test(test_badinput_domain_reclaim),
 		cmocka_unit_test(test_badinput_domain_reclaimer),

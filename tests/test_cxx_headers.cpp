@@ -26,6 +26,7 @@ static int objcache_from_cxx()
 
 	o.key[0] = 'k';
 	dc.budget = 1000;
+	dc.charge_stock = 64;
 	if (rcl_domain_new(&dc, &d) != 0 || rcl_objcache_new(d, &cc, &c) != 0)
 		return 1;
 	if (rcl_objcache_get(c, o.key, 1, &miss) != nullptr)
@@ -36,6 +37,8 @@ static int objcache_from_cxx()
 	if (rcl_container_of(&o.node, struct cobj, node) != &o)
 		return 1;
 	if (rcl_objcache_put(c, &o.node) != 0 || rcl_objcache_del(c, o.key, 1) != 0)
+		return 1;
+	if (rcl_domain_drain_stocks(d) != 0 || rcl_domain_usage(d) != 0)
 		return 1;
 	if (rcl_objcache_destroy(c) != 0 || rcl_domain_free(d) != 0)
 		return 1;

@@ -2273,12 +2273,85 @@ static void test_faults_report(void **state)
 		      "rcl_lruvec_del_wait from a write callback hung\n");
 }
 
+/*
+ * A thread's charge stock cannot be allocated: its charges are made
+ * unstocked, exactly (usage is the sum of the charges), and nothing is
+ * lost; once allocations work again, the thread gets a stock (after at
+ * most 256 more charges) and gives it back when it exits.
+ */
+static bool refuse_alloc(void *ctx, enum rcl__fault_site site, size_t size)
+{
+	(void)ctx;
+	(void)size;
+	return site == RCL__FAULT_ALLOC;
+}
+
+struct stock_fault_arg {
+	struct rcl_domain *d;
+	int bad;
+};
+
+static void *stock_fault_thread(void *arg)
+{
+	struct stock_fault_arg *a = arg;
+	uint64_t charged = 0;
+	unsigned i;
+
+	rcl__fault_set(refuse_alloc, NULL);
+	for (i = 0; i < 600; i++) {
+		if (rcl_domain_charge(a->d, 10, RCL_CTX_CAPABLE, NULL))
+			a->bad |= 1;
+		charged += 10;
+		if (rcl_domain_usage(a->d) != charged)
+			a->bad |= 2;
+	}
+	for (i = 0; i < 300; i++) {
+		if (rcl_domain_uncharge(a->d, 10))
+			a->bad |= 4;
+		charged -= 10;
+		if (rcl_domain_usage(a->d) != charged)
+			a->bad |= 8;
+	}
+	rcl__fault_set(NULL, NULL);
+	for (i = 0; i < 300; i++) {
+		if (rcl_domain_charge(a->d, 10, RCL_CTX_CAPABLE, NULL))
+			a->bad |= 16;
+		charged += 10;
+	}
+	/* A stock now: 10 + 4096 at the charge that took it. */
+	if (rcl_domain_usage(a->d) <= charged)
+		a->bad |= 32;
+	return NULL;
+}
+
+static void test_faults_charge_stock_allocation_is_unstocked(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = 1u << 20,
+					 .charge_stock = 4096 };
+	struct stock_fault_arg a = { 0 };
+	struct rcl_vmstat vm;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&cfg, &a.d), 0);
+	assert_int_equal(pthread_create(&t, NULL, stock_fault_thread, &a), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(a.bad, 0);
+	/* The thread exited: its stock went back. */
+	assert_int_equal(rcl_domain_usage(a.d), 600 * 10);
+	assert_int_equal(rcl_domain_vmstat(a.d, &vm), 0);
+	assert_int_equal(vm.charge_failures, 0);
+	assert_int_equal(rcl_domain_uncharge(a.d, 600 * 10), 0);
+	assert_int_equal(rcl_domain_free(a.d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_faults_lruvec_every_allocation),
 		cmocka_unit_test(test_faults_shrinker_every_allocation),
 		cmocka_unit_test(test_faults_domain_every_allocation),
+		cmocka_unit_test(test_faults_charge_stock_allocation_is_unstocked),
 		cmocka_unit_test(test_faults_objcache_every_allocation),
 		cmocka_unit_test(test_faults_reclaimer_start_failure_changes_nothing),
 		cmocka_unit_test(test_faults_flusher_start_failure_keeps_request),

@@ -81,8 +81,39 @@
  *	rcl_domain_detach(d, &cache->lv);
  *	rcl_domain_free(d);
  *
+ * Charge stocks (opt-in: &struct rcl_domain_config.charge_stock, 0 = off,
+ * the default) make charging scale across threads, as the kernel's memcg
+ * per-CPU stock does (consume_stock(), refill_stock(), drain_all_stock()).
+ * A thread's charge that its stock cannot serve takes the charge plus a
+ * full stock from the usage in one step, and the following charges are
+ * served from the stock, and uncharges put back into it, writing only the
+ * thread's own cache line.  What stocks hold *is charged*: rcl_domain_usage()
+ * counts it, as memcg counts its stocks, so usage is the sum of the charges
+ * less the uncharges, plus what the stocks hold; it is exact when no thread
+ * holds a stock (stocks off, or after rcl_domain_drain_stocks()).  The
+ * bound, with S = min(charge_stock, budget / RCL_CHARGE_STOCK_SHARE):
+ * one stock holds at most S, and at most budget / RCL_CHARGE_STOCKS_SHARE
+ * / S threads hold a stock of the domain at once (the others charge
+ * unstocked), so the stocks together hold at most budget / 16.  A stock is
+ * only taken while it leaves usage at least the high watermark below the
+ * budget, and charges of S or more are never stocked.  Stocks are taken
+ * back (every thread's, by the caller, under a lock of each stock) before
+ * anything depends on the headroom: by a charge that would leave headroom
+ * below low (so before its direct reclaim, the reclaimer's wakeup, a
+ * strict failure or a soft overshoot), by every direct reclaim
+ * (rcl_domain_reclaim() too), by each background reclaimer run, by
+ * rcl_domain_set_budget(), by rcl_domain_set_watermarks() below low, and
+ * by the pressure monitor's actions.  So the outcome of every charge -
+ * admitted, refused, overshoot, reclaim - is the one it would have without
+ * stocks; what stocks change is only when usage moves.  A thread's stock
+ * serves one domain at a time (charging another gives it back first); a
+ * thread that exits gives its stock back (a pthread key destructor), as
+ * does rcl_domain_free() for every stock of the domain; after fork() the
+ * child gives back the stocks of the threads it does not have.
+ *
  * Synchronization.  All functions are thread-safe.  charge and uncharge are
- * lock-free unless they reclaim or wake the reclaimer (domain mutex, briefly).
+ * lock-free unless they reclaim or wake the reclaimer (domain mutex, briefly),
+ * or (stocks on) take or give back a stock (the thread's stock lock).
  * Reclaim passes pin each attached lruvec (an atomic count), never holding a
  * domain lock across callbacks; detach waits for passes over that lruvec.
  */
@@ -120,6 +151,11 @@ enum rcl_charge_mode {
  */
 #define RCL_DOMAIN_RECLAIM_WRITES (1u << 1)
 
+/** One charge stock holds at most budget / RCL_CHARGE_STOCK_SHARE. */
+#define RCL_CHARGE_STOCK_SHARE 64
+/** All stocks of a domain hold at most budget / RCL_CHARGE_STOCKS_SHARE. */
+#define RCL_CHARGE_STOCKS_SHARE 16
+
 /** Default scale factor of the watermark gap, in 1/10000 of the budget. */
 #define RCL_WATERMARK_SCALE_DEFAULT 100
 /** Failed background passes before a domain is hopeless (the kernel's value). */
@@ -148,6 +184,10 @@ enum rcl_charge_mode {
  * @dirty_ratio: % of the budget above which rcl_domain_balance_dirty()
  *	waits; 0 = 20
  * @dirty_timeout_ns: longest wait of rcl_domain_balance_dirty(); 0 = 100 ms
+ * @charge_stock: the most a thread's charge stock holds (see the DOC
+ *	above), capped at budget / RCL_CHARGE_STOCK_SHARE; 0 = no stocks.  A
+ *	good size is a few dozen of the domain's typical charges (memcg's
+ *	stock is 64 pages); any value is accepted
  */
 struct rcl_domain_config {
 	uint64_t budget;
@@ -166,6 +206,7 @@ struct rcl_domain_config {
 	unsigned dirty_background_ratio;
 	unsigned dirty_ratio;
 	uint64_t dirty_timeout_ns;
+	uint64_t charge_stock;
 };
 
 /** Watermarks, as levels of headroom (budget - usage). */
@@ -264,13 +305,24 @@ RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d);
  * @overshoot: if not NULL, receives how far usage exceeds the budget after
  *	the charge (soft mode; 0 otherwise)
  *
+ * With charge stocks (&struct rcl_domain_config.charge_stock), a charge the
+ * thread's stock holds is served from it (usage does not move: the stock
+ * was charged when taken); one it does not takes the charge and a full
+ * stock from usage at once, if that leaves usage at least the high
+ * watermark below the budget; otherwise it is made as without stocks,
+ * after taking every thread's stock back if it would leave headroom below
+ * low.  Overshoot, -ENOMEM, -EOVERFLOW, reclaim and the counters are
+ * therefore decided as without stocks; a charge served from a stock, or
+ * with a stock refill, is never over budget (overshoot 0).
+ *
  * Context: any thread, including evict and shrinker callbacks (a charge from
- * a callback of this domain's reclaim does not reclaim recursively); may run
- * callbacks.
+ * a callback of this domain's reclaim does not reclaim recursively, and is
+ * never stocked); may run callbacks.
  * Return: 0; -EINVAL for NULL; -ENOMEM (strict mode) if the charge would
- * leave usage above the budget even after reclaim, or is larger than the
- * whole budget (then nothing is evicted for it); -EOVERFLOW if usage would
- * wrap around 64 bits.  Nothing is charged on failure.
+ * leave usage above the budget even after reclaim (and after taking back
+ * every stock), or is larger than the whole budget (then nothing is evicted
+ * for it); -EOVERFLOW if usage would wrap around 64 bits.  Nothing is
+ * charged on failure.
  *
  * Bad input: *@overshoot is 0 on failure.
  */
@@ -282,10 +334,19 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
  * @d: the domain
  * @amount: how much
  *
- * Uncharging more than is charged clamps usage to 0.
+ * Uncharging more than is charged clamps usage to 0.  With charge stocks, an
+ * uncharge by a thread whose stock serves @d goes into the stock; a stock
+ * that would grow past its size keeps half and gives the rest back to usage
+ * in one step.  An uncharge from a callback of @d's reclaim goes to usage,
+ * so that the pass sees its progress.
  *
  * Context: any thread, lock-free; typically from evict callbacks.
  * Return: 0; -EINVAL for NULL.
+ *
+ * Bad input: with a stock, an uncharge of more than was charged is held in
+ * the stock (up to its size) and clamped only when the stock goes back to
+ * usage; until then usage reads lower than without stocks, by at most the
+ * stock's size.  Strict mode still never lets usage exceed the budget.
  */
 RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount);
 
@@ -293,10 +354,31 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount);
  * rcl_domain_usage() - the charged total
  * @d: the domain
  *
+ * With charge stocks, what the stocks hold counts as charged (as in memcg):
+ * the sum of the charges less the uncharges, plus at most budget /
+ * RCL_CHARGE_STOCKS_SHARE held by stocks; exact after
+ * rcl_domain_drain_stocks() while no thread charges @d.
+ *
  * Context: lock-free.
  * Return: the usage; 0 for NULL.
  */
 RCL_API uint64_t rcl_domain_usage(const struct rcl_domain *d);
+
+/**
+ * rcl_domain_drain_stocks() - take back every thread's charge stock
+ * @d: the domain
+ *
+ * Gives what every thread's stock of @d holds back to its usage and
+ * detaches the stocks (a thread's next charge takes a new one if there is
+ * room).  The library does this itself before anything depends on the
+ * headroom (see the DOC above); call it for an exact rcl_domain_usage().
+ * Without stocks, nothing to do.
+ *
+ * Context: any thread, including callbacks; takes each stock's lock
+ * briefly (the owners' lock-free paths never wait for it).
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_drain_stocks(struct rcl_domain *d);
 
 /**
  * rcl_domain_budget() - the budget
@@ -312,7 +394,8 @@ RCL_API uint64_t rcl_domain_budget(const struct rcl_domain *d);
  * @d: the domain
  * @budget: the new budget (> 0)
  *
- * Recomputes the watermarks from the scale factor.  If usage now leaves less
+ * Recomputes the watermarks from the scale factor, and the size of the
+ * charge stocks, and takes every stock back.  If usage now leaves less
  * headroom than low, reclaim starts: the background reclaimer is woken if it
  * runs, otherwise the caller reclaims towards high (bounded).
  *

@@ -1,0 +1,733 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Charge stocks (domain.h, &struct rcl_domain_config.charge_stock): exact
+ * usage step by step, the bound, and that every outcome (return code,
+ * overshoot, counters, reclaim) is the one a domain without stocks gives.
+ *
+ * Threads are scripted: an "agent" thread runs one step at a time when the
+ * main thread asks, so that which thread holds which stock is known.  The
+ * comparison tests run the same script on a domain with stocks and one
+ * without, and compare every answer and counter.  The last test is a
+ * concurrency test (suite 'concurrency': TSan): threads charge and
+ * uncharge on two strict domains with small budgets while a monitor checks
+ * that usage never exceeds the budget; afterwards usage is 0 and the
+ * failure counter equals the failures the threads saw.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <reclaim/reclaim.h>
+
+/* ------------------------------------------------------------------------- */
+/* Helpers                                                                    */
+/* ------------------------------------------------------------------------- */
+
+static struct rcl_vmstat vmstat(const struct rcl_domain *d)
+{
+	struct rcl_vmstat v;
+
+	assert_int_equal(rcl_domain_vmstat(d, &v), 0);
+	return v;
+}
+
+static struct rcl_watermarks wmarks(const struct rcl_domain *d)
+{
+	struct rcl_watermarks wm;
+
+	assert_int_equal(rcl_domain_watermarks(d, &wm), 0);
+	return wm;
+}
+
+static struct rcl_domain *dom_new(uint64_t budget, enum rcl_charge_mode mode,
+				  uint64_t stock)
+{
+	struct rcl_domain_config cfg = {
+		.budget = budget,
+		.mode = mode,
+		.charge_stock = stock,
+	};
+	struct rcl_domain *d = NULL;
+
+	assert_int_equal(rcl_domain_new(&cfg, &d), 0);
+	assert_non_null(d);
+	return d;
+}
+
+/* A thread that runs one step at a time, when asked. */
+struct agent {
+	pthread_t t;
+	sem_t go, done;
+	int (*fn)(struct rcl_domain *d, uint64_t v, uint64_t *out);
+	struct rcl_domain *d;
+	uint64_t v, out;
+	int ret;
+	bool quit;
+};
+
+static void *agent_main(void *arg)
+{
+	struct agent *a = arg;
+
+	for (;;) {
+		sem_wait(&a->go);
+		if (a->quit)
+			break;
+		a->ret = a->fn(a->d, a->v, &a->out);
+		sem_post(&a->done);
+	}
+	return NULL;
+}
+
+static void agent_start(struct agent *a)
+{
+	memset(a, 0, sizeof(*a));
+	assert_int_equal(sem_init(&a->go, 0, 0), 0);
+	assert_int_equal(sem_init(&a->done, 0, 0), 0);
+	assert_int_equal(pthread_create(&a->t, NULL, agent_main, a), 0);
+}
+
+/* Thread exit: the thread's stock goes back (its key destructor). */
+static void agent_stop(struct agent *a)
+{
+	a->quit = true;
+	sem_post(&a->go);
+	assert_int_equal(pthread_join(a->t, NULL), 0);
+	sem_destroy(&a->go);
+	sem_destroy(&a->done);
+}
+
+static int do_charge(struct rcl_domain *d, uint64_t v, uint64_t *out)
+{
+	return rcl_domain_charge(d, v, RCL_CTX_CAPABLE, out);
+}
+
+static int do_uncharge(struct rcl_domain *d, uint64_t v, uint64_t *out)
+{
+	(void)out;
+	return rcl_domain_uncharge(d, v);
+}
+
+static int agent_run(struct agent *a,
+		     int (*fn)(struct rcl_domain *, uint64_t, uint64_t *),
+		     struct rcl_domain *d, uint64_t v, uint64_t *out)
+{
+	a->fn = fn;
+	a->d = d;
+	a->v = v;
+	sem_post(&a->go);
+	sem_wait(&a->done);
+	if (out)
+		*out = a->out;
+	return a->ret;
+}
+
+static int charge(struct agent *a, struct rcl_domain *d, uint64_t v,
+		  uint64_t *over)
+{
+	uint64_t o = 0;
+	int ret;
+
+	if (a)
+		ret = agent_run(a, do_charge, d, v, &o);
+	else
+		ret = rcl_domain_charge(d, v, RCL_CTX_CAPABLE, &o);
+	if (over)
+		*over = o;
+	return ret;
+}
+
+static uint64_t drained_usage(struct rcl_domain *d)
+{
+	assert_int_equal(rcl_domain_drain_stocks(d), 0);
+	return rcl_domain_usage(d);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Exact usage                                                                */
+/* ------------------------------------------------------------------------- */
+
+/* 1 MiB: cap = min(4096, 16384) = 4096; each refill leaves the stock full. */
+static void test_stock_serves_charges_and_counts_as_charged(void **state)
+{
+	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	uint64_t over = 1;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(charge(NULL, d, 100, &over), 0);
+	assert_int_equal(over, 0);
+	assert_int_equal(rcl_domain_usage(d), 100 + 4096);	/* stock full */
+	for (i = 1; i < 41; i++)	/* 40 more: 4000 from the stock */
+		assert_int_equal(charge(NULL, d, 100, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 4196);
+	/* 96 left < 100: the charge plus what fills the stock again. */
+	assert_int_equal(charge(NULL, d, 100, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 4196 + 100 + 4096 - 96);
+	assert_int_equal(drained_usage(d), 42 * 100);
+	/* A second drain has nothing left to give. */
+	assert_int_equal(drained_usage(d), 42 * 100);
+	assert_int_equal(vmstat(d).charge_failures, 0);
+	assert_int_equal(vmstat(d).charge_overshoots, 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+static void test_uncharge_refunds_then_gives_back_half(void **state)
+{
+	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(charge(NULL, d, 1000, NULL), 0);	/* stock 4096 */
+	assert_int_equal(charge(NULL, d, 1000, NULL), 0);	/* stock 3096 */
+	assert_int_equal(rcl_domain_usage(d), 5096);
+	assert_int_equal(rcl_domain_uncharge(d, 1000), 0);	/* stock 4096 */
+	assert_int_equal(rcl_domain_usage(d), 5096);
+	/* Past the stock's size: keep 2048, give back 4096 + 1000 - 2048. */
+	assert_int_equal(rcl_domain_uncharge(d, 1000), 0);
+	assert_int_equal(rcl_domain_usage(d), 2048);
+	assert_int_equal(drained_usage(d), 0);
+	/* Charges as large as a stock are never stocked. */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(charge(NULL, d, 4096, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 3 * 4096);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(rcl_domain_uncharge(d, 4096), 0);
+	assert_int_equal(rcl_domain_usage(d), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+static void test_stocks_off_is_exact(void **state)
+{
+	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, 0);
+
+	(void)state;
+	assert_int_equal(charge(NULL, d, 100, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 100);
+	assert_int_equal(rcl_domain_uncharge(d, 40), 0);
+	assert_int_equal(rcl_domain_usage(d), 60);
+	assert_int_equal(rcl_domain_drain_stocks(d), 0);
+	assert_int_equal(rcl_domain_usage(d), 60);
+	assert_int_equal(rcl_domain_drain_stocks(NULL), -EINVAL);
+	assert_int_equal(rcl_domain_uncharge(d, 60), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/* A budget of 63 gives a stock size of 0: no stocks at all. */
+static void test_tiny_budget_has_no_stocks(void **state)
+{
+	struct rcl_domain *d = dom_new(63, RCL_CHARGE_STRICT, 4096);
+
+	(void)state;
+	assert_int_equal(charge(NULL, d, 1, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 1);
+	assert_int_equal(charge(NULL, d, 62, NULL), 0);
+	assert_int_equal(charge(NULL, d, 1, NULL), -ENOMEM);
+	assert_int_equal(rcl_domain_usage(d), 63);
+	assert_int_equal(vmstat(d).charge_failures, 1);
+	assert_int_equal(rcl_domain_uncharge(d, 63), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * 64 KiB, stock 1024: budget / 16 / 1024 = 4 threads hold a stock at once,
+ * the fifth charges unstocked.
+ */
+static void test_stock_holders_are_bounded(void **state)
+{
+	struct rcl_domain *d = dom_new(65536, RCL_CHARGE_STRICT, 1u << 20);
+	struct agent a[5];
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 5; i++) {
+		agent_start(&a[i]);
+		assert_int_equal(charge(&a[i], d, 10, NULL), 0);
+	}
+	/* Four stocks of 1024 (the cap: 65536 / 64), one unstocked 10. */
+	assert_int_equal(rcl_domain_usage(d), 4 * (10 + 1024) + 10);
+	assert_true(rcl_domain_usage(d) - 50 <= 65536 / RCL_CHARGE_STOCKS_SHARE);
+	for (i = 0; i < 5; i++)
+		agent_stop(&a[i]);
+	assert_int_equal(rcl_domain_usage(d), 50);
+	assert_int_equal(rcl_domain_uncharge(d, 50), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Lifetime: thread exit, another domain, rcl_domain_free(), fork            */
+/* ------------------------------------------------------------------------- */
+
+static void test_thread_exit_returns_stock(void **state)
+{
+	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	struct agent a;
+
+	(void)state;
+	agent_start(&a);
+	assert_int_equal(charge(&a, d, 100, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 4196);
+	agent_stop(&a);
+	assert_int_equal(rcl_domain_usage(d), 100);
+	assert_int_equal(rcl_domain_uncharge(d, 100), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+static void test_other_domain_gives_the_stock_back(void **state)
+{
+	struct rcl_domain *d1 = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	struct rcl_domain *d2 = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+
+	(void)state;
+	assert_int_equal(charge(NULL, d1, 100, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d1), 4196);
+	assert_int_equal(charge(NULL, d2, 100, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d1), 100);
+	assert_int_equal(rcl_domain_usage(d2), 4196);
+	/* An uncharge of d1 does not take the stock back from d2. */
+	assert_int_equal(rcl_domain_uncharge(d1, 100), 0);
+	assert_int_equal(rcl_domain_usage(d1), 0);
+	assert_int_equal(rcl_domain_usage(d2), 4196);
+	assert_int_equal(rcl_domain_uncharge(d2, 100), 0);
+	assert_int_equal(drained_usage(d2), 0);
+	assert_int_equal(rcl_domain_free(d1), 0);
+	assert_int_equal(rcl_domain_free(d2), 0);
+}
+
+/*
+ * rcl_domain_free() detaches another thread's stock: that thread's next
+ * charge, of another domain, must not touch the freed one (ASan).
+ */
+static void test_free_detaches_every_stock(void **state)
+{
+	struct rcl_domain *d1 = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	struct rcl_domain *d2 = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	struct agent a;
+
+	(void)state;
+	agent_start(&a);
+	assert_int_equal(charge(&a, d1, 100, NULL), 0);
+	assert_int_equal(agent_run(&a, do_uncharge, d1, 100, NULL), 0);
+	/* The stock overflowed: it keeps half, all the usage there is. */
+	assert_int_equal(rcl_domain_usage(d1), 2048);
+	assert_int_equal(rcl_domain_free(d1), 0);
+	assert_int_equal(charge(&a, d2, 100, NULL), 0);
+	assert_int_equal(charge(&a, d2, 100, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d2), 4196);
+	assert_int_equal(agent_run(&a, do_uncharge, d2, 50, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d2), 4196);
+	/* Thread exit gives back the stock of the domain it charged last. */
+	agent_stop(&a);
+	assert_int_equal(rcl_domain_usage(d2), 150);
+	assert_int_equal(rcl_domain_uncharge(d2, 150), 0);
+	assert_int_equal(rcl_domain_free(d2), 0);
+}
+
+/*
+ * After fork() the child gives back the stock of the thread it does not
+ * have, and keeps its own thread's.
+ */
+static void test_fork_child_returns_absent_threads_stocks(void **state)
+{
+	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	struct agent a;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	agent_start(&a);
+	assert_int_equal(charge(&a, d, 100, NULL), 0);
+	assert_int_equal(charge(NULL, d, 200, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 300 + 2 * 4096);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int bad = 0;
+
+		bad |= rcl_domain_usage(d) != 300 + 4096;
+		bad |= charge(NULL, d, 96, NULL) != 0;	/* from the stock */
+		bad |= rcl_domain_usage(d) != 300 + 4096;
+		bad |= drained_usage(d) != 396;
+		_exit(bad);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(rcl_domain_usage(d), 300 + 2 * 4096);
+	agent_stop(&a);
+	assert_int_equal(drained_usage(d), 300);
+	assert_int_equal(rcl_domain_uncharge(d, 300), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Outcomes as without stocks                                                 */
+/* ------------------------------------------------------------------------- */
+
+struct step {
+	int who;	/* 0: the main thread; 1, 2: agents */
+	bool uncharge;
+	uint64_t amount;
+};
+
+/*
+ * Run @steps on a domain with stocks and one without; every answer, every
+ * overshoot, every counter and the drained usage must be the same.
+ */
+static void compare(uint64_t budget, enum rcl_charge_mode mode, uint64_t stock,
+		    const struct step *steps, size_t n)
+{
+	struct rcl_domain *ds = dom_new(budget, mode, stock);
+	struct rcl_domain *du = dom_new(budget, mode, 0);
+	struct agent a[2];
+	struct rcl_vmstat vs, vu;
+	size_t i;
+
+	agent_start(&a[0]);
+	agent_start(&a[1]);
+	for (i = 0; i < n; i++) {
+		struct agent *who = steps[i].who ? &a[steps[i].who - 1] : NULL;
+		uint64_t os = 7, ou = 7;
+		int rs, ru;
+
+		if (steps[i].uncharge) {
+			if (who) {
+				rs = agent_run(who, do_uncharge, ds,
+					       steps[i].amount, NULL);
+				ru = agent_run(who, do_uncharge, du,
+					       steps[i].amount, NULL);
+			} else {
+				rs = rcl_domain_uncharge(ds, steps[i].amount);
+				ru = rcl_domain_uncharge(du, steps[i].amount);
+			}
+			os = ou = 0;
+		} else {
+			rs = charge(who, ds, steps[i].amount, &os);
+			ru = charge(who, du, steps[i].amount, &ou);
+		}
+		if (rs != ru || os != ou)
+			fail_msg("step %zu: stocked %d (overshoot %llu), unstocked %d (%llu)",
+				 i, rs, (unsigned long long)os, ru,
+				 (unsigned long long)ou);
+		assert_true(mode == RCL_CHARGE_SOFT ||
+			    rcl_domain_usage(ds) <= budget);
+	}
+	vs = vmstat(ds);
+	vu = vmstat(du);
+	assert_memory_equal(&vs, &vu, sizeof(vs));
+	assert_int_equal(drained_usage(ds), rcl_domain_usage(du));
+	agent_stop(&a[0]);
+	agent_stop(&a[1]);
+	assert_int_equal(drained_usage(ds), rcl_domain_usage(du));
+	assert_int_equal(rcl_domain_free(ds), 0);
+	assert_int_equal(rcl_domain_free(du), 0);
+}
+
+/*
+ * 64 KiB strict: stock 1024.  The main thread's charge fits only with the
+ * agent's stock taken back, and is admitted; the agent's next charge fails
+ * as it would without stocks.
+ */
+static void test_small_strict_budget_as_unstocked(void **state)
+{
+	static const struct step s[] = {
+		{ 1, false, 100 },	/* agent 1: 100 + a stock of 1024 */
+		{ 2, false, 200 },	/* agent 2: 200 + 1024 */
+		{ 0, false, 65536 - 300 },	/* fits exactly, after the drain */
+		{ 1, false, 1 },	/* -ENOMEM, as unstocked */
+		{ 2, true, 200 },
+		{ 1, false, 150 },	/* fits: no stock (below high) */
+		{ 1, false, 60 },	/* -ENOMEM */
+		{ 0, true, 65536 - 300 },
+		{ 1, false, 10 },	/* room again: a stock */
+		{ 2, false, 500 },
+		{ 0, false, 65536 - 760 },	/* the last unit */
+		{ 0, false, 1 },	/* -ENOMEM */
+		{ 1, true, 260 },
+		{ 2, true, 500 },
+	};
+
+	(void)state;
+	compare(65536, RCL_CHARGE_STRICT, 4096, s, sizeof(s) / sizeof(s[0]));
+}
+
+/* Soft: overshoots and their sizes as without stocks; -EOVERFLOW too. */
+static void test_soft_overshoot_and_overflow_as_unstocked(void **state)
+{
+	static const struct step s[] = {
+		{ 1, false, 100 },
+		{ 2, false, 300 },
+		{ 0, false, 65536 },	/* over by 400 */
+		{ 1, false, 10 },	/* over by 410 */
+		{ 0, false, UINT64_MAX - 100 },	/* -EOVERFLOW */
+		{ 0, true, 65536 },
+		{ 2, false, 20 },
+		{ 1, true, 110 },
+		{ 2, true, 320 },
+	};
+
+	(void)state;
+	compare(65536, RCL_CHARGE_SOFT, 4096, s, sizeof(s) / sizeof(s[0]));
+}
+
+/* ------------------------------------------------------------------------- */
+/* Reclaim sees what stocks hold                                              */
+/* ------------------------------------------------------------------------- */
+
+struct obj {
+	struct rcl_lru_node node;
+	struct rcl_domain *d;
+	bool evicted;
+};
+
+static enum rcl_evict_status obj_evict(struct rcl_lru_node *node,
+				       struct rcl_evict_control *ctl)
+{
+	struct obj *o = rcl_container_of(node, struct obj, node);
+
+	(void)ctl;
+	o->evicted = true;
+	rcl_domain_uncharge(o->d, 1000);
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops obj_ops = { .evict = obj_evict };
+
+/*
+ * Lowering the budget and charging near it take the stocks back first, so
+ * nothing is evicted for memory only stocks held.
+ */
+static void test_reclaim_sees_stocked_memory(void **state)
+{
+	struct rcl_lruvec_config lc = { .ops = &obj_ops };
+	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, 1u << 20);
+	struct rcl_lruvec lv;
+	struct obj o[10];
+	struct agent a;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(d, &lv, 0), 0);
+	for (i = 0; i < 10; i++) {
+		o[i].d = d;
+		o[i].evicted = false;
+		rcl_lru_node_init(&o[i].node);
+		assert_int_equal(charge(NULL, d, 1000, NULL), 0);
+		assert_int_equal(rcl_lruvec_add(&lv, &o[i].node, RCL_LRU_FILE,
+						1000, RCL_LRU_ADD_NOBATCH), 0);
+	}
+	/* The stock is 16384 (1 MiB / 64): 10000 charged + 7384 held. */
+	assert_int_equal(rcl_domain_usage(d), 17384);
+	/* Budget 11000: low 120; with the stock back, headroom is 1000. */
+	assert_int_equal(rcl_domain_set_budget(d, 11000), 0);
+	assert_int_equal(rcl_domain_usage(d), 10000);
+	assert_int_equal(vmstat(d).allocstall, 0);
+	assert_int_equal(wmarks(d).low, 120);
+
+	/* An agent takes a stock: 10 + 171 (the cap is now 11000 / 64). */
+	agent_start(&a);
+	assert_int_equal(charge(&a, d, 10, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 10000 + 10 + 171);
+	/* 800 fits only with that stock back: no reclaim for it. */
+	assert_int_equal(charge(NULL, d, 800, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 10810);
+	assert_int_equal(vmstat(d).allocstall, 0);
+	assert_int_equal(vmstat(d).pgsteal_direct, 0);
+	for (i = 0; i < 10; i++)
+		assert_false(o[i].evicted);
+	agent_stop(&a);
+
+	/* 1000 more does need reclaim: one object goes. */
+	assert_int_equal(charge(NULL, d, 1000, NULL), 0);
+	assert_true(vmstat(d).pgsteal_direct >= 1);
+	assert_true(rcl_domain_usage(d) <= 11000);
+
+	assert_int_equal(rcl_domain_detach(d, &lv), 0);
+	for (i = 0; i < 10; i++)
+		if (!o[i].evicted)
+			assert_int_equal(rcl_lruvec_del(&lv, &o[i].node), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * The watermark crossing counts the stocks out: a charge that crosses low
+ * only because of another thread's stock does not wake the reclaimer.
+ */
+static void test_wakeup_sees_stocked_memory(void **state)
+{
+	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, 16384);
+	uint64_t low, x;
+	struct agent a;
+
+	(void)state;
+	low = wmarks(d).low;
+	assert_int_equal(low, 11509);
+	assert_int_equal(rcl_domain_reclaimer_start(d), 0);
+	agent_start(&a);
+	assert_int_equal(charge(&a, d, 1000, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 1000 + 16384);
+	/* Headroom exactly low after it, once the stock is back. */
+	x = (1u << 20) - 1000 - low;
+	assert_int_equal(charge(NULL, d, x, NULL), 0);
+	assert_int_equal(rcl_domain_usage(d), 1000 + x);
+	assert_int_equal(vmstat(d).kswapd_wakeups, 0);
+	/* One more unit crosses low: that wakes it. */
+	assert_int_equal(charge(NULL, d, 1, NULL), 0);
+	assert_int_equal(vmstat(d).kswapd_wakeups, 1);
+	assert_int_equal(rcl_domain_reclaimer_stop(d), 0);
+	agent_stop(&a);
+	assert_int_equal(drained_usage(d), 1000 + x + 1);
+	assert_int_equal(rcl_domain_uncharge(d, 1000 + x + 1), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Concurrency (TSan)                                                         */
+/* ------------------------------------------------------------------------- */
+
+#define CS_THREADS 4
+#define CS_ITERS 20000
+#define CS_BUDGET 65536u
+
+struct cs_ctx {
+	struct rcl_domain *d[2];
+	atomic_bool stop;
+	atomic_ullong failures[2];
+	atomic_bool over;
+};
+
+struct cs_worker {
+	struct cs_ctx *c;
+	unsigned idx;
+	int bad;
+};
+
+static void *cs_worker_main(void *arg)
+{
+	struct cs_worker *w = arg;
+	struct cs_ctx *c = w->c;
+	uint64_t held[2] = { 0, 0 }, seed = 0x9E3779B97F4A7C15ull * (w->idx + 1);
+	unsigned i;
+
+	for (i = 0; i < CS_ITERS; i++) {
+		unsigned k, which;
+		uint64_t amt;
+		int ret;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		/* Mostly one domain; now and then the other (switches). */
+		which = (seed >> 8) % 16 == 0 ? 1 : 0;
+		k = (unsigned)(seed >> 16) % 100;
+		amt = 1 + (seed >> 32) % (k < 5 ? 3000 : 300);
+		if (k < 55) {
+			ret = rcl_domain_charge(c->d[which], amt,
+						RCL_CTX_CAPABLE, NULL);
+			if (ret == 0)
+				held[which] += amt;
+			else if (ret == -ENOMEM)
+				atomic_fetch_add(&c->failures[which], 1);
+			else
+				w->bad = ret;
+		} else if (k < 98) {
+			amt = held[which] < amt ? held[which] : amt;
+			if (rcl_domain_uncharge(c->d[which], amt))
+				w->bad = -1;
+			held[which] -= amt;
+		} else {
+			if (rcl_domain_drain_stocks(c->d[which]))
+				w->bad = -1;
+		}
+	}
+	for (i = 0; i < 2; i++)
+		if (rcl_domain_uncharge(c->d[i], held[i]))
+			w->bad = -1;
+	return NULL;
+}
+
+static void *cs_monitor_main(void *arg)
+{
+	struct cs_ctx *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		unsigned i;
+
+		for (i = 0; i < 2; i++)
+			if (rcl_domain_usage(c->d[i]) > CS_BUDGET)
+				atomic_store(&c->over, true);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void test_concurrent_strict_never_over_budget(void **state)
+{
+	struct cs_ctx c;
+	struct cs_worker w[CS_THREADS];
+	pthread_t t[CS_THREADS], mon;
+	unsigned i;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.d[0] = dom_new(CS_BUDGET, RCL_CHARGE_STRICT, 2048);
+	c.d[1] = dom_new(CS_BUDGET, RCL_CHARGE_STRICT, 512);
+	assert_int_equal(pthread_create(&mon, NULL, cs_monitor_main, &c), 0);
+	for (i = 0; i < CS_THREADS; i++) {
+		w[i].c = &c;
+		w[i].idx = i;
+		w[i].bad = 0;
+		assert_int_equal(pthread_create(&t[i], NULL, cs_worker_main,
+						&w[i]), 0);
+	}
+	for (i = 0; i < CS_THREADS; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(w[i].bad, 0);
+	}
+	atomic_store(&c.stop, true);
+	assert_int_equal(pthread_join(mon, NULL), 0);
+	assert_false(atomic_load(&c.over));
+	for (i = 0; i < 2; i++) {
+		/* Every thread gave everything back, and its stock on exit. */
+		assert_int_equal(rcl_domain_usage(c.d[i]), 0);
+		assert_int_equal(vmstat(c.d[i]).charge_failures,
+				 atomic_load(&c.failures[i]));
+		assert_int_equal(rcl_domain_free(c.d[i]), 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stock_serves_charges_and_counts_as_charged),
+		cmocka_unit_test(test_uncharge_refunds_then_gives_back_half),
+		cmocka_unit_test(test_stocks_off_is_exact),
+		cmocka_unit_test(test_tiny_budget_has_no_stocks),
+		cmocka_unit_test(test_stock_holders_are_bounded),
+		cmocka_unit_test(test_thread_exit_returns_stock),
+		cmocka_unit_test(test_other_domain_gives_the_stock_back),
+		cmocka_unit_test(test_free_detaches_every_stock),
+		cmocka_unit_test(test_fork_child_returns_absent_threads_stocks),
+		cmocka_unit_test(test_small_strict_budget_as_unstocked),
+		cmocka_unit_test(test_soft_overshoot_and_overflow_as_unstocked),
+		cmocka_unit_test(test_reclaim_sees_stocked_memory),
+		cmocka_unit_test(test_wakeup_sees_stocked_memory),
+		cmocka_unit_test(test_concurrent_strict_never_over_budget),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
