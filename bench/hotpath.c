@@ -668,8 +668,12 @@ out:
  */
 #define HP_CHARGE_BURST 64u
 #define HP_CHARGE_SIZE 4096u
-/* Stock per thread: half a burst, so every burst takes a stock and returns one. */
-#define HP_CHARGE_STOCK (HP_CHARGE_BURST / 2 * HP_CHARGE_SIZE)
+/*
+ * Stock per thread: 64 x 4 KiB, the kernel's memcg charge batch
+ * (MEMCG_CHARGE_BATCH pages) and one burst: every burst still takes a stock
+ * from the shared counter and gives part of it back.
+ */
+#define HP_CHARGE_STOCK (HP_CHARGE_BURST * HP_CHARGE_SIZE)
 
 static void loop_charge(struct worker *w)
 {
