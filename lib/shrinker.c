@@ -54,22 +54,34 @@
  * one).  Readers sum the stripes.
  */
 #define NSTRIPES 8u
-#define CACHELINE 64
+/*
+ * Lines written by different threads are kept 128 bytes apart, not 64:
+ * the adjacent-line prefetcher fetches 128-byte pairs, so a written line
+ * next to another thread's line (or to a read-mostly line) in one pair
+ * still bounces.
+ */
+#define PAIR 128
 
-struct stripe_refs {
-	atomic_uint n;
-} __attribute__((aligned(CACHELINE)));
-
-struct slot {
-	/* read-mostly: written at register and free only */
-	_Atomic(struct rcl_shrinker *) ptr __attribute__((aligned(CACHELINE)));
-	bool used;	/* registry mutex: taken by a registered shrinker */
-	struct stripe_refs refs[NSTRIPES];	/* walkers inside, per stripe */
-};
-
+/*
+ * A chunk of SLOTS_PER_CHUNK slots, stored by column: the shrinker pointers
+ * (read-mostly: written at register and free only) together, and each
+ * stripe's pin counts for all the slots together, a pair-aligned row of its
+ * own.  A walk then reads 8 pointers per line and writes only its own rows.
+ */
 struct chunk {
 	void *raw;		/* what the allocator returned */
-	struct slot s[SLOTS_PER_CHUNK];
+	bool used[SLOTS_PER_CHUNK];	/* registry mutex: slot taken */
+	_Atomic(struct rcl_shrinker *) ptr[SLOTS_PER_CHUNK]
+		__attribute__((aligned(PAIR)));
+	struct {
+		atomic_uint n[SLOTS_PER_CHUNK];	/* walkers inside */
+	} refs[NSTRIPES] __attribute__((aligned(PAIR)));
+};
+
+/* A slot: its chunk and its index there. */
+struct slot {
+	struct chunk *c;
+	unsigned j;
 };
 
 struct rcl_shrinker_registry {
@@ -86,9 +98,10 @@ struct rcl_shrinker_registry {
 	_Atomic(struct chunk *) chunks[MAX_CHUNKS];
 };
 
-struct stat_stripe {
+/* One thread's stripe of a shrinker's statistics.  Pair-aligned. */
+struct stripe {
 	atomic_ullong calls, scanned, freed, stops;
-} __attribute__((aligned(CACHELINE)));
+} __attribute__((aligned(PAIR)));
 
 struct rcl_shrinker {
 	void *raw;		/* what the allocator returned */
@@ -101,11 +114,21 @@ struct rcl_shrinker {
 	unsigned flags;
 	unsigned nr_backlogs;
 	atomic_int slot;		/* -1: not registered; set under the mutex */
-	/* written by every reclaimer: off the read-mostly line above */
-	struct stat_stripe st[NSTRIPES];
-	/* objects, or 16.16 fixed point; claimed by xchg, returned by add */
-	atomic_ulong backlog[] __attribute__((aligned(CACHELINE)));
+	/*
+	 * The shared backlogs (objects, or 16.16 fixed point; claimed by
+	 * xchg, returned by add), on pairs of their own after this header,
+	 * then the NSTRIPES stripes.
+	 */
+	atomic_ulong *backlog;
+	struct stripe *stripes;
 };
+
+#define RCL__ROUND_PAIR(n) (((n) + PAIR - 1) / PAIR * PAIR)
+
+static struct stripe *stripe_of(const struct rcl_shrinker *s, unsigned i)
+{
+	return &s->stripes[i];
+}
 
 static atomic_uint next_stripe;
 static RCL__TLS unsigned tls_stripe;	/* stripe + 1; 0: not assigned */
@@ -120,12 +143,12 @@ static unsigned my_stripe(void)
 	return tls_stripe - 1;
 }
 
-static unsigned slot_refs(struct slot *sl)
+static unsigned slot_refs(struct slot sl)
 {
 	unsigned i, n = 0;
 
 	for (i = 0; i < NSTRIPES; i++)
-		n += atomic_load(&sl->refs[i].n);
+		n += atomic_load(&sl.c->refs[i].n[sl.j]);
 	return n;
 }
 
@@ -144,28 +167,33 @@ static RCL__TLS struct cb_frame *tls_frames;
 /* ------------------------------------------------------------------------- */
 
 /*
- * Zeroed, cache-line-aligned memory from the registry's allocator (which
- * only promises max_align_t); *@raw receives the pointer to free.
+ * Zeroed, pair-aligned memory from the registry's allocator (which only
+ * promises max_align_t), in whole pairs, so that nothing else the allocator
+ * hands out shares a pair with it; *@raw receives the pointer to free.
  */
 static void *reg_alloc(struct rcl_shrinker_registry *reg, size_t size,
 		       void **raw)
 {
-	char *p = rcl__alloc(&reg->alloc, size + CACHELINE);
+	size_t whole = (size + PAIR - 1) / PAIR * PAIR;
+	char *p = rcl__alloc(&reg->alloc, whole + PAIR);
 
 	*raw = p;
 	if (!p)
 		return NULL;
-	p += CACHELINE - (uintptr_t)p % CACHELINE;
-	memset(p, 0, size);
+	p += PAIR - (uintptr_t)p % PAIR;
+	memset(p, 0, whole);
 	return p;
 }
 
-static struct slot *slot_at(struct rcl_shrinker_registry *reg, unsigned i)
+static struct slot slot_at(struct rcl_shrinker_registry *reg, unsigned i)
 {
-	struct chunk *c = atomic_load_explicit(&reg->chunks[i / SLOTS_PER_CHUNK],
-					       memory_order_acquire);
+	struct slot sl = {
+		atomic_load_explicit(&reg->chunks[i / SLOTS_PER_CHUNK],
+				     memory_order_acquire),
+		i % SLOTS_PER_CHUNK,
+	};
 
-	return &c->s[i % SLOTS_PER_CHUNK];
+	return sl;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -288,6 +316,7 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 	struct rcl_shrinker *s;
 	void *raw;
 	unsigned nb;
+	size_t hdr, bls;
 
 	if (!reg || !cfg || !out || !cfg->ops || !cfg->ops->count_objects ||
 	    !cfg->ops->scan_objects || cfg->seeks < 0 || cfg->batch < 0 ||
@@ -300,12 +329,17 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 		atomic_fetch_sub(&reg->nr_shrinkers, 1);
 		return -ENOSPC;
 	}
-	s = reg_alloc(reg, sizeof(*s) + nb * sizeof(s->backlog[0]), &raw);
+	/* header | shared backlogs | NSTRIPES stripes, each on whole pairs */
+	hdr = RCL__ROUND_PAIR(sizeof(*s));
+	bls = RCL__ROUND_PAIR(nb * sizeof(atomic_ulong));
+	s = reg_alloc(reg, hdr + bls + NSTRIPES * sizeof(struct stripe), &raw);
 	if (!s) {
 		atomic_fetch_sub(&reg->nr_shrinkers, 1);
 		return -ENOMEM;
 	}
 	s->raw = raw;
+	s->backlog = (atomic_ulong *)((char *)s + hdr);
+	s->stripes = (struct stripe *)((char *)s + hdr + bls);
 	s->reg = reg;
 	s->ops = cfg->ops;
 	s->priv = cfg->priv;
@@ -323,6 +357,7 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 {
 	struct rcl_shrinker_registry *reg;
+	struct slot sl;
 	unsigned i, high;
 	void *raw;
 	int err = 0;
@@ -337,9 +372,11 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 	}
 	/* Reuse the lowest free slot; grow the table if there is none. */
 	high = atomic_load_explicit(&reg->high, memory_order_relaxed);
-	for (i = 0; i < high; i++)
-		if (!slot_at(reg, i)->used)
+	for (i = 0; i < high; i++) {
+		sl = slot_at(reg, i);
+		if (!sl.c->used[sl.j])
 			break;
+	}
 	if (i == high) {
 		if (i % SLOTS_PER_CHUNK == 0) {
 			struct chunk *c;
@@ -359,10 +396,11 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 		}
 		atomic_store_explicit(&reg->high, i + 1, memory_order_release);
 	}
-	slot_at(reg, i)->used = true;
+	sl = slot_at(reg, i);
+	sl.c->used[sl.j] = true;
 	atomic_store(&s->slot, (int)i);
 	/* Publish: from here on walkers may call it. */
-	atomic_store_explicit(&slot_at(reg, i)->ptr, s, memory_order_release);
+	atomic_store_explicit(&sl.c->ptr[sl.j], s, memory_order_release);
 out:
 	pthread_mutex_unlock(&reg->lock);
 	return err;
@@ -382,7 +420,7 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 
 	pthread_mutex_lock(&reg->lock);
 	if (atomic_load(&s->slot) >= 0) {
-		struct slot *sl = slot_at(reg, (unsigned)atomic_load(&s->slot));
+		struct slot sl = slot_at(reg, (unsigned)atomic_load(&s->slot));
 
 		/*
 		 * Dekker with walker_put(): we announce a waiter and clear the
@@ -390,14 +428,14 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		 * reads the announcement.  One of us sees the other.
 		 */
 		atomic_fetch_add(&reg->nr_freeing, 1);
-		atomic_store(&sl->ptr, NULL);
+		atomic_store(&sl.c->ptr[sl.j], NULL);
 		/*
 		 * From a callback of another shrinker, do not wait: two
 		 * callbacks freeing each other's shrinkers would wait for
 		 * each other for ever.  Put it back and say so.
 		 */
 		if (tls_frames && slot_refs(sl)) {
-			atomic_store(&sl->ptr, s);
+			atomic_store(&sl.c->ptr[sl.j], s);
 			atomic_fetch_sub(&reg->nr_freeing, 1);
 			pthread_mutex_unlock(&reg->lock);
 			return RCL__REFUSE(-EDEADLK, "called from another shrinker's callback while this one's callback runs: the two could wait for each other");
@@ -405,7 +443,7 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		while (slot_refs(sl))
 			pthread_cond_wait(&reg->released, &reg->lock);
 		atomic_fetch_sub(&reg->nr_freeing, 1);
-		sl->used = false;
+		sl.c->used[sl.j] = false;
 		atomic_store(&s->slot, -1);
 	}
 	pthread_mutex_unlock(&reg->lock);
@@ -428,15 +466,15 @@ RCL_API const char *rcl_shrinker_name(const struct rcl_shrinker *s)
  * Enter slot @sl: returns its shrinker, or NULL if none; either way, pair
  * with walker_put().
  */
-static struct rcl_shrinker *walker_get(struct slot *sl)
+static struct rcl_shrinker *walker_get(struct slot sl)
 {
-	atomic_fetch_add(&sl->refs[my_stripe()].n, 1);
-	return atomic_load(&sl->ptr);
+	atomic_fetch_add(&sl.c->refs[my_stripe()].n[sl.j], 1);
+	return atomic_load(&sl.c->ptr[sl.j]);
 }
 
-static void walker_put(struct rcl_shrinker_registry *reg, struct slot *sl)
+static void walker_put(struct rcl_shrinker_registry *reg, struct slot sl)
 {
-	atomic_fetch_sub(&sl->refs[my_stripe()].n, 1);
+	atomic_fetch_sub(&sl.c->refs[my_stripe()].n[sl.j], 1);
 	if (atomic_load(&reg->nr_freeing)) {
 		pthread_mutex_lock(&reg->lock);
 		pthread_cond_broadcast(&reg->released);
@@ -444,19 +482,18 @@ static void walker_put(struct rcl_shrinker_registry *reg, struct slot *sl)
 	}
 }
 
-/* Pin a registered shrinker's own slot; NULL if it is not registered. */
-static struct slot *pin_registered(struct rcl_shrinker *s)
+/* Pin a registered shrinker's own slot; false if it is not registered. */
+static bool pin_registered(struct rcl_shrinker *s, struct slot *out)
 {
 	int i = atomic_load(&s->slot);
-	struct slot *sl;
 
 	if (i < 0)
-		return NULL;
-	sl = slot_at(s->reg, (unsigned)i);
-	if (walker_get(sl) == s)
-		return sl;
-	walker_put(s->reg, sl);
-	return NULL;
+		return false;
+	*out = slot_at(s->reg, (unsigned)i);
+	if (walker_get(*out) == s)
+		return true;
+	walker_put(s->reg, *out);
+	return false;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -620,9 +657,9 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 	unsigned idx = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? a->partition
 								  : 0;
 	atomic_ulong *bl = &s->backlog[idx];
+	struct stripe *st = stripe_of(s, my_stripe());
 	int p = a->priority;
 	bool stopped;
-	struct stat_stripe *st;
 
 	if (!(s->flags & RCL_SHRINKER_PARTITION_AWARE))
 		sc.partition = 0;
@@ -727,7 +764,6 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 	if (next)
 		atomic_fetch_add(bl, next);
 
-	st = &s->st[my_stripe()];
 	atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
 	if (scanned)
 		atomic_fetch_add_explicit(&st->scanned, scanned,
@@ -773,11 +809,11 @@ int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
 		return err;
 	high = atomic_load_explicit(&reg->high, memory_order_acquire);
 	for (i = 0; i < high && !(goal && goal->met); i++) {
-		struct slot *sl = slot_at(reg, i);
+		struct slot sl = slot_at(reg, i);
 		struct rcl_shrinker *s;
 
 		/* Cheap skip of free slots, without writing anything. */
-		if (!atomic_load_explicit(&sl->ptr, memory_order_relaxed))
+		if (!atomic_load_explicit(&sl.c->ptr[sl.j], memory_order_relaxed))
 			continue;
 		s = walker_get(sl);
 		if (s)
@@ -808,7 +844,7 @@ RCL_API int rcl_shrinker_shrink(struct rcl_shrinker *s, unsigned partition,
 {
 	struct shrink_args a = { partition, priority, context, NULL };
 	struct rcl_shrink_result local = { 0 };
-	struct slot *sl;
+	struct slot sl;
 	int err;
 
 	if (!s)
@@ -816,8 +852,7 @@ RCL_API int rcl_shrinker_shrink(struct rcl_shrinker *s, unsigned partition,
 	err = check_args(s->reg, partition, priority);
 	if (err)
 		return err;
-	sl = pin_registered(s);
-	if (!sl)
+	if (!pin_registered(s, &sl))
 		return -ENOENT;
 	do_shrink(s, &a, &local);
 	walker_put(s->reg, sl);
@@ -845,13 +880,15 @@ RCL_API int rcl_shrinker_stats(const struct rcl_shrinker *s,
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < NSTRIPES; i++) {
-		out->calls += atomic_load_explicit(&w->st[i].calls,
+		struct stripe *st = stripe_of(w, i);
+
+		out->calls += atomic_load_explicit(&st->calls,
 						   memory_order_relaxed);
-		out->scanned += atomic_load_explicit(&w->st[i].scanned,
+		out->scanned += atomic_load_explicit(&st->scanned,
 						     memory_order_relaxed);
-		out->freed += atomic_load_explicit(&w->st[i].freed,
+		out->freed += atomic_load_explicit(&st->freed,
 						   memory_order_relaxed);
-		out->stops += atomic_load_explicit(&w->st[i].stops,
+		out->stops += atomic_load_explicit(&st->stops,
 						   memory_order_relaxed);
 	}
 	return 0;
@@ -860,12 +897,11 @@ RCL_API int rcl_shrinker_stats(const struct rcl_shrinker *s,
 RCL_API int rcl_shrinker_backlog(const struct rcl_shrinker *s,
 				 unsigned partition, unsigned long *out)
 {
-	struct rcl_shrinker *w = (struct rcl_shrinker *)s;
 	unsigned long v;
 
 	if (!s || !out || partition >= s->nr_backlogs)
 		return -EINVAL;
-	v = atomic_load_explicit(&w->backlog[partition], memory_order_relaxed);
+	v = atomic_load_explicit(&s->backlog[partition], memory_order_relaxed);
 	*out = s->reg->policy == RCL_SHRINK_POLICY_DEFAULT ? v >> FP_SHIFT : v;
 	return 0;
 }
@@ -875,12 +911,11 @@ RCL_API int rcl_shrinker_debug_count(struct rcl_shrinker *s,
 				     unsigned long *out)
 {
 	struct rcl_shrink_control sc = { 0 };
-	struct slot *sl;
+	struct slot sl;
 
 	if (!s || !out || partition >= s->reg->nr_partitions)
 		return -EINVAL;
-	sl = pin_registered(s);
-	if (!sl)
+	if (!pin_registered(s, &sl))
 		return -ENOENT;
 	sc.partition = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? partition : 0;
 	sc.priority = 0;
@@ -898,13 +933,12 @@ RCL_API int rcl_shrinker_debug_scan(struct rcl_shrinker *s,
 				    unsigned long *scanned)
 {
 	struct rcl_shrink_control sc = { 0 };
-	struct slot *sl;
+	struct slot sl;
 	unsigned long ret;
 
 	if (!s || !freed || partition >= s->reg->nr_partitions)
 		return -EINVAL;
-	sl = pin_registered(s);
-	if (!sl)
+	if (!pin_registered(s, &sl))
 		return -ENOENT;
 	sc.partition = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? partition : 0;
 	sc.nr_to_scan = nr_to_scan;
