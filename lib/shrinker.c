@@ -67,11 +67,18 @@
  * count and of a shrinker's counters and remainders, so that two reclaimers
  * walking the same shrinkers do not pass those cache lines back and forth
  * (measured by rcl-bench shrink-scale: the shared counters made two threads
- * slower than one).  Readers sum the stripes.  Up to NSTRIPES threads own a
- * stripe each; more share them (every stripe word is atomic, so sharing
- * costs speed, never correctness).
+ * slower than one).  Readers sum the stripes.
+ *
+ * Up to NSTRIPES threads own a stripe each.  An owner is the only writer of
+ * its stripe's statistics, so it updates them with a load and a store, not
+ * a locked add; its remainders, which others may take over or drop, stay
+ * locked.  Threads beyond NSTRIPES (or that cannot register a key) share one
+ * more stripe, SHARED_STRIPE, where every write is locked and whose
+ * remainders every call takes over, as if orphaned.
  */
 #define NSTRIPES 8u
+#define SHARED_STRIPE NSTRIPES
+#define NSTRIPES_ALL (NSTRIPES + 1)
 /*
  * Lines written by different threads are kept 128 bytes apart, not 64:
  * the adjacent-line prefetcher fetches 128-byte pairs, so a written line
@@ -93,7 +100,7 @@ struct chunk {
 		__attribute__((aligned(PAIR)));
 	struct {
 		atomic_uint n[SLOTS_PER_CHUNK];	/* walkers inside */
-	} refs[NSTRIPES] __attribute__((aligned(PAIR)));
+	} refs[NSTRIPES_ALL] __attribute__((aligned(PAIR)));
 };
 
 /* A slot: its chunk and its index there. */
@@ -140,7 +147,7 @@ struct rcl_shrinker {
 	/*
 	 * The shared backlogs (objects, or 16.16 fixed point; claimed by
 	 * xchg, returned by add), on pairs of their own after this header,
-	 * then the NSTRIPES stripes.
+	 * then the NSTRIPES_ALL stripes.
 	 */
 	atomic_ulong *backlog;
 	char *stripes;
@@ -159,9 +166,10 @@ static struct stripe *stripe_of(const struct rcl_shrinker *s, unsigned i)
 /* ------------------------------------------------------------------------- */
 
 static atomic_uint stripes_owned;	/* bit i: a live thread owns stripe i */
-static atomic_uint stripes_orphaned;	/* bit i: its owner exited */
-static atomic_uint next_shared;
+/* bit i: its owner exited; bit SHARED_STRIPE: some thread shares it */
+static atomic_uint stripes_orphaned;
 static RCL__TLS unsigned tls_stripe;	/* stripe + 1; 0: not assigned */
+static RCL__TLS bool tls_stripe_owned;	/* the only writer of its stats */
 static pthread_once_t stripe_once = PTHREAD_ONCE_INIT;
 static pthread_key_t stripe_key;
 static bool stripe_key_ok;
@@ -174,9 +182,10 @@ static void stripe_release(void *arg)
 {
 	unsigned bit = 1u << ((unsigned)(uintptr_t)arg - 1);
 
+	tls_stripe = 0;
+	tls_stripe_owned = false;
 	atomic_fetch_or(&stripes_orphaned, bit);
 	atomic_fetch_and(&stripes_owned, ~bit);
-	tls_stripe = 0;
 }
 
 static void stripe_make_key(void)
@@ -199,20 +208,22 @@ static unsigned stripe_assign(void)
 					(void *)(uintptr_t)(i + 1)) == 0) {
 			/* Its remainders are ours now: no one else takes them. */
 			atomic_fetch_and(&stripes_orphaned, ~(1u << i));
+			tls_stripe_owned = true;
 			return i;
 		}
 		atomic_fetch_and(&stripes_owned, ~(1u << i));
 		break;
 	}
 	/*
-	 * Share one.  If no thread owns it (no key), orphan it, so that its
-	 * remainders are taken over by every call, not left to an owner.
+	 * Share the extra stripe.  No thread owns it, so mark it for every
+	 * call to take its remainders over (for good: it is not worth
+	 * counting who still uses it).
 	 */
-	i = atomic_fetch_add_explicit(&next_shared, 1, memory_order_relaxed) %
-	    NSTRIPES;
-	if (!(atomic_load(&stripes_owned) & (1u << i)))
-		atomic_fetch_or(&stripes_orphaned, 1u << i);
-	return i;
+	tls_stripe_owned = false;
+	if (!(atomic_load_explicit(&stripes_orphaned, memory_order_relaxed) &
+	      (1u << SHARED_STRIPE)))
+		atomic_fetch_or(&stripes_orphaned, 1u << SHARED_STRIPE);
+	return SHARED_STRIPE;
 }
 
 static unsigned my_stripe(void)
@@ -226,7 +237,7 @@ static unsigned slot_refs(struct slot sl)
 {
 	unsigned i, n = 0;
 
-	for (i = 0; i < NSTRIPES; i++)
+	for (i = 0; i < NSTRIPES_ALL; i++)
 		n += atomic_load(&sl.c->refs[i].n[sl.j]);
 	return n;
 }
@@ -408,11 +419,11 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 		atomic_fetch_sub(&reg->nr_shrinkers, 1);
 		return -ENOSPC;
 	}
-	/* header | shared backlogs | NSTRIPES stripes, each on whole pairs */
+	/* header | shared backlogs | NSTRIPES_ALL stripes, on whole pairs */
 	hdr = RCL__ROUND_PAIR(sizeof(*s));
 	bls = RCL__ROUND_PAIR(nb * sizeof(atomic_ulong));
 	ssz = RCL__ROUND_PAIR(sizeof(struct stripe) + nb * sizeof(atomic_ulong));
-	s = reg_alloc(reg, hdr + bls + NSTRIPES * ssz, &raw);
+	s = reg_alloc(reg, hdr + bls + NSTRIPES_ALL * ssz, &raw);
 	if (!s) {
 		atomic_fetch_sub(&reg->nr_shrinkers, 1);
 		return -ENOMEM;
@@ -720,6 +731,19 @@ static void trace_event(struct rcl_shrinker *s, const struct shrink_args *a,
 	s->reg->trace(s->reg->trace_arg, ev);
 }
 
+/*
+ * Add to a statistic of the calling thread's stripe: a load and a store if
+ * the thread owns the stripe (it is the only writer), else a locked add.
+ */
+static void stat_add(atomic_ullong *c, unsigned long long v)
+{
+	if (likely(tls_stripe_owned))
+		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+				      memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
 /* Add what @w holds to @nr and zero it; no write if it holds nothing. */
 static unsigned long take(atomic_ulong *w, unsigned long nr)
 {
@@ -750,7 +774,7 @@ static void drop_backlog(const struct rcl_shrinker *s, unsigned idx)
 	unsigned i;
 
 	(void)take(&s->backlog[idx], 0);
-	for (i = 0; i < NSTRIPES; i++)
+	for (i = 0; i < NSTRIPES_ALL; i++)
 		(void)take(&stripe_of(s, i)->rem[idx], 0);
 }
 
@@ -761,7 +785,7 @@ static unsigned long backlog_sum(const struct rcl_shrinker *s, unsigned idx)
 					       memory_order_relaxed);
 	unsigned i;
 
-	for (i = 0; i < NSTRIPES; i++)
+	for (i = 0; i < NSTRIPES_ALL; i++)
 		v = sat_add(v, atomic_load_explicit(&stripe_of(s, i)->rem[idx],
 						    memory_order_relaxed));
 	return v;
@@ -908,14 +932,13 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 	else if (next)
 		atomic_fetch_add(bl, next);
 
-	atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
+	stat_add(&st->calls, 1);
 	if (scanned)
-		atomic_fetch_add_explicit(&st->scanned, scanned,
-					  memory_order_relaxed);
+		stat_add(&st->scanned, scanned);
 	if (freed)
-		atomic_fetch_add_explicit(&st->freed, freed, memory_order_relaxed);
+		stat_add(&st->freed, freed);
 	if (stopped) {
-		atomic_fetch_add_explicit(&st->stops, 1, memory_order_relaxed);
+		stat_add(&st->stops, 1);
 		res->nr_stopped++;
 	}
 	res->freed = sat_add(res->freed, freed);
@@ -1023,7 +1046,7 @@ RCL_API int rcl_shrinker_stats(const struct rcl_shrinker *s,
 	unsigned i;
 
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < NSTRIPES; i++) {
+	for (i = 0; i < NSTRIPES_ALL; i++) {
 		struct stripe *st = stripe_of(w, i);
 
 		out->calls += atomic_load_explicit(&st->calls,

@@ -1239,14 +1239,20 @@ static void test_shrinker_remainder_per_partition(void **state)
 #define SB_THREADS 12
 #define SB_CALLS 50
 
+static pthread_barrier_t sb_all_alive;
+
 static void *sb_many(void *arg)
 {
 	struct rcl_shrinker *s = arg;
 	unsigned i;
 
-	for (i = 0; i < SB_CALLS; i++)
+	for (i = 0; i < SB_CALLS; i++) {
 		assert_int_equal(rcl_shrinker_shrink(s, 0, SB_PRIO,
 						     RCL_CTX_CAPABLE, NULL), 0);
+		/* All alive at once: 4 of them (or more) share a stripe. */
+		if (i == 0)
+			pthread_barrier_wait(&sb_all_alive);
+	}
 	return NULL;
 }
 
@@ -1267,12 +1273,14 @@ static void test_shrinker_more_threads_than_stripes(void **state)
 	(void)state;
 	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), 0);
 	assert_int_equal(rcl_shrinker_register(s), 0);
+	assert_int_equal(pthread_barrier_init(&sb_all_alive, NULL, SB_THREADS), 0);
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < SB_THREADS; i++)
 			assert_int_equal(pthread_create(&th[i], NULL, sb_many, s), 0);
 		for (i = 0; i < SB_THREADS; i++)
 			assert_int_equal(pthread_join(th[i], NULL), 0);
 	}
+	pthread_barrier_destroy(&sb_all_alive);
 	assert_int_equal(rcl_shrinker_stats(s, &st), 0);
 	assert_int_equal(st.calls, 2 * SB_THREADS * SB_CALLS);
 	assert_int_equal(rcl_shrinker_backlog(s, 0, &bl), 0);

@@ -238,13 +238,19 @@ static const struct rcl_shrinker_ops rm_ops = {
 	.scan_objects = rm_scan,
 };
 
+static pthread_barrier_t rm_all_alive;
+
 static void *rm_shrink_main(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg, i;
 
-	for (i = 0; i < RM_CALLS; i++)
+	for (i = 0; i < RM_CALLS; i++) {
 		T_CHECK(rcl_shrinker_registry_shrink(reg, rnd(&seed) % 2, 6,
 						     RCL_CTX_CAPABLE, NULL) == 0);
+		/* All alive at once, so that some share a stripe. */
+		if (i == 0)
+			pthread_barrier_wait(&rm_all_alive);
+	}
 	return NULL;
 }
 
@@ -288,6 +294,7 @@ static void test_shrinker_stress_remainders_across_threads(void **state)
 		T_CHECK(rcl_shrinker_new(reg, &cfg, &rm_s[i]) == 0);
 		T_CHECK(rcl_shrinker_register(rm_s[i]) == 0);
 	}
+	T_CHECK(pthread_barrier_init(&rm_all_alive, NULL, RM_THREADS) == 0);
 	atomic_store(&rm_running, 1);
 	T_CHECK(pthread_create(&rd, NULL, rm_read_main, NULL) == 0);
 	for (w = 0; w < RM_WAVES; w++) {
@@ -299,6 +306,7 @@ static void test_shrinker_stress_remainders_across_threads(void **state)
 	}
 	atomic_store(&rm_running, 0);
 	T_CHECK(pthread_join(rd, NULL) == 0);
+	pthread_barrier_destroy(&rm_all_alive);
 
 	/*
 	 * Every call past counting adds exactly 312.5 objects of pressure at
