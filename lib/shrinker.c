@@ -31,16 +31,18 @@
  * shrinker with a refcount.  User space has no RCU, and a registry mutex per
  * step would make every reclaimer bounce one cache line (the 2018 "47%
  * down_read_trylock" profile).  Instead each registered shrinker occupies a
- * *slot* in an append-only table of cache-line-sized slots that live as long
- * as the registry: { shrinker pointer, count of walkers inside }.  A walker
+ * *slot* in an append-only table of slots that live as long as the
+ * registry: { shrinker pointer, count of walkers inside }.  A walker
  * increments the slot's count, then reads the pointer; free() clears the
  * pointer, then waits for the count to reach zero.  Both sides use seq_cst
  * operations, so either the walker sees the cleared pointer and skips, or the
  * freer sees the walker's count and waits (a Dekker handshake); slots are
  * never freed while the registry lives, so a walker can always touch one.
  * Reclaimers therefore take no lock at all, and only write the slots and
- * shrinkers they actually call.  Registration and free take the registry
- * mutex, which reclaimers never take (except to wake a waiting freer).
+ * shrinkers they actually call, and of those, in the common case, only
+ * their own stripes (pin counts, statistics, remainders).  Registration and
+ * free take the registry mutex, which reclaimers never take (except to wake
+ * a waiting freer).
  */
 #include "internal.h"
 #include "probes.h"
@@ -924,7 +926,7 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 
 	/*
 	 * Less than one batch of the call's own arithmetic is not backlog yet:
-	 * this thread's next call does it (see "Where the backlog lives").
+	 * this thread's next call does it (see "Where the backlog lives" above).
 	 * What a context refused, or more, is for any capable caller.
 	 */
 	if (next && !stopped && next < keep)
