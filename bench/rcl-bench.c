@@ -73,10 +73,12 @@ static const struct command commands[] = {
 		"      small cache is scanned at priority 12.  Deterministic.\n"
 		"      --json       only JSON on standard output, one object a line\n" },
 	{ "shrink-scale", cmd_shrink_scale,
-		"  shrink-scale [--threads N] [--json] [--short]\n"
+		"  shrink-scale [--threads N] [--json] [--short] [--calls C]\n"
 		"      Throughput of rcl_shrinker_registry_shrink() on one registry\n"
 		"      of 64 shrinkers, for 1..N threads calling it at once.\n"
 		"      --threads N  measure 1..N threads (default 2, at most 256)\n"
+		"      --calls C    untimed: N threads make exactly C calls each, once\n"
+		"                   (fixed work, for instruction counts)\n"
 		"      --json       only JSON on standard output, one object a line\n"
 		"      --short      a tiny run (for CI: checks that it works)\n" },
 	{ "stream", cmd_stream,

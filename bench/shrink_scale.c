@@ -87,6 +87,7 @@ struct ss_run {
 	struct rcl_shrinker *s[SS_NR_SHRINKERS];
 	struct rcl_shrinker_registry *reg;
 	uint64_t run_ns;
+	uint64_t calls;		/* > 0: each thread makes exactly this many */
 	unsigned nthreads;
 	struct ss_worker *w;
 	_Alignas(64) struct bench_barrier go;	/* the workers */
@@ -111,6 +112,22 @@ static void *ss_worker_main(void *arg)
 	bench_barrier_wait(&r->go);
 	t0 = bench_now_ns();
 	deadline = t0 + r->run_ns;
+	if (r->calls) {
+		/* Deterministic: no clock in the loop (for callgrind). */
+		while (ops < r->calls) {
+			ret = rcl_shrinker_registry_shrink(r->reg, 0, SS_PRIORITY,
+							   RCL_CTX_CAPABLE,
+							   &w->res);
+			if (ret)
+				break;
+			ops++;
+		}
+		t1 = bench_now_ns();
+		w->ops = ops;
+		w->ns = t1 - t0;
+		w->err = ret;
+		return NULL;
+	}
 	do {
 		ret = rcl_shrinker_registry_shrink(r->reg, 0, SS_PRIORITY,
 						   RCL_CTX_CAPABLE, &w->res);
@@ -217,8 +234,11 @@ static int ss_teardown(struct ss_run *r, unsigned n)
 	return err;
 }
 
-/* One measurement with @nthreads threads.  Returns 0 or -1. */
-static int ss_measure(unsigned nthreads, unsigned run_ms,
+/*
+ * One measurement with @nthreads threads: for @run_ms each, or, if @calls
+ * is not 0, exactly @calls calls each.  Returns 0 or -1.
+ */
+static int ss_measure(unsigned nthreads, unsigned run_ms, uint64_t calls,
 		      struct ss_result *res)
 {
 	struct ss_run *r;
@@ -233,6 +253,7 @@ static int ss_measure(unsigned nthreads, unsigned run_ms,
 		goto nomem;
 	r->nthreads = nthreads;
 	r->run_ns = (uint64_t)run_ms * 1000000u;
+	r->calls = calls;
 	r->w = bench_zalloc64(nthreads * sizeof(*r->w));
 	if (!r->w)
 		goto nomem;
@@ -336,7 +357,7 @@ static int ss_sample(void *arg, unsigned impl, struct bench_sample *out)
 	struct ss_result one;
 
 	(void)impl;
-	if (ss_measure(a->nthreads, a->run_ms, &one))
+	if (ss_measure(a->nthreads, a->run_ms, 0, &one))
 		return -1;
 	out->v[0] = one.ops_per_s;
 	out->v[1] = one.ns_per_op;
@@ -370,12 +391,13 @@ static int ss_figure(unsigned nthreads, unsigned run_ms, unsigned reps,
 int cmd_shrink_scale(int argc, char **argv)
 {
 	unsigned max_threads = 2, run_ms = SS_RUN_MS, reps = SS_REPS;
-	unsigned tries = BENCH_TRIES, t, disturbed = 0;
+	unsigned tries = BENCH_TRIES, t, disturbed = 0, calls = 0;
 	bool json = false, shortrun = false;
 	const struct bench_opt opts[] = {
 		BENCH_OPT_FLAG("--json", &json),
 		BENCH_OPT_FLAG("--short", &shortrun),
 		BENCH_OPT_UINT("--threads", &max_threads, 1, SS_MAX_THREADS),
+		BENCH_OPT_UINT("--calls", &calls, 1, 100000000),
 		BENCH_OPT_END,
 	};
 	struct ss_result *res;
@@ -389,6 +411,22 @@ int cmd_shrink_scale(int argc, char **argv)
 		run_ms = SS_SHORT_RUN_MS;
 		reps = SS_SHORT_REPS;
 		tries = 1;
+	}
+
+	if (calls) {
+		/*
+		 * One run of exactly @calls calls per thread, checked as
+		 * always, with --threads threads only: a fixed amount of work,
+		 * for instruction counts (tools/count-locked.py), not timing.
+		 */
+		struct ss_result one;
+
+		if (ss_measure(max_threads, 0, calls, &one))
+			return 1;
+		printf("shrink-scale: %u thread%s x %u calls of %u shrinkers: checked\n",
+		       max_threads, max_threads == 1 ? "" : "s", calls,
+		       SS_NR_SHRINKERS);
+		return 0;
 	}
 
 	ncpu = bench_warn_threads(max_threads);

@@ -11,20 +11,38 @@
  * exchange and the remainder returned with an atomic add, so concurrent
  * reclaimers split it instead of each doing it.
  *
+ * Where the backlog lives.  The kernel keeps nr_deferred in one word per node,
+ * so every reclaimer exchanges and adds it on every call: with two threads
+ * walking the same shrinkers, each visit moved that line between the CPUs
+ * (rcl-bench shrink-scale: 55 -> 170 ns per visit).  Most of that traffic
+ * is a sub-batch remainder: the part of a call's own pressure too small for
+ * one more scan_objects call, which the next call does.  So a remainder
+ * smaller than one batch of the call that left it, from a call that was not
+ * stopped, is kept on the calling thread's stripe of the shrinker (a word per
+ * partition next to its statistics) and claimed back by that thread's next
+ * call; only larger remainders and work that a context refused (STOP), the
+ * real backlog, go to the shared word.  Readers add the stripes in.  A
+ * thread owns its stripe while it lives (a pthread key gives it back at
+ * exit); the stripe of a thread that exited is *orphaned*, and every call
+ * takes over the orphaned stripes' remainders of the shrinker it visits
+ * until a new thread owns the stripe (and so takes them over itself).
+ *
  * Concurrency.  The kernel walks its shrinker list under RCU and pins each
  * shrinker with a refcount.  User space has no RCU, and a registry mutex per
  * step would make every reclaimer bounce one cache line (the 2018 "47%
  * down_read_trylock" profile).  Instead each registered shrinker occupies a
- * *slot* in an append-only table of cache-line-sized slots that live as long
- * as the registry: { shrinker pointer, count of walkers inside }.  A walker
+ * *slot* in an append-only table of slots that live as long as the
+ * registry: { shrinker pointer, count of walkers inside }.  A walker
  * increments the slot's count, then reads the pointer; free() clears the
  * pointer, then waits for the count to reach zero.  Both sides use seq_cst
  * operations, so either the walker sees the cleared pointer and skips, or the
  * freer sees the walker's count and waits (a Dekker handshake); slots are
  * never freed while the registry lives, so a walker can always touch one.
  * Reclaimers therefore take no lock at all, and only write the slots and
- * shrinkers they actually call.  Registration and free take the registry
- * mutex, which reclaimers never take (except to wake a waiting freer).
+ * shrinkers they actually call, and of those, in the common case, only
+ * their own stripes (pin counts, statistics, remainders).  Registration and
+ * free take the registry mutex, which reclaimers never take (except to wake
+ * a waiting freer).
  */
 #include "internal.h"
 #include "probes.h"
@@ -48,28 +66,49 @@
 
 /*
  * Per-thread stripes.  A thread always uses the same stripe of a slot's pin
- * count and of a shrinker's counters, so that two reclaimers walking the
- * same shrinkers do not pass those cache lines back and forth (measured by
- * rcl-bench shrink-scale: the shared counters made two threads slower than
- * one).  Readers sum the stripes.
+ * count and of a shrinker's counters and remainders, so that two reclaimers
+ * walking the same shrinkers do not pass those cache lines back and forth
+ * (measured by rcl-bench shrink-scale: the shared counters made two threads
+ * slower than one).  Readers sum the stripes.
+ *
+ * Up to NSTRIPES threads own a stripe each.  An owner is the only writer of
+ * its stripe's statistics, so it updates them with a load and a store, not
+ * a locked add; its remainders, which others may take over or drop, stay
+ * locked.  Threads beyond NSTRIPES (or that cannot register a key) share one
+ * more stripe, SHARED_STRIPE, where every write is locked and whose
+ * remainders every call takes over, as if orphaned.
  */
 #define NSTRIPES 8u
-#define CACHELINE 64
+#define SHARED_STRIPE NSTRIPES
+#define NSTRIPES_ALL (NSTRIPES + 1)
+/*
+ * Lines written by different threads are kept 128 bytes apart, not 64:
+ * the adjacent-line prefetcher fetches 128-byte pairs, so a written line
+ * next to another thread's line (or to a read-mostly line) in one pair
+ * still bounces.
+ */
+#define PAIR 128
 
-struct stripe_refs {
-	atomic_uint n;
-} __attribute__((aligned(CACHELINE)));
-
-struct slot {
-	/* read-mostly: written at register and free only */
-	_Atomic(struct rcl_shrinker *) ptr __attribute__((aligned(CACHELINE)));
-	bool used;	/* registry mutex: taken by a registered shrinker */
-	struct stripe_refs refs[NSTRIPES];	/* walkers inside, per stripe */
-};
-
+/*
+ * A chunk of SLOTS_PER_CHUNK slots, stored by column: the shrinker pointers
+ * (read-mostly: written at register and free only) together, and each
+ * stripe's pin counts for all the slots together, a pair-aligned row of its
+ * own.  A walk then reads 8 pointers per line and writes only its own rows.
+ */
 struct chunk {
 	void *raw;		/* what the allocator returned */
-	struct slot s[SLOTS_PER_CHUNK];
+	bool used[SLOTS_PER_CHUNK];	/* registry mutex: slot taken */
+	_Atomic(struct rcl_shrinker *) ptr[SLOTS_PER_CHUNK]
+		__attribute__((aligned(PAIR)));
+	struct {
+		atomic_uint n[SLOTS_PER_CHUNK];	/* walkers inside */
+	} refs[NSTRIPES_ALL] __attribute__((aligned(PAIR)));
+};
+
+/* A slot: its chunk and its index there. */
+struct slot {
+	struct chunk *c;
+	unsigned j;
 };
 
 struct rcl_shrinker_registry {
@@ -86,9 +125,15 @@ struct rcl_shrinker_registry {
 	_Atomic(struct chunk *) chunks[MAX_CHUNKS];
 };
 
-struct stat_stripe {
+/*
+ * One thread's stripe of a shrinker: its statistics and, per backlog, the
+ * sub-batch remainder it keeps (same unit as the backlog).  Pair-aligned;
+ * struct rcl_shrinker.stripe_size apart.
+ */
+struct stripe {
 	atomic_ullong calls, scanned, freed, stops;
-} __attribute__((aligned(CACHELINE)));
+	atomic_ulong rem[];
+};
 
 struct rcl_shrinker {
 	void *raw;		/* what the allocator returned */
@@ -101,31 +146,102 @@ struct rcl_shrinker {
 	unsigned flags;
 	unsigned nr_backlogs;
 	atomic_int slot;		/* -1: not registered; set under the mutex */
-	/* written by every reclaimer: off the read-mostly line above */
-	struct stat_stripe st[NSTRIPES];
-	/* objects, or 16.16 fixed point; claimed by xchg, returned by add */
-	atomic_ulong backlog[] __attribute__((aligned(CACHELINE)));
+	/*
+	 * The shared backlogs (objects, or 16.16 fixed point; claimed by
+	 * xchg, returned by add), on pairs of their own after this header,
+	 * then the NSTRIPES_ALL stripes.
+	 */
+	atomic_ulong *backlog;
+	char *stripes;
+	size_t stripe_size;
 };
 
-static atomic_uint next_stripe;
-static RCL__TLS unsigned tls_stripe;	/* stripe + 1; 0: not assigned */
+#define RCL__ROUND_PAIR(n) (((n) + PAIR - 1) / PAIR * PAIR)
 
-static unsigned my_stripe(void)
+static struct stripe *stripe_of(const struct rcl_shrinker *s, unsigned i)
+{
+	return (struct stripe *)(s->stripes + (size_t)i * s->stripe_size);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Stripe ownership                                                           */
+/* ------------------------------------------------------------------------- */
+
+static atomic_uint stripes_owned;	/* bit i: a live thread owns stripe i */
+/* bit i: its owner exited; bit SHARED_STRIPE: some thread shares it */
+static atomic_uint stripes_orphaned;
+static RCL__TLS unsigned tls_stripe;	/* stripe + 1; 0: not assigned */
+static RCL__TLS bool tls_stripe_owned;	/* the only writer of its stats */
+static pthread_once_t stripe_once = PTHREAD_ONCE_INIT;
+static pthread_key_t stripe_key;
+static bool stripe_key_ok;
+
+/*
+ * The owner exits: orphan its stripe first, then give it up, so that a
+ * thread that takes it next clears the orphan bit after this set it.
+ */
+static void stripe_release(void *arg)
+{
+	unsigned bit = 1u << ((unsigned)(uintptr_t)arg - 1);
+
+	tls_stripe = 0;
+	tls_stripe_owned = false;
+	atomic_fetch_or(&stripes_orphaned, bit);
+	atomic_fetch_and(&stripes_owned, ~bit);
+}
+
+static void stripe_make_key(void)
+{
+	stripe_key_ok = pthread_key_create(&stripe_key, stripe_release) == 0;
+}
+
+/* Out of line, so that my_stripe()'s fast path stays inline in the walk. */
+static __attribute__((noinline, cold)) unsigned stripe_assign(void)
+{
+	unsigned owned, i;
+
+	pthread_once(&stripe_once, stripe_make_key);
+	owned = atomic_load(&stripes_owned);
+	while (stripe_key_ok && owned != (1u << NSTRIPES) - 1) {
+		i = (unsigned)__builtin_ctz(~owned);
+		if (!atomic_compare_exchange_weak(&stripes_owned, &owned,
+						  owned | 1u << i))
+			continue;
+		if (pthread_setspecific(stripe_key,
+					(void *)(uintptr_t)(i + 1)) == 0) {
+			/* Its remainders are ours now: no one else takes them. */
+			atomic_fetch_and(&stripes_orphaned, ~(1u << i));
+			tls_stripe_owned = true;
+			return i;
+		}
+		atomic_fetch_and(&stripes_owned, ~(1u << i));
+		break;
+	}
+	/*
+	 * Share the extra stripe.  No thread owns it, so mark it for every
+	 * call to take its remainders over (for good: it is not worth
+	 * counting who still uses it).
+	 */
+	tls_stripe_owned = false;
+	if (!(atomic_load_explicit(&stripes_orphaned, memory_order_relaxed) &
+	      (1u << SHARED_STRIPE)))
+		atomic_fetch_or(&stripes_orphaned, 1u << SHARED_STRIPE);
+	return SHARED_STRIPE;
+}
+
+static inline __attribute__((always_inline)) unsigned my_stripe(void)
 {
 	if (unlikely(!tls_stripe))
-		tls_stripe = atomic_fetch_add_explicit(&next_stripe, 1,
-						       memory_order_relaxed) %
-				     NSTRIPES +
-			     1;
+		tls_stripe = stripe_assign() + 1;
 	return tls_stripe - 1;
 }
 
-static unsigned slot_refs(struct slot *sl)
+static unsigned slot_refs(struct slot sl)
 {
 	unsigned i, n = 0;
 
-	for (i = 0; i < NSTRIPES; i++)
-		n += atomic_load(&sl->refs[i].n);
+	for (i = 0; i < NSTRIPES_ALL; i++)
+		n += atomic_load(&sl.c->refs[i].n[sl.j]);
 	return n;
 }
 
@@ -144,28 +260,33 @@ static RCL__TLS struct cb_frame *tls_frames;
 /* ------------------------------------------------------------------------- */
 
 /*
- * Zeroed, cache-line-aligned memory from the registry's allocator (which
- * only promises max_align_t); *@raw receives the pointer to free.
+ * Zeroed, pair-aligned memory from the registry's allocator (which only
+ * promises max_align_t), in whole pairs, so that nothing else the allocator
+ * hands out shares a pair with it; *@raw receives the pointer to free.
  */
 static void *reg_alloc(struct rcl_shrinker_registry *reg, size_t size,
 		       void **raw)
 {
-	char *p = rcl__alloc(&reg->alloc, size + CACHELINE);
+	size_t whole = (size + PAIR - 1) / PAIR * PAIR;
+	char *p = rcl__alloc(&reg->alloc, whole + PAIR);
 
 	*raw = p;
 	if (!p)
 		return NULL;
-	p += CACHELINE - (uintptr_t)p % CACHELINE;
-	memset(p, 0, size);
+	p += PAIR - (uintptr_t)p % PAIR;
+	memset(p, 0, whole);
 	return p;
 }
 
-static struct slot *slot_at(struct rcl_shrinker_registry *reg, unsigned i)
+static struct slot slot_at(struct rcl_shrinker_registry *reg, unsigned i)
 {
-	struct chunk *c = atomic_load_explicit(&reg->chunks[i / SLOTS_PER_CHUNK],
-					       memory_order_acquire);
+	struct slot sl = {
+		atomic_load_explicit(&reg->chunks[i / SLOTS_PER_CHUNK],
+				     memory_order_acquire),
+		i % SLOTS_PER_CHUNK,
+	};
 
-	return &c->s[i % SLOTS_PER_CHUNK];
+	return sl;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -288,6 +409,7 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 	struct rcl_shrinker *s;
 	void *raw;
 	unsigned nb;
+	size_t hdr, bls, ssz;
 
 	if (!reg || !cfg || !out || !cfg->ops || !cfg->ops->count_objects ||
 	    !cfg->ops->scan_objects || cfg->seeks < 0 || cfg->batch < 0 ||
@@ -300,12 +422,19 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 		atomic_fetch_sub(&reg->nr_shrinkers, 1);
 		return -ENOSPC;
 	}
-	s = reg_alloc(reg, sizeof(*s) + nb * sizeof(s->backlog[0]), &raw);
+	/* header | shared backlogs | NSTRIPES_ALL stripes, on whole pairs */
+	hdr = RCL__ROUND_PAIR(sizeof(*s));
+	bls = RCL__ROUND_PAIR(nb * sizeof(atomic_ulong));
+	ssz = RCL__ROUND_PAIR(sizeof(struct stripe) + nb * sizeof(atomic_ulong));
+	s = reg_alloc(reg, hdr + bls + NSTRIPES_ALL * ssz, &raw);
 	if (!s) {
 		atomic_fetch_sub(&reg->nr_shrinkers, 1);
 		return -ENOMEM;
 	}
 	s->raw = raw;
+	s->backlog = (atomic_ulong *)((char *)s + hdr);
+	s->stripes = (char *)s + hdr + bls;
+	s->stripe_size = ssz;
 	s->reg = reg;
 	s->ops = cfg->ops;
 	s->priv = cfg->priv;
@@ -323,6 +452,7 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 {
 	struct rcl_shrinker_registry *reg;
+	struct slot sl;
 	unsigned i, high;
 	void *raw;
 	int err = 0;
@@ -337,9 +467,11 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 	}
 	/* Reuse the lowest free slot; grow the table if there is none. */
 	high = atomic_load_explicit(&reg->high, memory_order_relaxed);
-	for (i = 0; i < high; i++)
-		if (!slot_at(reg, i)->used)
+	for (i = 0; i < high; i++) {
+		sl = slot_at(reg, i);
+		if (!sl.c->used[sl.j])
 			break;
+	}
 	if (i == high) {
 		if (i % SLOTS_PER_CHUNK == 0) {
 			struct chunk *c;
@@ -359,10 +491,11 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 		}
 		atomic_store_explicit(&reg->high, i + 1, memory_order_release);
 	}
-	slot_at(reg, i)->used = true;
+	sl = slot_at(reg, i);
+	sl.c->used[sl.j] = true;
 	atomic_store(&s->slot, (int)i);
 	/* Publish: from here on walkers may call it. */
-	atomic_store_explicit(&slot_at(reg, i)->ptr, s, memory_order_release);
+	atomic_store_explicit(&sl.c->ptr[sl.j], s, memory_order_release);
 out:
 	pthread_mutex_unlock(&reg->lock);
 	return err;
@@ -382,7 +515,7 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 
 	pthread_mutex_lock(&reg->lock);
 	if (atomic_load(&s->slot) >= 0) {
-		struct slot *sl = slot_at(reg, (unsigned)atomic_load(&s->slot));
+		struct slot sl = slot_at(reg, (unsigned)atomic_load(&s->slot));
 
 		/*
 		 * Dekker with walker_put(): we announce a waiter and clear the
@@ -390,14 +523,14 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		 * reads the announcement.  One of us sees the other.
 		 */
 		atomic_fetch_add(&reg->nr_freeing, 1);
-		atomic_store(&sl->ptr, NULL);
+		atomic_store(&sl.c->ptr[sl.j], NULL);
 		/*
 		 * From a callback of another shrinker, do not wait: two
 		 * callbacks freeing each other's shrinkers would wait for
 		 * each other for ever.  Put it back and say so.
 		 */
 		if (tls_frames && slot_refs(sl)) {
-			atomic_store(&sl->ptr, s);
+			atomic_store(&sl.c->ptr[sl.j], s);
 			atomic_fetch_sub(&reg->nr_freeing, 1);
 			pthread_mutex_unlock(&reg->lock);
 			return RCL__REFUSE(-EDEADLK, "called from another shrinker's callback while this one's callback runs: the two could wait for each other");
@@ -405,7 +538,7 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		while (slot_refs(sl))
 			pthread_cond_wait(&reg->released, &reg->lock);
 		atomic_fetch_sub(&reg->nr_freeing, 1);
-		sl->used = false;
+		sl.c->used[sl.j] = false;
 		atomic_store(&s->slot, -1);
 	}
 	pthread_mutex_unlock(&reg->lock);
@@ -428,15 +561,15 @@ RCL_API const char *rcl_shrinker_name(const struct rcl_shrinker *s)
  * Enter slot @sl: returns its shrinker, or NULL if none; either way, pair
  * with walker_put().
  */
-static struct rcl_shrinker *walker_get(struct slot *sl)
+static struct rcl_shrinker *walker_get(struct slot sl)
 {
-	atomic_fetch_add(&sl->refs[my_stripe()].n, 1);
-	return atomic_load(&sl->ptr);
+	atomic_fetch_add(&sl.c->refs[my_stripe()].n[sl.j], 1);
+	return atomic_load(&sl.c->ptr[sl.j]);
 }
 
-static void walker_put(struct rcl_shrinker_registry *reg, struct slot *sl)
+static void walker_put(struct rcl_shrinker_registry *reg, struct slot sl)
 {
-	atomic_fetch_sub(&sl->refs[my_stripe()].n, 1);
+	atomic_fetch_sub(&sl.c->refs[my_stripe()].n[sl.j], 1);
 	if (atomic_load(&reg->nr_freeing)) {
 		pthread_mutex_lock(&reg->lock);
 		pthread_cond_broadcast(&reg->released);
@@ -444,19 +577,18 @@ static void walker_put(struct rcl_shrinker_registry *reg, struct slot *sl)
 	}
 }
 
-/* Pin a registered shrinker's own slot; NULL if it is not registered. */
-static struct slot *pin_registered(struct rcl_shrinker *s)
+/* Pin a registered shrinker's own slot; false if it is not registered. */
+static bool pin_registered(struct rcl_shrinker *s, struct slot *out)
 {
 	int i = atomic_load(&s->slot);
-	struct slot *sl;
 
 	if (i < 0)
-		return NULL;
-	sl = slot_at(s->reg, (unsigned)i);
-	if (walker_get(sl) == s)
-		return sl;
-	walker_put(s->reg, sl);
-	return NULL;
+		return false;
+	*out = slot_at(s->reg, (unsigned)i);
+	if (walker_get(*out) == s)
+		return true;
+	walker_put(s->reg, *out);
+	return false;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -603,6 +735,66 @@ static void trace_event(struct rcl_shrinker *s, const struct shrink_args *a,
 }
 
 /*
+ * Add to a statistic of the calling thread's stripe: a load and a store if
+ * the thread owns the stripe (it is the only writer), else a locked add.
+ */
+static void stat_add(atomic_ullong *c, unsigned long long v)
+{
+	if (likely(tls_stripe_owned))
+		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+				      memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* Add what @w holds to @nr and zero it; no write if it holds nothing. */
+static unsigned long take(atomic_ulong *w, unsigned long nr)
+{
+	if (!atomic_load_explicit(w, memory_order_relaxed))
+		return nr;
+	return sat_add(nr, atomic_exchange(w, 0));
+}
+
+/* Take over the remainders that exited threads left on their stripes. */
+static unsigned long take_orphans(const struct rcl_shrinker *s, unsigned idx,
+				  unsigned long nr)
+{
+	unsigned orph = atomic_load_explicit(&stripes_orphaned,
+					     memory_order_relaxed);
+
+	while (unlikely(orph)) {
+		unsigned i = (unsigned)__builtin_ctz(orph);
+
+		orph &= orph - 1;
+		nr = take(&stripe_of(s, i)->rem[idx], nr);
+	}
+	return nr;
+}
+
+/* An empty count drops the backlog: the shared word and every stripe's. */
+static void drop_backlog(const struct rcl_shrinker *s, unsigned idx)
+{
+	unsigned i;
+
+	(void)take(&s->backlog[idx], 0);
+	for (i = 0; i < NSTRIPES_ALL; i++)
+		(void)take(&stripe_of(s, i)->rem[idx], 0);
+}
+
+/* The deferred work of backlog @idx: the shared word and the stripes'. */
+static unsigned long backlog_sum(const struct rcl_shrinker *s, unsigned idx)
+{
+	unsigned long v = atomic_load_explicit(&s->backlog[idx],
+					       memory_order_relaxed);
+	unsigned i;
+
+	for (i = 0; i < NSTRIPES_ALL; i++)
+		v = sat_add(v, atomic_load_explicit(&stripe_of(s, i)->rem[idx],
+						    memory_order_relaxed));
+	return v;
+}
+
+/*
  * One shrinker, one call: the kernel's do_shrink_slab() under the registry's
  * policy.  The slot is pinned by the caller.
  */
@@ -620,9 +812,11 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 	unsigned idx = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? a->partition
 								  : 0;
 	atomic_ulong *bl = &s->backlog[idx];
+	struct stripe *st = stripe_of(s, my_stripe());
+	atomic_ulong *rem = &st->rem[idx];
+	unsigned long keep;	/* remainders below this stay on the stripe */
 	int p = a->priority;
 	bool stopped;
-	struct stat_stripe *st;
 
 	if (!(s->flags & RCL_SHRINKER_PARTITION_AWARE))
 		sc.partition = 0;
@@ -634,8 +828,7 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		 * through it would only burst on the cache's next objects.
 		 * (0, "cannot tell now", keeps the backlog.)
 		 */
-		if (atomic_load_explicit(bl, memory_order_relaxed))
-			atomic_store_explicit(bl, 0, memory_order_relaxed);
+		drop_backlog(s, idx);
 		return;
 	}
 	if (freeable == 0)
@@ -643,9 +836,14 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 	if (freeable > FREEABLE_MAX)
 		freeable = FREEABLE_MAX;
 
-	/* Claim the backlog; concurrent callers split it. */
-	nr = atomic_load_explicit(bl, memory_order_relaxed) ?
-		     atomic_exchange(bl, 0) : 0;
+	/*
+	 * Claim this thread's remainder, the orphaned stripes' and the shared
+	 * backlog; concurrent callers split the shared one.  Each is read
+	 * first, so that a zero costs no write.
+	 */
+	nr = take(rem, 0);
+	nr = take_orphans(s, idx, nr);
+	nr = take(bl, nr);
 
 	switch (s->reg->policy) {
 	case RCL_SHRINK_POLICY_KERNEL_MODERN:
@@ -664,6 +862,7 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 			next = goal_leftover(nr, delta, scanned);
 		next = RCL_MIN(next, 2 * freeable);
 		ev.new_backlog = next;
+		keep = s->batch;
 		break;
 
 	case RCL_SHRINK_POLICY_KERNEL_2014:
@@ -684,6 +883,7 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		if (a->goal && a->goal->met)
 			next = RCL_MIN(next, goal_leftover(nr, delta, scanned));
 		ev.new_backlog = next;
+		keep = s->batch;
 		break;
 
 	case RCL_SHRINK_POLICY_DEFAULT:
@@ -720,22 +920,28 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 			next = goal_leftover(nr, d_fp, scanned << FP_SHIFT);
 		next = RCL_MIN(next, f_fp / 2);
 		ev.new_backlog = next >> FP_SHIFT;
+		keep = eb << FP_SHIFT;
 		break;
 	}
 	}
 
-	if (next)
+	/*
+	 * Less than one batch of the call's own arithmetic is not backlog yet:
+	 * this thread's next call does it (see "Where the backlog lives" above).
+	 * What a context refused, or more, is for any capable caller.
+	 */
+	if (next && !stopped && next < keep)
+		atomic_fetch_add_explicit(rem, next, memory_order_relaxed);
+	else if (next)
 		atomic_fetch_add(bl, next);
 
-	st = &s->st[my_stripe()];
-	atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
+	stat_add(&st->calls, 1);
 	if (scanned)
-		atomic_fetch_add_explicit(&st->scanned, scanned,
-					  memory_order_relaxed);
+		stat_add(&st->scanned, scanned);
 	if (freed)
-		atomic_fetch_add_explicit(&st->freed, freed, memory_order_relaxed);
+		stat_add(&st->freed, freed);
 	if (stopped) {
-		atomic_fetch_add_explicit(&st->stops, 1, memory_order_relaxed);
+		stat_add(&st->stops, 1);
 		res->nr_stopped++;
 	}
 	res->freed = sat_add(res->freed, freed);
@@ -773,11 +979,11 @@ int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
 		return err;
 	high = atomic_load_explicit(&reg->high, memory_order_acquire);
 	for (i = 0; i < high && !(goal && goal->met); i++) {
-		struct slot *sl = slot_at(reg, i);
+		struct slot sl = slot_at(reg, i);
 		struct rcl_shrinker *s;
 
 		/* Cheap skip of free slots, without writing anything. */
-		if (!atomic_load_explicit(&sl->ptr, memory_order_relaxed))
+		if (!atomic_load_explicit(&sl.c->ptr[sl.j], memory_order_relaxed))
 			continue;
 		s = walker_get(sl);
 		if (s)
@@ -808,7 +1014,7 @@ RCL_API int rcl_shrinker_shrink(struct rcl_shrinker *s, unsigned partition,
 {
 	struct shrink_args a = { partition, priority, context, NULL };
 	struct rcl_shrink_result local = { 0 };
-	struct slot *sl;
+	struct slot sl;
 	int err;
 
 	if (!s)
@@ -816,8 +1022,7 @@ RCL_API int rcl_shrinker_shrink(struct rcl_shrinker *s, unsigned partition,
 	err = check_args(s->reg, partition, priority);
 	if (err)
 		return err;
-	sl = pin_registered(s);
-	if (!sl)
+	if (!pin_registered(s, &sl))
 		return -ENOENT;
 	do_shrink(s, &a, &local);
 	walker_put(s->reg, sl);
@@ -844,14 +1049,16 @@ RCL_API int rcl_shrinker_stats(const struct rcl_shrinker *s,
 	unsigned i;
 
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < NSTRIPES; i++) {
-		out->calls += atomic_load_explicit(&w->st[i].calls,
+	for (i = 0; i < NSTRIPES_ALL; i++) {
+		struct stripe *st = stripe_of(w, i);
+
+		out->calls += atomic_load_explicit(&st->calls,
 						   memory_order_relaxed);
-		out->scanned += atomic_load_explicit(&w->st[i].scanned,
+		out->scanned += atomic_load_explicit(&st->scanned,
 						     memory_order_relaxed);
-		out->freed += atomic_load_explicit(&w->st[i].freed,
+		out->freed += atomic_load_explicit(&st->freed,
 						   memory_order_relaxed);
-		out->stops += atomic_load_explicit(&w->st[i].stops,
+		out->stops += atomic_load_explicit(&st->stops,
 						   memory_order_relaxed);
 	}
 	return 0;
@@ -860,12 +1067,11 @@ RCL_API int rcl_shrinker_stats(const struct rcl_shrinker *s,
 RCL_API int rcl_shrinker_backlog(const struct rcl_shrinker *s,
 				 unsigned partition, unsigned long *out)
 {
-	struct rcl_shrinker *w = (struct rcl_shrinker *)s;
 	unsigned long v;
 
 	if (!s || !out || partition >= s->nr_backlogs)
 		return -EINVAL;
-	v = atomic_load_explicit(&w->backlog[partition], memory_order_relaxed);
+	v = backlog_sum(s, partition);
 	*out = s->reg->policy == RCL_SHRINK_POLICY_DEFAULT ? v >> FP_SHIFT : v;
 	return 0;
 }
@@ -875,12 +1081,11 @@ RCL_API int rcl_shrinker_debug_count(struct rcl_shrinker *s,
 				     unsigned long *out)
 {
 	struct rcl_shrink_control sc = { 0 };
-	struct slot *sl;
+	struct slot sl;
 
 	if (!s || !out || partition >= s->reg->nr_partitions)
 		return -EINVAL;
-	sl = pin_registered(s);
-	if (!sl)
+	if (!pin_registered(s, &sl))
 		return -ENOENT;
 	sc.partition = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? partition : 0;
 	sc.priority = 0;
@@ -898,13 +1103,12 @@ RCL_API int rcl_shrinker_debug_scan(struct rcl_shrinker *s,
 				    unsigned long *scanned)
 {
 	struct rcl_shrink_control sc = { 0 };
-	struct slot *sl;
+	struct slot sl;
 	unsigned long ret;
 
 	if (!s || !freed || partition >= s->reg->nr_partitions)
 		return -EINVAL;
-	sl = pin_registered(s);
-	if (!sl)
+	if (!pin_registered(s, &sl))
 		return -ENOENT;
 	sc.partition = (s->flags & RCL_SHRINKER_PARTITION_AWARE) ? partition : 0;
 	sc.nr_to_scan = nr_to_scan;

@@ -4,7 +4,10 @@
  * hand-computed vectors, STOP deferral and its drain, EMPTY versus 0, batch
  * handling, windup and small-cache behaviour, per-partition backlogs,
  * lifecycle errors, the trace hook, the debug entry points and allocation
- * failures.  The shrinkers are models whose callbacks follow a script.
+ * failures, and where deferred work lives between calls of different
+ * threads (a calling thread's sub-batch remainder, the shared backlog, the
+ * remainders of threads that exited).  The shrinkers are models whose
+ * callbacks follow a script.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -1008,6 +1011,288 @@ static void test_shrinker_free_from_callback_does_not_wait(void **state)
 	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
 }
 
+/* ------------------------------------------------------------------------- */
+/* Where deferred work lives: the caller's stripe, the shared backlog         */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * The default policy at priority 6 on a cache of 10000 (seeks 2): each call's
+ * own pressure is exactly 312.5 objects, so a first call scans 2 batches of
+ * 128 and leaves 56.5 objects, less than a batch.
+ */
+#define SB_F 10000ul
+#define SB_PRIO 6
+
+struct sb_trace {
+	unsigned n;
+	unsigned long claimed[8];	/* START: the backlog claimed */
+};
+
+static void sb_trace_cb(void *arg, const struct rcl_shrink_trace *ev)
+{
+	struct sb_trace *t = arg;
+
+	if (ev->phase == RCL_SHRINK_TRACE_START && t->n < 8)
+		t->claimed[t->n++] = ev->backlog;
+}
+
+/* Callbacks safe from any number of threads: count 10000, scan all asked. */
+static unsigned long sb_atomic_count(struct rcl_shrinker *s,
+				     struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return SB_F;
+}
+
+static unsigned long sb_atomic_scan(struct rcl_shrinker *s,
+				    struct rcl_shrink_control *sc)
+{
+	(void)s;
+	return sc->nr_to_scan;
+}
+
+static const struct rcl_shrinker_ops sb_atomic_ops = {
+	.count_objects = sb_atomic_count,
+	.scan_objects = sb_atomic_scan,
+};
+
+struct sb_call {
+	struct rcl_shrinker *s;
+	int prio;
+	uint64_t ctx;
+};
+
+/* One shrink call from a thread of its own, which then exits. */
+static void *sb_thread(void *arg)
+{
+	const struct sb_call *c = arg;
+
+	assert_int_equal(rcl_shrinker_shrink(c->s, 0, c->prio, c->ctx, NULL), 0);
+	return NULL;
+}
+
+static void sb_call_in_thread(struct rcl_shrinker *s, int prio, uint64_t ctx)
+{
+	struct sb_call c = { s, prio, ctx };
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, sb_thread, &c), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+static struct rcl_shrinker_registry *sb_registry(struct sb_trace *t)
+{
+	struct rcl_shrinker_registry_config rc = {
+		.policy = RCL_SHRINK_POLICY_DEFAULT,
+		.trace = sb_trace_cb,
+		.trace_arg = t,
+	};
+	struct rcl_shrinker_registry *reg = NULL;
+
+	assert_int_equal(rcl_shrinker_registry_new(&rc, &reg), 0);
+	return reg;
+}
+
+/*
+ * A sub-batch remainder stays with the thread that left it: another
+ * thread's call does not claim it, rcl_shrinker_backlog() still reports it,
+ * and once that thread has exited the next call takes it over.
+ */
+static void test_shrinker_remainder_stays_with_its_thread(void **state)
+{
+	struct sb_trace t = { 0 };
+	struct rcl_shrinker_registry *reg = sb_registry(&t);
+	struct model m = { .objects = SB_F };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	struct rcl_shrink_result res = { 0 };
+
+	(void)state;
+	/* This thread: 312.5 -> scans 256, keeps 56.5. */
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(res.scanned, 256);
+	assert_int_equal(backlog(s, 0), 56);
+	/*
+	 * Another thread claims nothing of it (the kernel's shared word would
+	 * have given it the 56.5): it scans 256 of its own 312.5 and keeps
+	 * 56.5, then exits.  The reader sees both remainders: 113.
+	 */
+	sb_call_in_thread(s, SB_PRIO, RCL_CTX_CAPABLE);
+	assert_int_equal(t.n, 2);
+	assert_int_equal(t.claimed[0], 0);
+	assert_int_equal(t.claimed[1], 0);
+	assert_int_equal(m.scanned_total, 512);
+	assert_int_equal(backlog(s, 0), 113);
+	/* This thread again: its own 56.5 and the exited thread's 56.5. */
+	res = (struct rcl_shrink_result){ 0 };
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, &res);
+	assert_int_equal(t.claimed[2], 113);
+	/* 113 + 312.5 = 425.5: 3 batches, 41.5 kept. */
+	assert_int_equal(res.scanned, 384);
+	assert_int_equal(backlog(s, 0), 41);
+	/* Nothing was lost or done twice: 3 * 312.5 = 896 + 41.5. */
+	assert_int_equal(m.scanned_total, 896);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/*
+ * Work a context refused is real backlog: it goes to the shared word, where
+ * any later capable call, from any thread, claims it.
+ */
+static void test_shrinker_refused_work_is_shared(void **state)
+{
+	struct sb_trace t = { 0 };
+	struct rcl_shrinker_registry *reg = sb_registry(&t);
+	struct model m = { .objects = SB_F };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+
+	(void)state;
+	m.need = RCL_CTX_MAY_IO;
+	shrink(s, SB_PRIO, RCL_CTX_MAY_BLOCK, NULL);	/* refused: 312.5 */
+	assert_int_equal(m.scanned_total, 0);
+	assert_int_equal(backlog(s, 0), 312);
+	/* A capable call in another thread claims all of it. */
+	sb_call_in_thread(s, SB_PRIO, RCL_CTX_CAPABLE);
+	assert_int_equal(t.n, 2);
+	assert_int_equal(t.claimed[1], 312);
+	/* 312.5 + 312.5 = 625: 4 batches, 113 kept (on that thread's stripe). */
+	assert_int_equal(m.scanned_total, 512);
+	assert_int_equal(backlog(s, 0), 113);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/* An empty count drops every thread's remainder, not only the caller's. */
+static void test_shrinker_empty_drops_every_remainder(void **state)
+{
+	struct sb_trace t = { 0 };
+	struct rcl_shrinker_registry *reg = sb_registry(&t);
+	struct model m = { .objects = SB_F };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+	unsigned long b;
+
+	(void)state;
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, NULL);	/* keeps 56.5 */
+	sb_call_in_thread(s, SB_PRIO, RCL_CTX_CAPABLE);	/* keeps 56.5, exits */
+	/* Refused: its 56.5, the exited thread's and 312.5, shared. */
+	m.stop = true;
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	m.stop = false;
+	assert_int_equal(t.claimed[2], 113);
+	assert_int_equal(backlog(s, 0), 425);
+	/* Another thread: 425.5 + 312.5 = 738, 5 batches, keeps 98. */
+	sb_call_in_thread(s, SB_PRIO, RCL_CTX_CAPABLE);
+	assert_int_equal(t.claimed[3], 425);
+	assert_int_equal(backlog(s, 0), 98);
+	m.objects = 0;		/* "cannot tell now": kept */
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(backlog(s, 0), 98);
+	m.objects = RCL_SHRINK_EMPTY;
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(rcl_shrinker_backlog(s, 0, &b), 0);
+	assert_int_equal(b, 0);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/*
+ * A partition-aware shrinker keeps a remainder per partition on each
+ * stripe: a call at one partition does not claim another's.
+ */
+static void test_shrinker_remainder_per_partition(void **state)
+{
+	struct sb_trace t = { 0 };
+	struct rcl_shrinker_registry_config rc = {
+		.nr_partitions = 3,
+		.trace = sb_trace_cb,
+		.trace_arg = &t,
+	};
+	struct rcl_shrinker_registry *reg;
+	struct model m = { .objects = SB_F };
+	struct rcl_shrinker *s;
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_registry_new(&rc, &reg), 0);
+	s = new_shrinker(reg, &m, 2, 0, RCL_SHRINKER_PARTITION_AWARE);
+	assert_int_equal(rcl_shrinker_shrink(s, 1, SB_PRIO, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(backlog(s, 0), 0);
+	assert_int_equal(backlog(s, 1), 56);
+	assert_int_equal(rcl_shrinker_shrink(s, 2, SB_PRIO, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(t.claimed[1], 0);
+	assert_int_equal(backlog(s, 2), 56);
+	assert_int_equal(rcl_shrinker_shrink(s, 1, SB_PRIO, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(t.claimed[2], 56);
+	/* 56.5 + 312.5 = 369: 2 batches, 113 kept; partition 2 untouched. */
+	assert_int_equal(backlog(s, 1), 113);
+	assert_int_equal(backlog(s, 2), 56);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/*
+ * More reclaiming threads than stripes: the threads beyond them share
+ * stripes, and exits orphan and hand stripes on.  However the work was
+ * split, scanned + backlog is the sum of every call's own pressure, and
+ * freeing the shrinker with remainders on stripes leaks nothing (ASan).
+ */
+#define SB_THREADS 12
+#define SB_CALLS 50
+
+static pthread_barrier_t sb_all_alive;
+
+static void *sb_many(void *arg)
+{
+	struct rcl_shrinker *s = arg;
+	unsigned i;
+
+	for (i = 0; i < SB_CALLS; i++) {
+		assert_int_equal(rcl_shrinker_shrink(s, 0, SB_PRIO,
+						     RCL_CTX_CAPABLE, NULL), 0);
+		/* All alive at once: 4 of them (or more) share a stripe. */
+		if (i == 0)
+			pthread_barrier_wait(&sb_all_alive);
+	}
+	return NULL;
+}
+
+static void test_shrinker_more_threads_than_stripes(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_DEFAULT, 1);
+	struct rcl_shrinker_config cfg = {
+		.ops = &sb_atomic_ops,
+		.seeks = 2,
+	};
+	struct rcl_shrinker *s;
+	struct rcl_shrinker_stats st;
+	pthread_t th[SB_THREADS];
+	unsigned i, round;
+	unsigned long bl;
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	assert_int_equal(pthread_barrier_init(&sb_all_alive, NULL, SB_THREADS), 0);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < SB_THREADS; i++)
+			assert_int_equal(pthread_create(&th[i], NULL, sb_many, s), 0);
+		for (i = 0; i < SB_THREADS; i++)
+			assert_int_equal(pthread_join(th[i], NULL), 0);
+	}
+	pthread_barrier_destroy(&sb_all_alive);
+	assert_int_equal(rcl_shrinker_stats(s, &st), 0);
+	assert_int_equal(st.calls, 2 * SB_THREADS * SB_CALLS);
+	assert_int_equal(rcl_shrinker_backlog(s, 0, &bl), 0);
+	/* 312.5 per call; the backlog is rounded down to whole objects. */
+	assert_true(st.scanned + bl <= st.calls * 625 / 2);
+	assert_true(st.scanned + bl + 1 >= st.calls * 625 / 2);
+	/* The exited threads' remainders are taken over by this thread. */
+	shrink(s, 12, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1031,6 +1316,11 @@ int main(void)
 		cmocka_unit_test(test_shrinker_trace_hook),
 		cmocka_unit_test(test_shrinker_debug_entry_points),
 		cmocka_unit_test(test_shrinker_allocation_failures),
+		cmocka_unit_test(test_shrinker_remainder_stays_with_its_thread),
+		cmocka_unit_test(test_shrinker_refused_work_is_shared),
+		cmocka_unit_test(test_shrinker_empty_drops_every_remainder),
+		cmocka_unit_test(test_shrinker_remainder_per_partition),
+		cmocka_unit_test(test_shrinker_more_threads_than_stripes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

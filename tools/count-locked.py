@@ -1,162 +1,220 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Locked instructions a program executes, counted under callgrind.
+"""Count the locked instructions a program executes, with callgrind.
 
-A locked instruction is one with a lock prefix, or an xchg with a memory
-operand (implicitly locked).  This guest has no hardware counters, so the
-count comes from callgrind's per-instruction execution counts
-(--dump-instr=yes) matched against objdump's disassembly of every object.
+Usage:
+  tools/count-locked.py [--per N] [--objects SUBSTR] [--top K] \\
+      -- CMD_SHORT... -- CMD_LONG...
+  tools/count-locked.py --file OUT [--objects SUBSTR] [--top K]
 
-  count-locked.py FILE [TOP]
-      the total in one callgrind output file, and the TOP sites
-  count-locked.py --per-op N1,N2 [--lib DIR] -- COMMAND...
-      run COMMAND under callgrind twice, with every "{n}" in it replaced by
-      N1 and then N2, and print (count(N2) - count(N1)) / (N2 - N1): the
-      locked instructions per unit of N, setup cancelled.  --lib DIR runs it
-      with LD_LIBRARY_PATH=DIR (another build of libreclaim.so).
+With two commands, runs each under
+``valgrind --tool=callgrind --dump-instr=yes`` and prints the executed
+locked instructions of each run and their difference.  If the two commands
+do the same work except that the second does D more operations, the
+difference over D (``--per D``) is the cost of one operation, with setup and
+teardown cancelled out.  For rcl-bench shrink-scale:
 
-  e.g. tools/count-locked.py --per-op 102400,204800 -- \
-         build/bench/rcl-bench hotpath --threads 1 --op churn \
-         --impl libreclaim --count {n}
+  tools/count-locked.py --per 1000 -- \\
+      build/bench/rcl-bench shrink-scale --threads 1 --calls 1000 -- \\
+      build/bench/rcl-bench shrink-scale --threads 1 --calls 2000
+
+gives locked instructions per registry-wide shrink call; divide by 64 for
+one shrinker visit.  With --file, reads one existing callgrind output.
+
+"Locked" means an instruction with a ``lock`` prefix, or ``xchg`` with a
+memory operand (implicitly locked).  Instruction addresses come from
+``objdump -d`` of every object callgrind names (``ob=``); the load bias
+between callgrind's addresses and objdump's is derived per object from the
+functions both name (callgrind normally writes object-relative addresses,
+and then the bias is 0).  --objects restricts the count to objects whose path
+contains SUBSTR (e.g. libreclaim); the default counts every object.
 """
+import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
 
-import collections, re, subprocess, sys
+SYMBOL = re.compile(r"^([0-9a-f]+) <(.+)>:$")
 
-def parse(path):
-    names = {'ob': {}, 'fn': {}, 'fl': {}}
-    cur = {'ob': None, 'fn': None}
-    costs = collections.defaultdict(int)   # (ob, addr) -> Ir
-    fnmin = {}                              # (ob, fn) -> min addr
-    npos = 1
-    lasts = [0]
-    skip = False
-    for line in open(path):
-        line = line.rstrip('\n')
-        m = re.match(r'^(ob|fn|fl|fi|fe|cob|cfn|cfi|cfl)=(?:\((\d+)\))?\s*(.*)$', line)
+
+def objdump(path):
+    """{address: text} of locked instructions, {symbol: address}."""
+    try:
+        out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path],
+                             check=True, capture_output=True,
+                             text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {}, {}
+    locked, syms = {}, {}
+    for line in out.splitlines():
+        m = SYMBOL.match(line)
         if m:
-            k, i, name = m.groups()
-            base = k[1:] if k.startswith('c') and k != 'cfl' and len(k) == 3 else k
-            base = {'cob': 'ob', 'cfn': 'fn', 'cfi': 'fl', 'cfl': 'fl', 'fi': 'fl', 'fe': 'fl'}.get(k, k)
-            if i is not None:
-                if name:
-                    names[base][i] = name
-                else:
-                    name = names[base].get(i, '?')
-            if k in ('ob', 'fn'):
-                cur[k] = name
+            syms[m.group(2)] = int(m.group(1), 16)
             continue
-        if line.startswith('calls='):
-            skip = True
-            continue
-        if line.startswith('positions:'):
-            npos = len(line.split()) - 1
-            lasts = [0] * npos
-            continue
-        if line.startswith(('jump=', 'jcnd=')):
-            skip = True
-            continue
-        toks = line.split()
-        if not toks or not re.match(r'^([+-]?\d+|0x[0-9a-fA-F]+|\*)$', toks[0]):
-            continue
-        vals = []
-        for j in range(npos):
-            p = toks[j] if j < len(toks) else '*'
-            if p == '*':
-                v = lasts[j]
-            elif p.startswith('0x'):
-                v = int(p, 16)
-            elif p[0] in '+-':
-                v = lasts[j] + int(p)
-            else:
-                v = int(p)
-            lasts[j] = v
-            vals.append(v)
-        a = vals[0]
-        c = toks[npos] if len(toks) > npos else '0'
-        if skip:
-            skip = False
-            continue
-        costs[(cur['ob'], a)] += int(c)
-        key = (cur['ob'], cur['fn'])
-        if key not in fnmin or a < fnmin[key]:
-            fnmin[key] = a
-    return costs, fnmin
-
-def symbols(obj):
-    out = subprocess.run(['nm', '-D', '--defined-only', obj], capture_output=True, text=True).stdout
-    out += subprocess.run(['nm', '--defined-only', obj], capture_output=True, text=True).stdout
-    syms = {}
-    for l in out.splitlines():
-        f = l.split()
-        if len(f) == 3 and f[1] in 'tTwW':
-            syms[f[2]] = int(f[0], 16)
-    return syms
-
-def locked(obj):
-    out = subprocess.run(['objdump', '-d', '--no-show-raw-insn', obj], capture_output=True, text=True).stdout
-    addrs = {}
-    for l in out.splitlines():
-        m = re.match(r'^\s*([0-9a-f]+):\s+(.*)$', l)
+        m = re.match(r"^\s*([0-9a-f]+):\s+(.*)$", line)
         if not m:
             continue
-        ins = m.group(2)
-        if ins.startswith('lock ') or (ins.startswith('xchg') and '(' in ins):
-            addrs[int(m.group(1), 16)] = ins
-    return addrs
+        text = m.group(2).strip()
+        mnem = text.split()
+        if not mnem:
+            continue
+        if mnem[0] == "lock" or (mnem[0].startswith("xchg") and "(" in text):
+            locked[int(m.group(1), 16)] = text
+    return locked, syms
 
-def count(path, top=0):
-    costs, fnmin = parse(path)
+
+def parse_pos(tok, last):
+    if tok == "*":
+        return last
+    if tok.startswith("+"):
+        return last + int(tok[1:], 0)
+    if tok.startswith("-"):
+        return last - int(tok[1:], 0)
+    return int(tok, 0)
+
+
+def parse_callgrind(path):
+    """{object: {address: self Ir}}, {object: {function: first address}}."""
+    names = {}
+    cost = collections.defaultdict(lambda: collections.defaultdict(int))
+    first = collections.defaultdict(dict)
+    ob = fn = None
+    last = [0, 0]
+    skip_next = False
+    npos = 1
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("positions:"):
+                npos = len(line.split()[1:])
+                continue
+            if re.match(r"^[a-z]+:", line):
+                continue	# header: version:, events:, summary:, ...
+            m = re.match(r"^(\w+)=(.*)$", line)
+            if m:
+                key, val = m.groups()
+                nm = re.match(r"^\((\d+)\)(?: (.*))?$", val)
+                if nm and key in ("ob", "cob", "fl", "fi", "fe", "fn",
+                                  "cfn", "cfi", "cfl"):
+                    kind = "ob" if key in ("ob", "cob") else (
+                        "fn" if key in ("fn", "cfn") else "fl")
+                    ident = (kind, nm.group(1))
+                    if nm.group(2) is not None:
+                        names[ident] = nm.group(2)
+                    val = names.get(ident, val)
+                if key == "ob":
+                    ob = val
+                elif key == "fn":
+                    fn = val
+                elif key == "calls":
+                    skip_next = True	# next cost line: inclusive call cost
+                continue
+            toks = line.split()
+            if len(toks) < npos:
+                continue
+            for i in range(npos):
+                last[i] = parse_pos(toks[i], last[i])
+            if skip_next:
+                skip_next = False
+                continue
+            addr = last[0]
+            ir = int(toks[npos]) if len(toks) > npos else 0
+            cost[ob][addr] += ir
+            if fn is not None and fn not in first[ob]:
+                first[ob][fn] = addr
+            elif fn is not None and addr < first[ob][fn]:
+                first[ob][fn] = addr
+    return cost, first
+
+
+def count(path, objects):
+    cost, first = parse_callgrind(path)
     total = 0
-    per = collections.Counter()
-    for ob in sorted({o for o, _ in costs if o}):
-        try:
-            syms = symbols(ob)
-            lk = locked(ob)
-        except Exception:
+    per_fn = collections.Counter()
+    for ob, addrs in cost.items():
+        if not ob or (objects and objects not in ob) or not os.path.exists(ob):
             continue
-        biases = collections.Counter()
-        for (o, fn), a in fnmin.items():
-            if o == ob and fn in syms:
-                biases[a - syms[fn]] += 1
-        if not biases:
+        locked, syms = objdump(ob)
+        if not locked:
             continue
-        bias = biases.most_common(1)[0][0]
-        for (o, a), c in costs.items():
-            if o == ob and (a - bias) in lk:
-                total += c
-                per[(ob.split('/')[-1], hex(a - bias), lk[a - bias])] += c
-    return total, per.most_common(top)
+        # Bias: the most common (callgrind first address - symbol address).
+        votes = collections.Counter()
+        for fname, a in first[ob].items():
+            if fname in syms:
+                votes[a - syms[fname]] += 1
+        bias = votes.most_common(1)[0][0] if votes else 0
+        starts = sorted((a, n) for n, a in syms.items())
+        for a, ir in addrs.items():
+            text = locked.get(a - bias)
+            if text is None or not ir:
+                continue
+            total += ir
+            owner = "?"
+            for sa, sn in starts:
+                if sa > a - bias:
+                    break
+                owner = sn
+            per_fn["%s: %s  [%s]" % (os.path.basename(ob), owner,
+                                     text.split("#")[0].strip())] += ir
+    return total, per_fn
 
-def per_op(argv):
-    import os, tempfile
-    n1, n2 = (int(x) for x in argv[2].split(','))
-    rest = argv[3:]
-    env = dict(os.environ)
-    if rest and rest[0] == '--lib':
-        env['LD_LIBRARY_PATH'] = rest[1]
-        rest = rest[2:]
-    if rest and rest[0] == '--':
-        rest = rest[1:]
-    totals = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in (n1, n2):
-            out = os.path.join(tmp, 'cg.%d' % n)
-            cmd = ['valgrind', '--tool=callgrind', '--dump-instr=yes',
-                   '--callgrind-out-file=' + out] + [a.replace('{n}', str(n)) for a in rest]
-            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, check=True)
-            totals.append(count(out)[0])
-    print('%.3f' % ((totals[1] - totals[0]) / (n2 - n1)))
+
+def run(cmd):
+    fd, out = tempfile.mkstemp(prefix="callgrind.", suffix=".out")
+    os.close(fd)
+    subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes",
+                    "--callgrind-out-file=" + out] + cmd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return out
+
 
 def main():
-    if len(sys.argv) > 2 and sys.argv[1] == '--per-op':
-        per_op(sys.argv)
-        return
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    total, top = count(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)
-    print('locked', total)
-    for k, v in top:
-        print(v, *k)
+    ap = argparse.ArgumentParser(
+        description="locked instructions executed, from callgrind")
+    ap.add_argument("--file", help="an existing callgrind output")
+    ap.add_argument("--per", type=float, default=1.0,
+                    help="divide the difference of two runs by this")
+    ap.add_argument("--objects", default="",
+                    help="count only objects whose path contains this")
+    ap.add_argument("--top", type=int, default=12,
+                    help="list this many instructions")
+    ap.add_argument("cmds", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
 
-main()
+    if a.file:
+        total, per = count(a.file, a.objects)
+        print("locked instructions: %d" % total)
+        for k, v in per.most_common(a.top):
+            print("  %10d  %s" % (v, k))
+        return 0
+    cmds = a.cmds
+    if cmds and cmds[0] == "--":
+        cmds = cmds[1:]
+    if "--" not in cmds:
+        ap.error("give two commands separated by --")
+    i = cmds.index("--")
+    short, long_ = cmds[:i], cmds[i + 1:]
+    res = []
+    for cmd in (short, long_):
+        path = run(cmd)
+        res.append(count(path, a.objects))
+        os.unlink(path)
+        print("%-60s %12d locked" % (" ".join(cmd)[-60:], res[-1][0]))
+    diff = res[1][0] - res[0][0]
+    print("difference: %d; per op (/ %g): %.3f" % (diff, a.per,
+                                                  diff / a.per))
+    d = res[1][1]
+    d.subtract(res[0][1])
+    for k, v in d.most_common(a.top):
+        if v:
+            print("  %10.3f /op  %s" % (v / a.per, k))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

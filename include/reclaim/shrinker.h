@@ -21,6 +21,23 @@
  * let a backlog empty a cache in one call, and lets small caches accumulate
  * fractional pressure instead of never being scanned.
  *
+ * Where deferred work is kept.  The kernel keeps each backlog in one shared
+ * word that every call exchanges and adds to.  Here, a call that was not
+ * stopped and leaves less than one of its scan batches undone (the
+ * sub-batch remainder of its own arithmetic, not yet worth a scan_objects
+ * call) keeps that remainder on the calling thread's own stripe of the
+ * shrinker, and that thread's next call on the shrinker (and partition)
+ * claims it back; so threads that reclaim together do not write a shared
+ * line per shrinker per call.  Work a context refused (RCL_SHRINK_STOP), and
+ * any remainder of a batch or more, is *backlog*: it goes to the shared
+ * word, which any later call claims.  So each reclaiming thread may hold
+ * less than one batch of a shrinker's deferred work per partition, on top
+ * of the backlog's cap.  It is not lost: rcl_shrinker_backlog() counts it,
+ * an RCL_SHRINK_EMPTY count drops it, rcl_shrinker_free() drops it with the
+ * rest, and when the thread exits, the next calls on the shrinker, from any
+ * thread, take it over.  A single thread sees exactly the kernel's
+ * arithmetic.
+ *
  * Ownership.  A registry is created with rcl_shrinker_registry_new() and
  * freed with rcl_shrinker_registry_free().  Shrinkers are allocated by the
  * library, in a registry: rcl_shrinker_new(), then rcl_shrinker_register()
@@ -186,8 +203,8 @@ struct rcl_shrink_control {
 /**
  * struct rcl_shrinker_ops - a shrinker's callbacks
  * @count_objects: the number of freeable objects, RCL_SHRINK_EMPTY if the
- *	cache is empty (its backlog is then dropped: there is nothing to defer
- *	work on), or 0 if the number cannot be determined or the cache should
+ *	cache is empty (its backlog is then dropped, every thread's remainder
+ *	included: there is nothing to defer work on), or 0 if the number cannot be determined or the cache should
  *	be skipped this time (the backlog is kept).  Must not take the cache's own locks in a
  *	way that can block (a stale count is fine: the kernel's
  *	super_cache_count() lesson).  Called with no library lock held, from
@@ -235,8 +252,10 @@ struct rcl_shrinker_ops {
  *	of an object that each gentle call asks of it and is scanned in
  *	proportion to its size over many calls, where the kernel rounds it to
  *	zero until priority 1 (a seeks=2 cache below ~131k objects is never
- *	scanned at priority 12); (2) the backlog is capped at half the cache,
- *	not twice the cache: more deferred work than that is windup, and doing
+ *	scanned at priority 12); (2) the backlog is capped at half the cache
+ *	(each call caps what it claimed plus its own pressure; the remainders
+ *	that reclaiming threads keep, below a batch each, come on top), not
+ *	twice the cache: more deferred work than that is windup, and doing
  *	it would throw away the working set of a cache that is not being
  *	refilled (the 2014 form bounded it the same way, implicitly; the 2016
  *	change that removed the bound led to backlogs of trillions of objects);
@@ -473,7 +492,8 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *shrinker);
  * @shrinker: the shrinker; NULL is a no-op
  *
  * Once this returns 0, no callback of @shrinker is running or will run, and
- * the pointer is invalid.  Its backlog is dropped.
+ * the pointer is invalid.  Its backlog is dropped, with the remainders that
+ * threads kept on their stripes (they are part of the shrinker's memory).
  *
  * Context: any thread except @shrinker's own callbacks; sleeps while its
  * callbacks are in flight in other threads.
@@ -532,8 +552,12 @@ RCL_API int rcl_shrinker_stats(const struct rcl_shrinker *shrinker,
  * @partition: the partition (0 for shrinkers that are not partition-aware)
  * @out: receives the backlog
  *
+ * All of it: the shared backlog plus the sub-batch remainders that threads
+ * keep on their stripes (see "Where deferred work is kept"), summed in the
+ * policy's unit and then rounded down to whole objects.
+ *
  * Context: lock-free; may be stale (a call in flight holds the backlog it
- * claimed until it returns the rest).
+ * claimed until it returns the rest; the parts are read one by one).
  * Return: 0; -EINVAL for NULL or a partition out of range.
  */
 RCL_API int rcl_shrinker_backlog(const struct rcl_shrinker *shrinker,
