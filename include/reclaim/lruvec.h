@@ -95,8 +95,9 @@
  *
  * Synchronization.  Every function is thread-safe.  The table lists what each
  * takes; "lruvec" is the lruvec's mutex, "batch" the calling thread's batch
- * mutex (other threads' batch mutexes are taken only by the calls marked
- * "all batches"), and "none" means atomics on the node only.
+ * lock (a spinning lock held for a few entries at most; other threads'
+ * batch locks are taken only by the calls marked "all batches"), and "none"
+ * means atomics on the node only.
  *
  * =================================  ==========================================
  * function                           locks taken
