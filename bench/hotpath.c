@@ -670,8 +670,10 @@ out:
 #define HP_CHARGE_SIZE 4096u
 /*
  * Stock per thread: 64 x 4 KiB, the kernel's memcg charge batch
- * (MEMCG_CHARGE_BATCH pages) and one burst: every burst still takes a stock
- * from the shared counter and gives part of it back.
+ * (MEMCG_CHARGE_BATCH pages) and one burst.  Each burst's charges drain the
+ * stock to zero and its uncharges fill it again; after a thread's first
+ * burst, its bursts no longer touch the shared counter (bench/README.md has
+ * the figures with half a burst, where every burst refills from it).
  */
 #define HP_CHARGE_STOCK (HP_CHARGE_BURST * HP_CHARGE_SIZE)
 
