@@ -930,11 +930,13 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 	 * decided only there) first takes every stock of the domain back, so
 	 * that none of those happens while stocks hold the memory.
 	 */
-	u = atomic_load(&d->usage);
-	low = atomic_load(&d->wlow);
-	if (u + amount < u || u + amount + low < u + amount ||
-	    u + amount + low > budget)
-		rcl__domain_drain_stocks(d);
+	if (d->stock_cfg) {
+		u = atomic_load(&d->usage);
+		low = atomic_load(&d->wlow);
+		if (u + amount < u || u + amount + low < u + amount ||
+		    u + amount + low > budget)
+			rcl__domain_drain_stocks(d);
+	}
 
 	/*
 	 * Reclaim first, then commit, as the page allocator does: below min,
