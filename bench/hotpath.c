@@ -467,60 +467,15 @@ static void loop_hit_inactive(struct worker *w)
 	w->sink = sink;
 }
 
-/* add-del: put an idle object in the cache and take it out again. */
-static void loop_add_del(struct worker *w)
-{
-	struct hp_run *r = w->run;
-	struct rcl_lruvec *lv = &r->lv;
-	struct mutex_lru *ml = &r->ml;
-	const uint32_t *order = w->order;
-	struct hp_obj *objs = w->objs;
-	size_t i, n = w->nwork;
-	uint64_t ops = 0, t0, t1;
-	int bad = 0;
-
-	t0 = bench_now_ns();
-	if (r->impl == IMPL_LIB) {
-		do {
-			for (i = 0; i < n; i++) {
-				struct hp_obj *o = &objs[order[i]];
-
-				bad |= rcl_lruvec_add(lv, &o->lru,
-						      RCL_LRU_FILE, 1, 0);
-				bad |= rcl_lruvec_del(lv, &o->lru);
-			}
-			ops += n;
-		} while (!stopped(r, t0 + r->run_ns, ops));
-	} else {
-		do {
-			for (i = 0; i < n; i++) {
-				struct hp_obj *o = &objs[order[i]];
-
-				pthread_mutex_lock(&ml->lock);
-				ml_link_head(ml, &o->ml);
-				pthread_mutex_unlock(&ml->lock);
-				pthread_mutex_lock(&ml->lock);
-				ml_unlink(ml, &o->ml);
-				pthread_mutex_unlock(&ml->lock);
-			}
-			ops += n;
-		} while (!stopped(r, t0 + r->run_ns, ops));
-	}
-	t1 = bench_now_ns();
-	w->ops = ops;
-	w->ns = t1 - t0;
-	if (bad)
-		fail(w, "rcl_lruvec_add/del", bad);
-}
-
 /*
- * add-del-listed: each operation adds an idle object and deletes the one
- * added HP_LISTED_LAG operations earlier, which is on the shared list by
- * then (the deleting thread's batch has been applied since).  The first
- * HP_LISTED_LAG adds, untimed, fill the pipeline; the last ones are deleted
- * at teardown.
+ * add-del (@lag 0): put an idle object in the cache and take it out again.
+ * add-del-listed (@lag HP_LISTED_LAG): each operation adds an idle object
+ * and deletes the one added @lag operations earlier, which is on the shared
+ * list by then (the deleting thread's batch has been applied since).  The
+ * first @lag adds, untimed, fill the pipeline; the last ones are deleted at
+ * teardown.
  */
-static void loop_add_del_listed(struct worker *w)
+static void loop_add_del(struct worker *w, size_t lag)
 {
 	struct hp_run *r = w->run;
 	struct rcl_lruvec *lv = &r->lv;
@@ -531,7 +486,7 @@ static void loop_add_del_listed(struct worker *w)
 	uint64_t ops = 0, t0, t1;
 	int bad = 0;
 
-	for (i = 0; i < HP_LISTED_LAG; i++) {
+	for (i = 0; i < lag; i++) {
 		struct hp_obj *o = &objs[order[i]];
 
 		if (r->impl == IMPL_LIB) {
@@ -546,7 +501,7 @@ static void loop_add_del_listed(struct worker *w)
 	if (r->impl == IMPL_LIB) {
 		do {
 			for (i = 0; i < n; i++) {
-				size_t j = i + HP_LISTED_LAG;
+				size_t j = i + lag;
 				struct hp_obj *in = &objs[order[j < n ? j : j - n]];
 				struct hp_obj *out = &objs[order[i]];
 
@@ -559,7 +514,7 @@ static void loop_add_del_listed(struct worker *w)
 	} else {
 		do {
 			for (i = 0; i < n; i++) {
-				size_t j = i + HP_LISTED_LAG;
+				size_t j = i + lag;
 				struct hp_obj *in = &objs[order[j < n ? j : j - n]];
 				struct hp_obj *out = &objs[order[i]];
 
@@ -577,7 +532,7 @@ static void loop_add_del_listed(struct worker *w)
 	w->ops = ops;
 	w->ns = t1 - t0;
 	if (bad)
-		fail(w, "add-del-listed: rcl_lruvec_add/del", bad);
+		fail(w, "rcl_lruvec_add/del", bad);
 }
 
 /* libreclaim churn: evict HP_CHURN_SCAN from the inactive tail. */
@@ -777,10 +732,10 @@ static void *worker_main(void *arg)
 		loop_hit_active(w);
 		break;
 	case OP_ADD_DEL:
-		loop_add_del(w);
+		loop_add_del(w, 0);
 		break;
 	case OP_ADD_DEL_LISTED:
-		loop_add_del_listed(w);
+		loop_add_del(w, HP_LISTED_LAG);
 		break;
 	case OP_CHURN:
 	case OP_CHURN_BATCH:
