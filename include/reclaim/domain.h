@@ -111,6 +111,61 @@
  * does rcl_domain_free() for every stock of the domain; after fork() the
  * child gives back the stocks of the threads it does not have.
  *
+ * Trees of domains (the kernel's memory cgroups).  A domain created with a
+ * parent (&struct rcl_domain_config.parent) is a *child*: every charge to it
+ * is charged to each ancestor too, as the kernel's page_counter does (one
+ * compare-and-swap per level, no lock), and reclaim under pressure at any
+ * level walks that level's subtree.  A domain without a parent is a *root*,
+ * and a root without children is today's flat domain, unchanged.  Each
+ * child has, all optional and changeable (rcl_domain_set_limits()):
+ *
+ * - its budget, a hard limit (memory.max): a charge that would take the
+ *   child, or any ancestor, above its budget makes the charging thread
+ *   reclaim from the subtree of the level that is full (a ``max`` event
+ *   there), as memcg's try_charge() does; if that cannot make room, a
+ *   strict level fails the charge with -ENOMEM (an ``oom`` event; nothing
+ *   stays charged at any level) and a soft one admits it as overshoot.
+ *   Budget 0 at creation means no limit of its own (UINT64_MAX);
+ * - limit_high (memory.high): a charge that leaves a level above it counts
+ *   a ``high`` event and, if the context may block, the charging thread
+ *   reclaims that level's subtree down to it before returning;
+ * - protect_min and protect_low (memory.min, memory.low): protection from
+ *   reclaim that an ancestor's pressure causes.
+ *
+ * Effective protection is computed as mem_cgroup_calculate_protection()
+ * does, relative to the level whose pressure is being relieved (the
+ * *target*; its own protection does not count): a child of the target gets
+ * its setting; deeper, a domain's protection is min(usage, setting), scaled
+ * down by parent_effective / siblings' protected usage when the siblings
+ * claim more than the parent has; with RCL_DOMAIN_RECURSIVE_PROT (the
+ * kernel's memory_recursiveprot, set on the root for its whole tree),
+ * protection the protected siblings leave unclaimed flows to every sibling
+ * in proportion to its unprotected usage.  A reclaim pass at priority p
+ * visits the subtree parent first: a domain whose usage is at or below its
+ * effective min is skipped; one at or below its effective low is skipped
+ * too unless a whole sweep freed nothing while such domains were skipped,
+ * in which case the sweep is repeated with them included, counting a
+ * ``low`` event for each (memory.events); every other domain's lruvecs are
+ * scanned with each list's size scaled to size - size * protection /
+ * (usage + 1), at least 32 (apply_proportional_protection()), and its
+ * shrinkers are shrunk at p.  The goal is shared out over the lruvecs in
+ * proportion to their scaled sizes.
+ *
+ * A child has no watermarks and no background reclaimer (starting one
+ * returns -EINVAL; rcl_domain_set_watermarks() too): the root's reclaimer
+ * serves the whole tree, its passes walking every domain with protection
+ * relative to the root, and its watermarks are the tree's.  Charge stocks
+ * are the root's: a child's charge takes one compare-and-swap per child
+ * level and is then served by the root's charge path, stock included.  A
+ * child may not be given charge_stock (-EINVAL).
+ *
+ * The parent is given at creation and never changes, so a tree cannot
+ * have a cycle; depth is at most RCL_DOMAIN_MAX_DEPTH (a root is at depth
+ * 1); a domain with children cannot be freed (-EBUSY).  usage of a domain
+ * is its subtree's total (every charge went through it); rcl_domain_vmstat()
+ * counts a domain's own lruvecs and shrinkers, rcl_domain_vmstat_subtree()
+ * sums its subtree, and rcl_domain_events() gives the events.
+ *
  * Synchronization.  All functions are thread-safe.  charge and uncharge are
  * lock-free unless they reclaim or wake the reclaimer (domain mutex, briefly),
  * or (stocks on) take or give back a stock (the thread's stock lock).
@@ -151,6 +206,17 @@ enum rcl_charge_mode {
  */
 #define RCL_DOMAIN_RECLAIM_WRITES (1u << 1)
 
+/**
+ * Domain flag: the kernel's memory_recursiveprot for the whole tree: a
+ * parent's protection that its protected children leave unclaimed is shared
+ * by all its children in proportion to their unprotected usage.  Set on a
+ * root; a child inherits its root's and may not set it.
+ */
+#define RCL_DOMAIN_RECURSIVE_PROT (1u << 2)
+
+/** The deepest a tree of domains may be: a root is at depth 1. */
+#define RCL_DOMAIN_MAX_DEPTH 8
+
 /** One charge stock holds at most budget / RCL_CHARGE_STOCK_SHARE. */
 #define RCL_CHARGE_STOCK_SHARE 64
 /** All stocks of a domain hold at most budget / RCL_CHARGE_STOCKS_SHARE. */
@@ -187,7 +253,17 @@ enum rcl_charge_mode {
  * @charge_stock: the most a thread's charge stock holds (see the DOC
  *	above), capped at budget / RCL_CHARGE_STOCK_SHARE; 0 = no stocks.  A
  *	good size is a few dozen of the domain's typical charges (memcg's
- *	stock is 64 pages); any value is accepted
+ *	stock is 64 pages); any value is accepted.  0 for a child
+ * @parent: the parent domain, or NULL for a root (see "Trees of domains"
+ *	above).  It must outlive this domain; a child shares its root's
+ *	clock, and its partition count must equal the root's
+ * @limit_high: a child's throttle limit (memory.high); 0 = none
+ * @protect_low: a child's best-effort protection (memory.low); 0 = none
+ * @protect_min: a child's hard protection (memory.min); 0 = none
+ *
+ * For a child, @budget 0 means no limit of its own (UINT64_MAX), and
+ * @watermark_scale_factor, @flusher and the dirty ratios apply to its own
+ * lruvecs' dirty accounting only.
  */
 struct rcl_domain_config {
 	uint64_t budget;
@@ -207,6 +283,10 @@ struct rcl_domain_config {
 	unsigned dirty_ratio;
 	uint64_t dirty_timeout_ns;
 	uint64_t charge_stock;
+	struct rcl_domain *parent;
+	uint64_t limit_high;
+	uint64_t protect_low;
+	uint64_t protect_min;
 };
 
 /** Watermarks, as levels of headroom (budget - usage). */
@@ -634,6 +714,121 @@ RCL_API int rcl_domain_vmstat(const struct rcl_domain *d, struct rcl_vmstat *out
  */
 RCL_API int rcl_domain_vmstat_format(const struct rcl_domain *d, char *buf,
 				     size_t size);
+
+/**
+ * struct rcl_domain_limits - a child's limits and protection
+ * @limit_high: the throttle limit (memory.high); 0 or UINT64_MAX = none
+ * @protect_low: best-effort protection (memory.low); 0 = none
+ * @protect_min: hard protection (memory.min); 0 = none
+ *
+ * The budget, the hard limit, has its own calls (rcl_domain_set_budget()).
+ * No order is required between them (as in cgroup v2: a protect_min above
+ * protect_low makes the low one irrelevant).
+ */
+struct rcl_domain_limits {
+	uint64_t limit_high;
+	uint64_t protect_low;
+	uint64_t protect_min;
+};
+
+/**
+ * rcl_domain_set_limits() - change a domain's limits and protection
+ * @d: the domain
+ * @lim: the new values
+ *
+ * A limit_high below the current usage makes the caller reclaim the
+ * subtree down to it (bounded; if it cannot, a ``high`` event is counted
+ * and the next charges try again).  The new protection applies from the
+ * next reclaim pass.
+ *
+ * Context: any thread but a callback of a reclaim pass of @d's tree; may
+ * run callbacks.
+ * Return: 0; -EINVAL for NULL, or protection on a root (a root is never
+ * protected from its own pressure); -EDEADLK from a callback of a reclaim
+ * pass of @d's tree (nothing changed).
+ */
+RCL_API int rcl_domain_set_limits(struct rcl_domain *d,
+				  const struct rcl_domain_limits *lim);
+
+/**
+ * rcl_domain_limits() - a domain's current limits and protection
+ * @d: the domain
+ * @out: receives them (limit_high UINT64_MAX when none)
+ *
+ * Context: lock-free; the three values are read one by one.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_limits(const struct rcl_domain *d,
+			      struct rcl_domain_limits *out);
+
+/**
+ * rcl_domain_parent() - a domain's parent
+ * @d: the domain
+ *
+ * Context: lock-free (the parent never changes).
+ * Return: the parent; NULL for a root or NULL.
+ */
+RCL_API struct rcl_domain *rcl_domain_parent(const struct rcl_domain *d);
+
+/**
+ * rcl_domain_effective_protection() - protection relative to a reclaim target
+ * @target: the level whose pressure is relieved (an ancestor of @d, or @d)
+ * @d: the domain
+ * @emin: if not NULL, receives the effective protect_min
+ * @elow: if not NULL, receives the effective protect_low
+ *
+ * Computes, from the current usages, what a reclaim pass of @target's
+ * subtree would use for @d (see "Trees of domains" above); 0 and 0 for
+ * @d == @target.
+ *
+ * Context: any thread; takes the tree's lock for reading.
+ * Return: 0; -EINVAL for NULL, or a @target that is not @d nor one of its
+ * ancestors.
+ */
+RCL_API int rcl_domain_effective_protection(const struct rcl_domain *target,
+					    const struct rcl_domain *d,
+					    uint64_t *emin, uint64_t *elow);
+
+/**
+ * struct rcl_domain_events - memory.events of a domain
+ * @low: reclaim passes that reclaimed it while it was at or below its
+ *	effective protect_low (nothing else was reclaimable)
+ * @high: charges that left it above its limit_high
+ * @max: charges that found it at its budget and reclaimed its subtree
+ * @oom: charges it refused after reclaim (strict) or admitted over its
+ *	budget (soft)
+ */
+struct rcl_domain_events {
+	uint64_t low;
+	uint64_t high;
+	uint64_t max;
+	uint64_t oom;
+};
+
+/**
+ * rcl_domain_events() - a domain's events
+ * @d: the domain
+ * @subtree: false: its own (memory.events.local); true: summed over its
+ *	subtree (memory.events)
+ * @out: receives them
+ *
+ * Context: lock-free for its own; the subtree takes the tree's lock for
+ * reading.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_events(const struct rcl_domain *d, bool subtree,
+			      struct rcl_domain_events *out);
+
+/**
+ * rcl_domain_vmstat_subtree() - the counters summed over a subtree
+ * @d: the domain
+ * @out: receives, per counter, the sum over @d and its descendants
+ *
+ * Context: takes the tree's lock for reading; counters read one by one.
+ * Return: 0; -EINVAL for NULL.
+ */
+RCL_API int rcl_domain_vmstat_subtree(const struct rcl_domain *d,
+				      struct rcl_vmstat *out);
 
 #ifdef __cplusplus
 }
