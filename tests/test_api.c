@@ -421,6 +421,62 @@ static void test_api_every_pressure_symbol(void **state)
 	assert_int_equal(nftw(dir, api_rm, 8, FTW_DEPTH | FTW_PHYS), 0);
 }
 
+/* The six functions of trees of domains (domain.h, issue #17). */
+static void test_api_every_domain_tree_symbol(void **state)
+{
+	struct rcl_domain_config rc = { .budget = 100000,
+					.flags = RCL_DOMAIN_RECURSIVE_PROT };
+	struct rcl_domain_config cc = { .budget = 50000, .limit_high = 40000,
+					.protect_low = 2000, .protect_min = 1000 };
+	struct rcl_domain_limits lim = { .limit_high = 30000,
+					 .protect_low = 800, .protect_min = 500 };
+	struct rcl_domain_limits got;
+	struct rcl_domain_events ev;
+	struct rcl_vmstat vm;
+	struct rcl_domain *root, *child;
+	uint64_t emin = 1, elow = 1;
+
+	(void)state;
+	assert_true(RCL_DOMAIN_MAX_DEPTH >= 2);
+	assert_int_equal(rcl_domain_new(&rc, &root), 0);
+	cc.parent = root;
+	assert_int_equal(rcl_domain_new(&cc, &child), 0);
+	assert_ptr_equal(rcl_domain_parent(child), root);
+	assert_null(rcl_domain_parent(root));
+	assert_int_equal(rcl_domain_limits(child, &got), 0);
+	assert_int_equal(got.limit_high, 40000);
+	assert_int_equal(got.protect_low, 2000);
+	assert_int_equal(got.protect_min, 1000);
+	assert_int_equal(rcl_domain_set_limits(child, &lim), 0);
+	assert_int_equal(rcl_domain_limits(child, &got), 0);
+	assert_memory_equal(&got, &lim, sizeof(got));
+
+	assert_int_equal(rcl_domain_charge(child, 1000, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_usage(child), 1000);
+	assert_int_equal(rcl_domain_usage(root), 1000);
+	/* A child of the target gets its setting. */
+	assert_int_equal(rcl_domain_effective_protection(root, child, &emin,
+							 &elow), 0);
+	assert_int_equal(emin, 500);
+	assert_int_equal(elow, 800);
+	assert_int_equal(rcl_domain_effective_protection(child, child, &emin,
+							 &elow), 0);
+	assert_int_equal(emin, 0);
+	assert_int_equal(elow, 0);
+	assert_int_equal(rcl_domain_events(child, false, &ev), 0);
+	assert_int_equal(ev.oom, 0);
+	assert_int_equal(rcl_domain_events(root, true, &ev), 0);
+	assert_int_equal(ev.oom, 0);
+	assert_int_equal(rcl_domain_vmstat_subtree(root, &vm), 0);
+	assert_int_equal(vm.charge_failures, 0);
+
+	assert_int_equal(rcl_domain_uncharge(child, 1000), 0);
+	assert_int_equal(rcl_domain_usage(root), 0);
+	assert_int_equal(rcl_domain_free(root), -EBUSY);	/* it has a child */
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+}
+
 static void test_api_internals_are_hidden(void **state)
 {
 	(void)state;
@@ -450,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_api_every_domain_scan_clock_symbol),
 		cmocka_unit_test(test_api_every_objcache_symbol),
 		cmocka_unit_test(test_api_every_pressure_symbol),
+		cmocka_unit_test(test_api_every_domain_tree_symbol),
 		cmocka_unit_test(test_api_internals_are_hidden),
 	};
 

@@ -86,6 +86,54 @@ static int pressure_from_cxx()
 	return 0;
 }
 
+// Trees of domains: the config's tree members, the limits and events
+// structs, and the six functions, called from C++.
+static int domain_tree_from_cxx()
+{
+	struct rcl_domain_config rc = {};
+	struct rcl_domain_config cc = {};
+	struct rcl_domain_limits lim = {};
+	struct rcl_domain_events ev = {};
+	struct rcl_vmstat vm = {};
+	struct rcl_domain *root = nullptr;
+	struct rcl_domain *child = nullptr;
+	uint64_t emin = 0, elow = 0;
+
+	rc.budget = 1000;
+	rc.flags = RCL_DOMAIN_RECURSIVE_PROT;
+	if (rcl_domain_new(&rc, &root) != 0)
+		return 1;
+	cc.parent = root;
+	cc.budget = 0;			// no limit of its own
+	cc.limit_high = 800;
+	cc.protect_low = 100;
+	cc.protect_min = 50;
+	if (rcl_domain_new(&cc, &child) != 0)
+		return 1;
+	if (rcl_domain_parent(child) != root || rcl_domain_parent(root) != nullptr ||
+	    rcl_domain_budget(child) != UINT64_MAX)
+		return 1;
+	lim.limit_high = 900;
+	lim.protect_low = 200;
+	lim.protect_min = 20;
+	if (rcl_domain_set_limits(child, &lim) != 0 ||
+	    rcl_domain_limits(child, &lim) != 0 || lim.protect_low != 200)
+		return 1;
+	if (rcl_domain_charge(child, 10, RCL_CTX_CAPABLE, nullptr) != 0 ||
+	    rcl_domain_usage(root) != 10)
+		return 1;
+	if (rcl_domain_effective_protection(root, child, &emin, &elow) != 0 ||
+	    emin != 20 || elow != 200)
+		return 1;
+	if (rcl_domain_events(child, true, &ev) != 0 || ev.high + ev.max + ev.oom + ev.low != 0 ||
+	    rcl_domain_vmstat_subtree(root, &vm) != 0)
+		return 1;
+	if (rcl_domain_uncharge(child, 10) != 0 || rcl_domain_free(child) != 0 ||
+	    rcl_domain_free(root) != 0)
+		return 1;
+	return RCL_DOMAIN_MAX_DEPTH >= 2 ? 0 : 1;
+}
+
 // The batched evict callback: struct rcl_evict_item and ops.evict_batch.
 static size_t cxx_batch_items;
 static bool cxx_batch_ok = true;
@@ -151,7 +199,7 @@ int main()
 	struct item it = {};
 
 	if (objcache_from_cxx() != 0 || pressure_from_cxx() != 0 ||
-	    evict_batch_from_cxx() != 0)
+	    evict_batch_from_cxx() != 0 || domain_tree_from_cxx() != 0)
 		return 1;
 
 	if (rcl_lruvec_init(&lv, nullptr) != 0)
