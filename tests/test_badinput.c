@@ -1927,7 +1927,7 @@ static void test_badinput_domain_new(void **state)
 	bad[nbad++].nr_partitions = RCL_SHRINKER_MAX_PARTITIONS + 1;
 	bad[nbad++].mode = (enum rcl_charge_mode)2;
 	bad[nbad++].shrink_policy = (enum rcl_shrink_policy)3;
-	bad[nbad++].flags = 1u << 2;
+	bad[nbad++].flags = 1u << 3;	/* 1 << 2 is RCL_DOMAIN_RECURSIVE_PROT */
 	bad[nbad++].swappiness = RCL_SWAPPINESS_MAX + 1;
 	bad[nbad++].watermark_scale_factor = 10001;
 	bad[nbad++].allocator = &half;
@@ -2379,6 +2379,599 @@ static void test_badinput_domain_vmstat(void **state)
 	assert_int_equal(rcl_domain_vmstat_format(d, buf, 0), len);
 	assert_int_equal(buf[0], 'x');
 	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* domain.h: trees of domains                                                 */
+/* ------------------------------------------------------------------------- */
+
+/* A child of @parent with the given budget (0: no limit of its own). */
+static struct rcl_domain *child_new(struct rcl_domain *parent, uint64_t budget)
+{
+	struct rcl_domain_config cfg = { .budget = budget, .parent = parent };
+	struct rcl_domain *d = NULL;
+
+	assert_int_equal(rcl_domain_new(&cfg, &d), 0);
+	return d;
+}
+
+/* What a refused call must leave alone in one domain of a tree. */
+struct tree_snap {
+	uint64_t usage, budget;
+	struct rcl_domain_limits lim;
+	struct rcl_domain_events own, sub;
+	struct rcl_domain *parent;
+};
+
+static struct tree_snap tree_snap(const struct rcl_domain *d)
+{
+	struct tree_snap s;
+
+	memset(&s, 0, sizeof(s));
+	s.usage = rcl_domain_usage(d);
+	s.budget = rcl_domain_budget(d);
+	assert_int_equal(rcl_domain_limits(d, &s.lim), 0);
+	assert_int_equal(rcl_domain_events(d, false, &s.own), 0);
+	assert_int_equal(rcl_domain_events(d, true, &s.sub), 0);
+	s.parent = rcl_domain_parent(d);
+	return s;
+}
+
+static void assert_tree_snap(const struct rcl_domain *d,
+			     const struct tree_snap *before)
+{
+	struct tree_snap now = tree_snap(d);
+
+	assert_memory_equal(&now, before, sizeof(now));
+}
+
+/*
+ * rcl_domain_new() with a parent: every refusal the header gives (depth,
+ * charge_stock or RCL_DOMAIN_RECURSIVE_PROT on a child, a partition count
+ * or a clock other than the parent's, protection on a root) is -EINVAL,
+ * leaves *out alone and adds no child: the parent is unchanged and can
+ * still be freed.
+ */
+static void test_badinput_domain_tree_new(void **state)
+{
+	struct rcl_domain_config root2 = { .budget = 1000, .nr_partitions = 2 };
+	struct rcl_domain_config rcfg = { .budget = 1000 };
+	struct rcl_domain_config c;
+	struct rcl_domain *root, *r2, *rf, *chain[RCL_DOMAIN_MAX_DEPTH];
+	struct rcl_domain *d = (void *)&c, *ok;
+	struct rcl_fake_clock *fc;
+	struct tree_snap before;
+	unsigned i;
+
+	(void)state;
+	/* Protection on a root, at creation. */
+	rcfg.protect_low = 1;
+	assert_int_equal(rcl_domain_new(&rcfg, &d), -EINVAL);
+	rcfg.protect_low = 0;
+	rcfg.protect_min = 1;
+	assert_int_equal(rcl_domain_new(&rcfg, &d), -EINVAL);
+	rcfg.protect_min = 0;
+	assert_ptr_equal(d, (void *)&c);
+	rcfg.flags = RCL_DOMAIN_RECURSIVE_PROT;		/* on a root: fine */
+	assert_int_equal(rcl_domain_new(&rcfg, &root), 0);
+	assert_null(rcl_domain_parent(root));
+	before = tree_snap(root);
+
+	memset(&c, 0, sizeof(c));
+	c.budget = 100;
+	c.parent = root;
+	c.charge_stock = 64;
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.charge_stock = 0;
+	c.flags = RCL_DOMAIN_RECURSIVE_PROT;
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.flags = 1u << 3;				/* unknown, as for a root */
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.flags = 0;
+	c.nr_partitions = 2;				/* the root has 1 */
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.nr_partitions = RCL_SHRINKER_MAX_PARTITIONS + 1;
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.nr_partitions = 0;
+	assert_int_equal(rcl_fake_clock_new(1, &fc), 0);
+	c.clock = rcl_fake_clock_clock(fc);		/* the root's is monotonic */
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.clock = NULL;
+	/* The checks every domain gets still apply to a child. */
+	c.swappiness = RCL_SWAPPINESS_MAX + 1;
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.swappiness = 0;
+	c.mode = (enum rcl_charge_mode)2;
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.mode = RCL_CHARGE_STRICT;
+	assert_ptr_equal(d, (void *)&c);
+	assert_tree_snap(root, &before);
+
+	/* Accepted: budget 0 (no limit), protection, the root's own clock. */
+	c.budget = 0;
+	c.clock = rcl_clock_monotonic();
+	c.protect_low = 50;
+	c.protect_min = 60;		/* no order is required */
+	c.limit_high = UINT64_MAX;
+	assert_int_equal(rcl_domain_new(&c, &ok), 0);
+	assert_int_equal(rcl_domain_budget(ok), UINT64_MAX);
+	assert_ptr_equal(rcl_domain_parent(ok), root);
+	assert_int_equal(rcl_domain_free(ok), 0);
+	/* No child is left behind by the refusals: the root frees. */
+	assert_int_equal(rcl_domain_free(root), 0);
+
+	/* A partition count equal to the parent's (2) is accepted. */
+	assert_int_equal(rcl_domain_new(&root2, &r2), 0);
+	memset(&c, 0, sizeof(c));
+	c.budget = 100;
+	c.parent = r2;
+	c.nr_partitions = 1;
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.nr_partitions = 3;
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.nr_partitions = 2;
+	assert_int_equal(rcl_domain_new(&c, &ok), 0);
+	assert_int_equal(rcl_domain_free(ok), 0);
+	assert_int_equal(rcl_domain_free(r2), 0);
+
+	/* A parent on a fake clock: the same clock is accepted, another not. */
+	rcfg.flags = 0;
+	rcfg.clock = rcl_fake_clock_clock(fc);
+	assert_int_equal(rcl_domain_new(&rcfg, &rf), 0);
+	memset(&c, 0, sizeof(c));
+	c.budget = 100;
+	c.parent = rf;
+	c.clock = rcl_clock_monotonic();
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	c.clock = rcl_fake_clock_clock(fc);
+	assert_int_equal(rcl_domain_new(&c, &ok), 0);
+	assert_int_equal(rcl_domain_free(ok), 0);
+	assert_int_equal(rcl_domain_free(rf), 0);
+	rcl_fake_clock_free(fc);
+
+	/* Depth: RCL_DOMAIN_MAX_DEPTH levels (a root is 1), not one more. */
+	chain[0] = domain_new(1000);
+	for (i = 1; i < RCL_DOMAIN_MAX_DEPTH; i++)
+		chain[i] = child_new(chain[i - 1], 0);
+	before = tree_snap(chain[RCL_DOMAIN_MAX_DEPTH - 1]);
+	memset(&c, 0, sizeof(c));
+	c.budget = 10;
+	c.parent = chain[RCL_DOMAIN_MAX_DEPTH - 1];
+	d = (void *)&c;
+	assert_int_equal(rcl_domain_new(&c, &d), -EINVAL);
+	assert_ptr_equal(d, (void *)&c);
+	assert_tree_snap(chain[RCL_DOMAIN_MAX_DEPTH - 1], &before);
+	/* The deepest level works: a charge reaches the root. */
+	assert_int_equal(rcl_domain_charge(chain[RCL_DOMAIN_MAX_DEPTH - 1], 7,
+					   RCL_CTX_CAPABLE, NULL), 0);
+	for (i = 0; i < RCL_DOMAIN_MAX_DEPTH; i++)
+		assert_int_equal(rcl_domain_usage(chain[i]), 7);
+	assert_int_equal(rcl_domain_uncharge(chain[RCL_DOMAIN_MAX_DEPTH - 1], 7), 0);
+	for (i = RCL_DOMAIN_MAX_DEPTH; i-- > 0;) {
+		assert_int_equal(rcl_domain_usage(chain[i]), 0);
+		assert_int_equal(rcl_domain_free(chain[i]), 0);
+	}
+}
+
+/*
+ * rcl_domain_free() of a domain with children: -EBUSY, nothing freed, the
+ * tree works on; leaves first, then their parents.
+ */
+static void test_badinput_domain_tree_free_busy(void **state)
+{
+	struct rcl_domain *root = domain_new(1000);
+	struct rcl_domain *mid = child_new(root, 500);
+	struct rcl_domain *leaf = child_new(mid, 0);
+	struct tree_snap sr, sm;
+
+	(void)state;
+	assert_int_equal(rcl_domain_charge(leaf, 10, RCL_CTX_CAPABLE, NULL), 0);
+	sr = tree_snap(root);
+	sm = tree_snap(mid);
+	assert_int_equal(rcl_domain_free(root), -EBUSY);
+	assert_int_equal(rcl_domain_free(mid), -EBUSY);
+	assert_tree_snap(root, &sr);
+	assert_tree_snap(mid, &sm);
+	assert_ptr_equal(rcl_domain_parent(leaf), mid);
+	assert_ptr_equal(rcl_domain_parent(mid), root);
+	/* Still one tree: a charge through the leaf reaches the root. */
+	assert_int_equal(rcl_domain_charge(leaf, 5, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_usage(mid), 15);
+	assert_int_equal(rcl_domain_usage(root), 15);
+	assert_int_equal(rcl_domain_uncharge(leaf, 15), 0);
+	assert_int_equal(rcl_domain_usage(root), 0);
+	assert_int_equal(rcl_domain_free(leaf), 0);
+	assert_int_equal(rcl_domain_free(root), -EBUSY);	/* mid remains */
+	assert_int_equal(rcl_domain_free(mid), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+}
+
+/*
+ * What only a root has: the background reclaimer and the watermarks.
+ * rcl_domain_reclaimer_start() and rcl_domain_set_watermarks() on a child
+ * are -EINVAL and change nothing; the root's still work.
+ */
+static void test_badinput_domain_tree_child_has_no_reclaimer(void **state)
+{
+	struct rcl_domain *root = domain_new(1000);
+	struct rcl_domain *child = child_new(root, 1000);
+	struct rcl_watermarks wm = { 1, 2, 3 }, w0, w1;
+	struct rcl_vmstat v0, v1;
+	int rc0, rc1;
+
+	(void)state;
+	assert_int_equal(rcl_domain_vmstat(child, &v0), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(child), -EINVAL);
+	assert_int_equal(rcl_domain_reclaimer_stop(child), 0);	/* not running */
+	assert_int_equal(rcl_domain_vmstat(child, &v1), 0);
+	assert_memory_equal(&v0, &v1, sizeof(v0));
+
+	memset(&w0, 0xa5, sizeof(w0));
+	memset(&w1, 0xa5, sizeof(w1));
+	rc0 = rcl_domain_watermarks(child, &w0);
+	assert_int_equal(rcl_domain_set_watermarks(child, &wm), -EINVAL);
+	assert_int_equal(rcl_domain_set_watermarks(child, NULL), -EINVAL);
+	rc1 = rcl_domain_watermarks(child, &w1);
+	assert_int_equal(rc0, rc1);
+	assert_memory_equal(&w0, &w1, sizeof(w0));
+
+	/* A child's budget: 0 is still -EINVAL after creation. */
+	assert_int_equal(rcl_domain_set_budget(child, 0), -EINVAL);
+	assert_int_equal(rcl_domain_budget(child), 1000);
+
+	assert_int_equal(rcl_domain_set_watermarks(root, &wm), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(root), 0);
+	assert_int_equal(rcl_domain_reclaimer_stop(root), 0);
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+}
+
+/*
+ * rcl_domain_set_limits() / rcl_domain_limits(): NULL, protection on a
+ * root (-EINVAL, unchanged); a root's limit_high alone is accepted; any
+ * values on a child, with no order between them; limit_high 0 reads back
+ * as UINT64_MAX; a limit_high below a usage that nothing can reclaim
+ * counts a high event and keeps the usage.
+ */
+static void test_badinput_domain_set_limits(void **state)
+{
+	struct rcl_domain *root = domain_new(1000);
+	struct rcl_domain *child = child_new(root, 0);
+	struct rcl_domain_limits lim, got, before;
+	struct rcl_domain_events e0, e1;
+	struct tree_snap sr;
+
+	(void)state;
+	memset(&lim, 0, sizeof(lim));
+	assert_int_equal(rcl_domain_set_limits(NULL, &lim), -EINVAL);
+	assert_int_equal(rcl_domain_set_limits(child, NULL), -EINVAL);
+	memset(&got, 0xa5, sizeof(got));
+	assert_int_equal(rcl_domain_limits(NULL, &got), -EINVAL);
+	assert_int_equal(got.limit_high, 0xa5a5a5a5a5a5a5a5ull);
+	assert_int_equal(rcl_domain_limits(child, NULL), -EINVAL);
+
+	/* Defaults: no limit_high, no protection, root and child alike. */
+	assert_int_equal(rcl_domain_limits(root, &got), 0);
+	assert_int_equal(got.limit_high, UINT64_MAX);
+	assert_int_equal(got.protect_low, 0);
+	assert_int_equal(got.protect_min, 0);
+	assert_int_equal(rcl_domain_limits(child, &got), 0);
+	assert_int_equal(got.limit_high, UINT64_MAX);
+	assert_int_equal(got.protect_low + got.protect_min, 0);
+
+	/* Protection on a root: -EINVAL, nothing changed. */
+	sr = tree_snap(root);
+	lim.limit_high = 500;
+	lim.protect_low = 1;
+	assert_int_equal(rcl_domain_set_limits(root, &lim), -EINVAL);
+	lim.protect_low = 0;
+	lim.protect_min = UINT64_MAX;
+	assert_int_equal(rcl_domain_set_limits(root, &lim), -EINVAL);
+	assert_tree_snap(root, &sr);
+	/* A root's limit_high alone is not protection. */
+	lim.protect_min = 0;
+	assert_int_equal(rcl_domain_set_limits(root, &lim), 0);
+	assert_int_equal(rcl_domain_limits(root, &got), 0);
+	assert_int_equal(got.limit_high, 500);
+	lim.limit_high = 0;
+	assert_int_equal(rcl_domain_set_limits(root, &lim), 0);
+	assert_int_equal(rcl_domain_limits(root, &got), 0);
+	assert_int_equal(got.limit_high, UINT64_MAX);
+
+	/* A child: extremes, protect_min above protect_low, above the budget. */
+	lim.limit_high = UINT64_MAX;
+	lim.protect_low = 10;
+	lim.protect_min = UINT64_MAX;
+	assert_int_equal(rcl_domain_set_limits(child, &lim), 0);
+	assert_int_equal(rcl_domain_limits(child, &got), 0);
+	assert_memory_equal(&got, &lim, sizeof(got));
+	lim.limit_high = 1;
+	lim.protect_min = 0;
+	assert_int_equal(rcl_domain_set_limits(child, &lim), 0);
+	assert_int_equal(rcl_domain_limits(child, &got), 0);
+	assert_memory_equal(&got, &lim, sizeof(got));
+
+	/*
+	 * limit_high below a usage nothing can reclaim (the child has no
+	 * lruvec): 0, the usage stays, one high event is counted.
+	 */
+	lim.limit_high = 0;
+	assert_int_equal(rcl_domain_set_limits(child, &lim), 0);
+	assert_int_equal(rcl_domain_charge(child, 100, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_events(child, false, &e0), 0);
+	lim.limit_high = 40;
+	assert_int_equal(rcl_domain_set_limits(child, &lim), 0);
+	assert_int_equal(rcl_domain_usage(child), 100);
+	assert_int_equal(rcl_domain_usage(root), 100);
+	assert_int_equal(rcl_domain_events(child, false, &e1), 0);
+	assert_int_equal(e1.high, e0.high + 1);
+	assert_int_equal(e1.max, e0.max);
+	assert_int_equal(e1.oom, e0.oom);
+	assert_int_equal(rcl_domain_limits(child, &before), 0);
+	assert_int_equal(before.limit_high, 40);
+
+	assert_int_equal(rcl_domain_uncharge(child, 100), 0);
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+}
+
+/* set_limits from a callback of a reclaim pass of the tree: -EDEADLK. */
+static struct rcl_domain *sl_target[3];
+static struct rcl_domain_limits sl_lim;
+static atomic_int sl_rc[3], sl_done;
+
+static enum rcl_evict_status evict_set_limits(struct rcl_lru_node *node,
+					      struct rcl_evict_control *ctl)
+{
+	(void)node;
+	(void)ctl;
+	if (!atomic_load(&sl_done)) {
+		for (unsigned i = 0; i < 3; i++)
+			atomic_store(&sl_rc[i],
+				     rcl_domain_set_limits(sl_target[i], &sl_lim));
+		atomic_store(&sl_done, 1);
+	}
+	return RCL_EVICT_BUSY;
+}
+
+static void test_badinput_domain_set_limits_from_reclaim(void **state)
+{
+	struct rcl_domain *root = domain_new(1000);
+	struct rcl_domain *child = child_new(root, 0);
+	struct rcl_domain *other = domain_new(1000);
+	struct rcl_domain *other_child = child_new(other, 0);
+	struct rcl_domain_limits lc, lr, got;
+	struct rcl_lruvec lv;
+	struct obj o[4];
+	unsigned pass;
+
+	(void)state;
+	memset(o, 0, sizeof(o));
+	lc = (struct rcl_domain_limits){ .limit_high = 900, .protect_low = 5,
+					 .protect_min = 3 };
+	assert_int_equal(rcl_domain_set_limits(child, &lc), 0);
+	lr = (struct rcl_domain_limits){ .limit_high = 950 };
+	assert_int_equal(rcl_domain_set_limits(root, &lr), 0);
+	lv_init(&lv);
+	add_nobatch(&lv, o, 4);
+	assert_int_equal(rcl_domain_attach(child, &lv, 0), 0);
+	/* Charged above its protection, so that the root's pass visits it. */
+	assert_int_equal(rcl_domain_charge(child, 4 * W, RCL_CTX_CAPABLE, NULL), 0);
+
+	/*
+	 * From an evict callback: once of the root's reclaim (which walks the
+	 * child's lruvec), once of the child's own.  Both domains of the tree
+	 * refuse; a domain of another tree is not in that pass.
+	 */
+	for (pass = 0; pass < 2; pass++) {
+		sl_target[0] = child;
+		sl_target[1] = root;
+		sl_target[2] = other_child;
+		sl_lim = (struct rcl_domain_limits){ .limit_high = 10 + pass,
+						     .protect_low = 1 };
+		atomic_store(&sl_done, 0);
+		evict_hook = evict_set_limits;
+		assert_int_equal(rcl_domain_reclaim(pass ? child : root, 1,
+						    RCL_CTX_CAPABLE, NULL), 0);
+		evict_hook = NULL;
+		assert_int_equal(atomic_load(&sl_done), 1);
+		assert_int_equal(atomic_load(&sl_rc[0]), -EDEADLK);
+		assert_int_equal(atomic_load(&sl_rc[1]), -EDEADLK);
+		assert_int_equal(atomic_load(&sl_rc[2]), 0);
+		/* Nothing changed in the tree; the other tree took its values. */
+		assert_int_equal(rcl_domain_limits(child, &got), 0);
+		assert_memory_equal(&got, &lc, sizeof(got));
+		assert_int_equal(rcl_domain_limits(root, &got), 0);
+		assert_memory_equal(&got, &lr, sizeof(got));
+		assert_int_equal(rcl_domain_limits(other_child, &got), 0);
+		assert_memory_equal(&got, &sl_lim, sizeof(got));
+	}
+	/* Outside a pass, the same call works. */
+	assert_int_equal(rcl_domain_set_limits(child, &sl_lim), 0);
+	assert_int_equal(rcl_domain_limits(child, &got), 0);
+	assert_memory_equal(&got, &sl_lim, sizeof(got));
+
+	assert_int_equal(rcl_domain_detach(child, &lv), 0);
+	assert_int_equal(rcl_domain_uncharge(child, 4 * W), 0);
+	lv_fini(&lv, o, 4);
+	assert_int_equal(rcl_domain_free(other_child), 0);
+	assert_int_equal(rcl_domain_free(other), 0);
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+}
+
+/*
+ * rcl_domain_effective_protection(): NULL domains, a target that is not
+ * the domain nor one of its ancestors (a sibling, a descendant, another
+ * tree): -EINVAL, outputs untouched; NULL outputs are allowed; the domain
+ * itself as target: 0 and 0.  rcl_domain_parent(NULL) is NULL.
+ */
+static void test_badinput_domain_effective_protection(void **state)
+{
+	struct rcl_domain *root = domain_new(1000);
+	struct rcl_domain *a = child_new(root, 0), *b = child_new(root, 0);
+	struct rcl_domain *a1 = child_new(a, 0);
+	struct rcl_domain *other = domain_new(1000);
+	struct rcl_domain_limits lim = { .protect_low = 300, .protect_min = 200 };
+	uint64_t emin = 77, elow = 77;
+
+	(void)state;
+	assert_int_equal(rcl_domain_set_limits(a, &lim), 0);
+	assert_int_equal(rcl_domain_set_limits(a1, &lim), 0);
+	assert_int_equal(rcl_domain_charge(a1, 100, RCL_CTX_CAPABLE, NULL), 0);
+
+	assert_int_equal(rcl_domain_effective_protection(NULL, a, &emin, &elow),
+			 -EINVAL);
+	assert_int_equal(rcl_domain_effective_protection(root, NULL, &emin, &elow),
+			 -EINVAL);
+	assert_int_equal(rcl_domain_effective_protection(b, a, &emin, &elow),
+			 -EINVAL);				/* a sibling */
+	assert_int_equal(rcl_domain_effective_protection(a1, a, &emin, &elow),
+			 -EINVAL);				/* a descendant */
+	assert_int_equal(rcl_domain_effective_protection(a1, root, &emin, &elow),
+			 -EINVAL);
+	assert_int_equal(rcl_domain_effective_protection(other, a1, &emin, &elow),
+			 -EINVAL);				/* another tree */
+	assert_int_equal(rcl_domain_effective_protection(b, a1, &emin, &elow),
+			 -EINVAL);				/* an uncle */
+	assert_int_equal(emin, 77);
+	assert_int_equal(elow, 77);
+
+	/* NULL outputs. */
+	assert_int_equal(rcl_domain_effective_protection(root, a1, NULL, NULL), 0);
+	assert_int_equal(rcl_domain_effective_protection(root, a1, &emin, NULL), 0);
+	assert_int_equal(rcl_domain_effective_protection(root, a1, NULL, &elow), 0);
+	/* Self: nothing protects a level from its own pressure. */
+	assert_int_equal(rcl_domain_effective_protection(a, a, &emin, &elow), 0);
+	assert_int_equal(emin, 0);
+	assert_int_equal(elow, 0);
+	assert_int_equal(rcl_domain_effective_protection(root, root, &emin, &elow), 0);
+	assert_int_equal(emin, 0);
+	assert_int_equal(elow, 0);
+	/* A child of the target gets its setting (even above its usage). */
+	assert_int_equal(rcl_domain_effective_protection(root, a, &emin, &elow), 0);
+	assert_int_equal(emin, 200);
+	assert_int_equal(elow, 300);
+	assert_int_equal(rcl_domain_effective_protection(a, a1, &emin, &elow), 0);
+	assert_int_equal(emin, 200);
+	assert_int_equal(elow, 300);
+	/*
+	 * Deeper: min(usage, setting), not scaled down, since a1 (the only
+	 * child of a) claims 100, less than a's effective 200 and 300.
+	 */
+	assert_int_equal(rcl_domain_effective_protection(root, a1, &emin, &elow), 0);
+	assert_int_equal(emin, 100);
+	assert_int_equal(elow, 100);
+
+	assert_null(rcl_domain_parent(NULL));
+	assert_int_equal(rcl_domain_uncharge(a1, 100), 0);
+	assert_int_equal(rcl_domain_free(a1), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(b), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+	assert_int_equal(rcl_domain_free(other), 0);
+}
+
+/* rcl_domain_events(), rcl_domain_vmstat_subtree(): NULL, outputs untouched. */
+static void test_badinput_domain_events_subtree(void **state)
+{
+	struct rcl_domain *root = domain_new(1000);
+	struct rcl_domain *child = child_new(root, 100);
+	struct rcl_domain_events ev, mark;
+	struct rcl_vmstat vm, vmark, own;
+
+	(void)state;
+	memset(&ev, 0xa5, sizeof(ev));
+	mark = ev;
+	assert_int_equal(rcl_domain_events(NULL, false, &ev), -EINVAL);
+	assert_int_equal(rcl_domain_events(NULL, true, &ev), -EINVAL);
+	assert_memory_equal(&ev, &mark, sizeof(ev));
+	assert_int_equal(rcl_domain_events(child, false, NULL), -EINVAL);
+	assert_int_equal(rcl_domain_events(child, true, NULL), -EINVAL);
+	memset(&vm, 0xa5, sizeof(vm));
+	vmark = vm;
+	assert_int_equal(rcl_domain_vmstat_subtree(NULL, &vm), -EINVAL);
+	assert_memory_equal(&vm, &vmark, sizeof(vm));
+	assert_int_equal(rcl_domain_vmstat_subtree(root, NULL), -EINVAL);
+
+	/* New domains: no events; a leaf's subtree is itself. */
+	assert_int_equal(rcl_domain_events(child, true, &ev), 0);
+	assert_int_equal(ev.low + ev.high + ev.max + ev.oom, 0);
+	assert_int_equal(rcl_domain_vmstat_subtree(child, &vm), 0);
+	assert_int_equal(rcl_domain_vmstat(child, &own), 0);
+	assert_memory_equal(&vm, &own, sizeof(vm));
+
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+}
+
+/*
+ * Charging through a child: a refused charge (-ENOMEM at the child's
+ * budget or at a full ancestor's, -EOVERFLOW in soft mode) leaves nothing
+ * charged at any level, and *@overshoot is 0.  Uncharging more than a
+ * child holds clamps it at 0, and every ancestor's usage stays its
+ * subtree's total (F17).
+ */
+static void test_badinput_domain_tree_charge(void **state)
+{
+	struct rcl_domain_config sc = { .budget = 1000, .mode = RCL_CHARGE_SOFT };
+	struct rcl_domain *root = domain_new(1000);
+	struct rcl_domain *child = child_new(root, 100);
+	struct rcl_domain *open = child_new(root, 0);
+	struct rcl_domain *soft, *soft_child;
+	uint64_t over = 77;
+
+	(void)state;
+	/* Above the child's own budget. */
+	assert_int_equal(rcl_domain_charge(child, 101, RCL_CTX_CAPABLE, &over),
+			 -ENOMEM);
+	assert_int_equal(over, 0);
+	assert_int_equal(rcl_domain_usage(child), 0);
+	assert_int_equal(rcl_domain_usage(root), 0);
+	assert_int_equal(rcl_domain_charge(child, 100, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(child, 1, RCL_CTX_CAPABLE, NULL), -ENOMEM);
+	assert_int_equal(rcl_domain_usage(child), 100);
+	assert_int_equal(rcl_domain_usage(root), 100);
+	/* A full ancestor: the unlimited child is refused too. */
+	assert_int_equal(rcl_domain_charge(open, 900, RCL_CTX_CAPABLE, NULL), 0);
+	over = 77;
+	assert_int_equal(rcl_domain_charge(open, 1, RCL_CTX_CAPABLE, &over), -ENOMEM);
+	assert_int_equal(over, 0);
+	assert_int_equal(rcl_domain_usage(open), 900);
+	assert_int_equal(rcl_domain_usage(child), 100);
+	assert_int_equal(rcl_domain_usage(root), 1000);
+
+	/*
+	 * F17: uncharging more than the child holds.  The child clamps at 0;
+	 * the root's usage must stay its subtree's total (domain.h: "usage of
+	 * a domain is its subtree's total"): 900, not 1000 - 150.
+	 */
+	assert_int_equal(rcl_domain_uncharge(child, 150), 0);
+	assert_int_equal(rcl_domain_usage(child), 0);
+	assert_int_equal(rcl_domain_usage(open), 900);
+	assert_int_equal(rcl_domain_usage(root), 900);
+	assert_int_equal(rcl_domain_uncharge(open, 900), 0);
+	assert_int_equal(rcl_domain_usage(root), 0);
+
+	/* Soft: -EOVERFLOW when a level would wrap, nothing charged. */
+	assert_int_equal(rcl_domain_new(&sc, &soft), 0);
+	sc.parent = soft;
+	sc.budget = 0;
+	assert_int_equal(rcl_domain_new(&sc, &soft_child), 0);
+	assert_int_equal(rcl_domain_charge(soft_child, UINT64_MAX - 10, 0, NULL), 0);
+	over = 77;
+	assert_int_equal(rcl_domain_charge(soft_child, 11, 0, &over), -EOVERFLOW);
+	assert_int_equal(over, 0);
+	assert_int_equal(rcl_domain_usage(soft_child), UINT64_MAX - 10);
+	assert_int_equal(rcl_domain_usage(soft), UINT64_MAX - 10);
+	assert_int_equal(rcl_domain_uncharge(soft_child, UINT64_MAX - 10), 0);
+	assert_int_equal(rcl_domain_usage(soft), 0);
+
+	assert_int_equal(rcl_domain_free(soft_child), 0);
+	assert_int_equal(rcl_domain_free(soft), 0);
+	assert_int_equal(rcl_domain_free(open), 0);
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
 }
 
 /* ========================================================================= */
@@ -3511,6 +4104,14 @@ int main(void)
 		cmocka_unit_test(test_badinput_domain_reclaim),
 		cmocka_unit_test(test_badinput_domain_reclaimer),
 		cmocka_unit_test(test_badinput_domain_vmstat),
+		cmocka_unit_test(test_badinput_domain_tree_new),
+		cmocka_unit_test(test_badinput_domain_tree_free_busy),
+		cmocka_unit_test(test_badinput_domain_tree_child_has_no_reclaimer),
+		cmocka_unit_test(test_badinput_domain_set_limits),
+		cmocka_unit_test(test_badinput_domain_set_limits_from_reclaim),
+		cmocka_unit_test(test_badinput_domain_effective_protection),
+		cmocka_unit_test(test_badinput_domain_events_subtree),
+		cmocka_unit_test(test_badinput_domain_tree_charge),
 		cmocka_unit_test(test_badinput_lruvec_dirty),
 		cmocka_unit_test(test_badinput_set_dirty_from_evict),
 		cmocka_unit_test(test_badinput_domain_flush),
