@@ -5,7 +5,8 @@
  * different reason; the reason is thread-local; the log hook sees every
  * refusal once, with the function's name; a
  * successful call leaves the last reason alone; rcl_clear_refusal() forgets
- * it.  The pressure monitor's refusals likewise (test_refusal_pressure).
+ * it.  The pressure monitor's refusals likewise (test_refusal_pressure),
+ * and those of trees of domains (test_refusal_domain_tree).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -419,6 +420,98 @@ static void test_refusal_pressure(void **state)
 	}
 }
 
+/* ------------------------------------------------------------------------- */
+/* domain.h: trees of domains                                                 */
+/* ------------------------------------------------------------------------- */
+
+static struct rcl_domain *tree_child;
+static int tree_set_limits_rc;
+static char tree_set_limits_why[RCL_REFUSAL_MAX];
+
+static enum rcl_evict_status set_limits_evict(struct rcl_lru_node *node,
+					      struct rcl_evict_control *ctl)
+{
+	struct rcl_domain_limits lim = { .limit_high = 1 };
+
+	(void)node;
+	(void)ctl;
+	if (!tree_set_limits_rc) {
+		tree_set_limits_rc = rcl_domain_set_limits(tree_child, &lim);
+		copy_reason(tree_set_limits_why);
+	}
+	return RCL_EVICT_BUSY;
+}
+
+static const struct rcl_lruvec_ops set_limits_ops = { .evict = set_limits_evict };
+
+/*
+ * The tree's -EBUSY (free of a domain with children) has a reason of its
+ * own, not the one of attached lruvecs; the -EDEADLK of set_limits from a
+ * callback of the tree's reclaim names set_limits.  The hook sees each.
+ */
+static void test_refusal_domain_tree(void **state)
+{
+	struct rcl_domain_config rc = { .budget = 1000 };
+	struct rcl_domain_config cc = { .budget = 500 };
+	struct rcl_lruvec_config lc = { .ops = &set_limits_ops };
+	struct logged l = { 0 };
+	const struct rcl_refusal_log log = { log_fn, &l };
+	struct rcl_domain *root, *child, *other;
+	struct rcl_lruvec lv;
+	struct rcl_lru_node n[2];
+	char attached[RCL_REFUSAL_MAX];
+
+	(void)state;
+	rcl_clear_refusal();
+	assert_int_equal(rcl_domain_new(&rc, &root), 0);
+	cc.parent = root;
+	assert_int_equal(rcl_domain_new(&cc, &child), 0);
+	assert_int_equal(rcl_domain_new(&rc, &other), 0);
+
+	/* The reason of the other -EBUSY of rcl_domain_free(). */
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(other, &lv, 0), 0);
+	refused(rcl_domain_free(other), -EBUSY, "rcl_domain_free", "(-EBUSY)");
+	strcpy(attached, rcl_last_refusal());
+	assert_int_equal(rcl_domain_detach(other, &lv), 0);
+
+	assert_int_equal(rcl_set_refusal_log(&log), 0);
+	refused(rcl_domain_free(root), -EBUSY, "rcl_domain_free", "(-EBUSY)");
+	assert_string_not_equal(rcl_last_refusal(), attached);
+	assert_int_equal(l.calls, 1);
+	assert_int_equal(l.err, -EBUSY);
+	assert_string_equal(l.func, "rcl_domain_free");
+	assert_true(has(rcl_last_refusal(), l.rule));
+	assert_int_equal(rcl_set_refusal_log(NULL), 0);
+
+	/* -EDEADLK from an evict callback of the root's reclaim. */
+	assert_int_equal(rcl_domain_attach(child, &lv, 0), 0);
+	rcl_lru_node_init(&n[0]);
+	rcl_lru_node_init(&n[1]);
+	assert_int_equal(rcl_lruvec_add(&lv, &n[0], RCL_LRU_FILE, 10,
+					RCL_LRU_ADD_NOBATCH), 0);
+	assert_int_equal(rcl_lruvec_add(&lv, &n[1], RCL_LRU_FILE, 10,
+					RCL_LRU_ADD_NOBATCH), 0);
+	assert_int_equal(rcl_domain_charge(child, 20, RCL_CTX_CAPABLE, NULL), 0);
+	tree_child = child;
+	tree_set_limits_rc = 0;
+	tree_set_limits_why[0] = '\0';
+	assert_int_equal(rcl_domain_reclaim(root, 1, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(tree_set_limits_rc, -EDEADLK);
+	assert_true(has(tree_set_limits_why, "rcl_domain_set_limits: "));
+	assert_true(has(tree_set_limits_why, "(-EDEADLK)"));
+
+	assert_int_equal(rcl_domain_detach(child, &lv), 0);
+	assert_int_equal(rcl_lruvec_del(&lv, &n[0]), 0);
+	assert_int_equal(rcl_lruvec_del(&lv, &n[1]), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+	assert_int_equal(rcl_domain_uncharge(child, 20), 0);
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+	assert_int_equal(rcl_domain_free(other), 0);
+	rcl_clear_refusal();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_refusal_is_thread_local),
 		cmocka_unit_test(test_refusal_log_hook),
 		cmocka_unit_test(test_refusal_pressure),
+		cmocka_unit_test(test_refusal_domain_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
