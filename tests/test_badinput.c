@@ -2717,7 +2717,7 @@ static void test_badinput_domain_set_limits(void **state)
 
 /* set_limits from a callback of a reclaim pass of the tree: -EDEADLK. */
 static struct rcl_domain *sl_target[3];
-static struct rcl_domain_limits sl_lim;
+static struct rcl_domain_limits sl_lim, sl_root_lim;
 static atomic_int sl_rc[3], sl_done;
 
 static enum rcl_evict_status evict_set_limits(struct rcl_lru_node *node,
@@ -2726,9 +2726,12 @@ static enum rcl_evict_status evict_set_limits(struct rcl_lru_node *node,
 	(void)node;
 	(void)ctl;
 	if (!atomic_load(&sl_done)) {
+		/* sl_target[1] is a root: no protection for it. */
 		for (unsigned i = 0; i < 3; i++)
 			atomic_store(&sl_rc[i],
-				     rcl_domain_set_limits(sl_target[i], &sl_lim));
+				     rcl_domain_set_limits(sl_target[i],
+							   i == 1 ? &sl_root_lim
+								  : &sl_lim));
 		atomic_store(&sl_done, 1);
 	}
 	return RCL_EVICT_BUSY;
@@ -2769,6 +2772,7 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 		sl_target[2] = other_child;
 		sl_lim = (struct rcl_domain_limits){ .limit_high = 10 + pass,
 						     .protect_low = 1 };
+		sl_root_lim = (struct rcl_domain_limits){ .limit_high = 20 + pass };
 		atomic_store(&sl_done, 0);
 		evict_hook = evict_set_limits;
 		assert_int_equal(rcl_domain_reclaim(pass ? child : root, 1,
@@ -2813,7 +2817,7 @@ static void test_badinput_domain_effective_protection(void **state)
 	struct rcl_domain *a1 = child_new(a, 0);
 	struct rcl_domain *other = domain_new(1000);
 	struct rcl_domain_limits lim = { .protect_low = 300, .protect_min = 200 };
-	uint64_t emin = 77, elow = 77;
+	uint64_t emin = 77, elow = 77, bmin, blow;
 
 	(void)state;
 	assert_int_equal(rcl_domain_set_limits(a, &lim), 0);
@@ -2856,6 +2860,16 @@ static void test_badinput_domain_effective_protection(void **state)
 	assert_int_equal(emin, 200);
 	assert_int_equal(elow, 300);
 	/*
+	 * BUG: see docs/bad-input-audit.md (F20).  Also a child that has no
+	 * usage: the header says a child of the target gets its setting;
+	 * prot_visit() (lib/vmscan.c) gives 0 and 0 to any domain whose usage
+	 * is 0.  Recorded here, asserted after the clean-up.
+	 */
+	assert_int_equal(rcl_domain_set_limits(b, &lim), 0);
+	assert_int_equal(rcl_domain_usage(b), 0);
+	bmin = blow = 77;
+	assert_int_equal(rcl_domain_effective_protection(root, b, &bmin, &blow), 0);
+	/*
 	 * Deeper: min(usage, setting), not scaled down, since a1 (the only
 	 * child of a) claims 100, less than a's effective 200 and 300.
 	 */
@@ -2870,6 +2884,8 @@ static void test_badinput_domain_effective_protection(void **state)
 	assert_int_equal(rcl_domain_free(b), 0);
 	assert_int_equal(rcl_domain_free(root), 0);
 	assert_int_equal(rcl_domain_free(other), 0);
+	assert_int_equal(bmin, 200);
+	assert_int_equal(blow, 300);
 }
 
 /* rcl_domain_events(), rcl_domain_vmstat_subtree(): NULL, outputs untouched. */
@@ -2908,9 +2924,7 @@ static void test_badinput_domain_events_subtree(void **state)
 /*
  * Charging through a child: a refused charge (-ENOMEM at the child's
  * budget or at a full ancestor's, -EOVERFLOW in soft mode) leaves nothing
- * charged at any level, and *@overshoot is 0.  Uncharging more than a
- * child holds clamps it at 0, and every ancestor's usage stays its
- * subtree's total (F17).
+ * charged at any level, and *@overshoot is 0.
  */
 static void test_badinput_domain_tree_charge(void **state)
 {
@@ -2941,15 +2955,7 @@ static void test_badinput_domain_tree_charge(void **state)
 	assert_int_equal(rcl_domain_usage(child), 100);
 	assert_int_equal(rcl_domain_usage(root), 1000);
 
-	/*
-	 * F17: uncharging more than the child holds.  The child clamps at 0;
-	 * the root's usage must stay its subtree's total (domain.h: "usage of
-	 * a domain is its subtree's total"): 900, not 1000 - 150.
-	 */
-	assert_int_equal(rcl_domain_uncharge(child, 150), 0);
-	assert_int_equal(rcl_domain_usage(child), 0);
-	assert_int_equal(rcl_domain_usage(open), 900);
-	assert_int_equal(rcl_domain_usage(root), 900);
+	assert_int_equal(rcl_domain_uncharge(child, 100), 0);
 	assert_int_equal(rcl_domain_uncharge(open, 900), 0);
 	assert_int_equal(rcl_domain_usage(root), 0);
 
@@ -2972,6 +2978,54 @@ static void test_badinput_domain_tree_charge(void **state)
 	assert_int_equal(rcl_domain_free(open), 0);
 	assert_int_equal(rcl_domain_free(child), 0);
 	assert_int_equal(rcl_domain_free(root), 0);
+}
+
+/*
+ * Uncharging more through a child than the child holds.  The child clamps
+ * at 0, as a root does; its ancestors must stay their subtree's total
+ * (domain.h: "usage of a domain is its subtree's total (every charge went
+ * through it)"), so they lose only what the child held.
+ */
+static void test_badinput_domain_tree_uncharge_more_than_charged(void **state)
+{
+	struct rcl_domain *root = domain_new(1000);
+	struct rcl_domain *mid = child_new(root, 0);
+	struct rcl_domain *child = child_new(mid, 0);
+	struct rcl_domain *sib = child_new(root, 0);
+	uint64_t u_mid, u_root, u_root2;
+
+	(void)state;
+	assert_int_equal(rcl_domain_charge(child, 100, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(mid, 50, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(sib, 600, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_usage(root), 750);
+	/*
+	 * BUG: see docs/bad-input-audit.md (F17).  Each level clamps on its
+	 * own (rcl_domain_uncharge() in lib/domain.c takes the full amount
+	 * from every level): mid reads 0 and the root 500, below the 650 that
+	 * sib (600) and mid's own charge (50) still hold.
+	 */
+	assert_int_equal(rcl_domain_uncharge(child, 250), 0);
+	assert_int_equal(rcl_domain_usage(child), 0);
+	u_mid = rcl_domain_usage(mid);
+	u_root = rcl_domain_usage(root);
+	/*
+	 * Then the strict root admits what its usage shows room for: what the
+	 * tree holds (sib's usage and mid's 50) goes above its budget.
+	 */
+	u_root2 = 0;
+	if (u_root < 1000 &&
+	    rcl_domain_charge(sib, 1000 - u_root, RCL_CTX_CAPABLE, NULL) == 0)
+		u_root2 = rcl_domain_usage(sib) + 50;
+	assert_int_equal(rcl_domain_uncharge(sib, UINT64_MAX), 0);
+	assert_int_equal(rcl_domain_uncharge(mid, UINT64_MAX), 0);
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(mid), 0);
+	assert_int_equal(rcl_domain_free(sib), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+	assert_int_equal(u_mid, 50);
+	assert_int_equal(u_root, 650);
+	assert_true(u_root2 <= 1000);
 }
 
 /* ========================================================================= */
@@ -4112,6 +4166,7 @@ int main(void)
 		cmocka_unit_test(test_badinput_domain_effective_protection),
 		cmocka_unit_test(test_badinput_domain_events_subtree),
 		cmocka_unit_test(test_badinput_domain_tree_charge),
+		cmocka_unit_test(test_badinput_domain_tree_uncharge_more_than_charged),
 		cmocka_unit_test(test_badinput_lruvec_dirty),
 		cmocka_unit_test(test_badinput_set_dirty_from_evict),
 		cmocka_unit_test(test_badinput_domain_flush),
