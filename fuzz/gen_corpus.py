@@ -3,8 +3,9 @@
 """Write the hand-made seeds of fuzz/corpus/ (see fuzz/README.md).
 
 Each seed is a 6-byte header followed by 5-byte operations (opcode, 4
-arguments), as LLVMFuzzerTestOneInput() in fuzz_ops.c reads them.  The
-seeds cover every operation at least once; libFuzzer grows the rest.
+arguments), as LLVMFuzzerTestOneInput() in fuzz_ops.c reads them; the
+tree-* seeds start with the tree-mode magic and header byte.  The seeds
+cover every operation at least once; libFuzzer grows the rest.
 
 usage: fuzz/gen_corpus.py [OUTDIR]   (default: fuzz/corpus next to this file)
 """
@@ -210,6 +211,102 @@ for _name in ("shrink-inactive", "callback-actions", "dirty-writeback",
               "reclaim-writes", "domain-reclaim", "scan-lruvec", "refault"):
     batched(_name)
 batched("lists-basic", 0xa0)	# lruvec 1 per object, 0 and 2 per batch
+
+
+# Tree mode (fuzz/README.md): TREE_MAGIC, a tree header byte (bit d: root
+# d has RCL_DOMAIN_RECURSIVE_PROT; bits 5-7: the evict callback forms),
+# then the usual header and operations, where an opcode byte with bit 5
+# set is a tree operation.
+TREE_MAGIC = bytes([0xd1, 0x7e, 0x5e, 0x17])
+TOPS = "NEW CHARGE UNCHARGE SET_LIMITS SET_BUDGET FREE RECLAIM INVALID".split()
+TOP = {n: i for i, n in enumerate(TOPS)}
+NDOM = 2
+
+
+def top(name, a=0, b=0, c=0, d=0):
+    return bytes([0x20 | TOP[name], a & 255, b & 255, c & 255, d & 255])
+
+
+def kid(slot, parent, budget=None, soft=False, high=None, pmin=0, plow=0,
+        bad=0):
+    """A child in slot (node NDOM + slot) under tree node parent; budget in
+    units of 4 (None: no limit), high in units of 8 (1..16), pmin in units
+    of 4 (0..7), plow in units of 8 (0..7)."""
+    a1 = parent | (((high - 1) << 4) if high else 0)
+    a2 = 0x80 if budget is None else (budget // 4 - 1)
+    a3 = (1 if soft else 0) | (2 if high else 0) | (pmin << 2) | (plow << 5)
+    return top("NEW", slot | (bad << 3), a1, a2, a3)
+
+
+def tree_seed(name, body, h=None, th=0):
+    SEEDS["tree-" + name] = TREE_MAGIC + bytes([th]) + \
+        (h if h is not None else hdr()) + body
+
+
+# 19. a tree under domain 0: children and a grandchild, charges through
+# them, limits, budgets, refusals, frees leaves first
+tree_seed("basic",
+          op("ATTACH", 0, 0, 0) +
+          b"".join(add(i, 0, w=4, mode=0) for i in range(10)) +
+          kid(0, 0, budget=120, high=4, pmin=2, plow=3) +
+          kid(1, NDOM + 0, budget=60) + kid(2, 0, pmin=1, plow=1) +
+          kid(0, 0) +                                     # a used slot
+          top("CHARGE", 0, 30, 1) + top("CHARGE", 1, 50, 1) +
+          top("CHARGE", 1, 20, 1) + top("CHARGE", 2, 40, 0) +
+          top("SET_LIMITS", NDOM + 0, 10, 20, 10) +
+          top("SET_LIMITS", 0, 100, 0x80, 0x80) +
+          top("SET_LIMITS", 0, 0, 4, 0) +                 # root: protection
+          top("SET_BUDGET", 1, 10, 0) + top("SET_BUDGET", 1, 0, 0) +
+          top("UNCHARGE", 1, 60) + top("RECLAIM", 0, 10, 1) +
+          b"".join(top("INVALID", g, NDOM + g % 3, g, g) for g in range(6)) +
+          top("FREE", 0) + top("FREE", 1) + top("FREE", 0) +
+          op("CHARGE", 0, 40, 1) + top("FREE", 2),
+          hdr(b0=40))
+
+# 20. a chain as deep as RCL_DOMAIN_MAX_DEPTH under domain 1, and one more
+tree_seed("deep",
+          kid(0, 1, budget=400) +
+          b"".join(kid(i, NDOM + i - 1) for i in range(1, 8)) +
+          top("CHARGE", 6, 33, 1) + top("SET_LIMITS", NDOM + 6, 4, 8, 8) +
+          top("SET_LIMITS", NDOM + 3, 0, 30, 20) +
+          top("CHARGE", 6, 10, 1) + top("FREE", 3) + top("FREE", 6) +
+          top("INVALID", 1, NDOM + 5, NDOM + 2) +
+          top("INVALID", 1, NDOM + 2, NDOM + 5),
+          hdr(b1=120))
+
+# 21. RCL_DOMAIN_RECURSIVE_PROT on domain 0: protected siblings and their
+# children, protection relative to every ancestor
+tree_seed("recursive",
+          kid(0, 0, pmin=7, plow=7) + kid(1, 0, pmin=1) + kid(2, NDOM + 0, pmin=3, plow=5) +
+          kid(3, NDOM + 0, plow=2) + kid(4, NDOM + 1) +
+          top("CHARGE", 2, 40, 1) + top("CHARGE", 3, 63, 1) +
+          top("CHARGE", 0, 9, 1) + top("CHARGE", 1, 30, 1) +
+          top("CHARGE", 4, 20, 1) + top("SET_LIMITS", NDOM + 1, 0, 50, 40) +
+          top("UNCHARGE", 3, 40) + top("SET_LIMITS", NDOM + 2, 0, 0x80, 0x80),
+          hdr(b0=100), th=0x01)
+
+# 22. soft children, a strict child above a lowered budget, a full root
+tree_seed("soft-full",
+          kid(0, 0, budget=40, soft=True) + kid(1, 0, budget=80) +
+          top("CHARGE", 0, 60, 1) + top("CHARGE", 0, 60, 1) +
+          top("CHARGE", 1, 63, 1) + top("SET_BUDGET", 1, 5, 1) +
+          top("CHARGE", 1, 1, 1) + top("UNCHARGE", 1, 50) +
+          top("CHARGE", 1, 1, 1) + top("CHARGE", 0, 63, 0) +
+          op("CHARGE", 0, 63, 1) + top("CHARGE", 1, 30, 1) +
+          top("SET_LIMITS", NDOM + 0, 8, 0, 0),
+          hdr(d0=FLUSHER, b0=30))
+
+# 23. reclaim of the root's lruvecs from a child's charge, with evict
+# callbacks that try what a pass of the tree refuses (mode bit 5)
+tree_seed("callbacks",
+          op("ATTACH", 0, 0, 0) + op("ATTACH", 0, 1, 0) +
+          kid(0, 0, pmin=2, plow=2) + kid(1, NDOM + 0) +
+          b"".join(add(i, i % 2, w=6, mode=0) for i in range(12)) +
+          b"".join(op("SET_MODE", i, 0x20 | (i % 2)) for i in range(12)) +
+          top("CHARGE", 1, 63, 1) + top("CHARGE", 0, 63, 1) +
+          op("RECLAIM", 0, 6, 1) + top("SET_LIMITS", 0, 10, 0x80, 0x80) +
+          top("SET_BUDGET", 0, 3, 0) + op("TUNE", 0, 0, 10),
+          hdr(b0=30), th=0xa0)
 
 
 def main():
