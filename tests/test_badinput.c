@@ -2582,7 +2582,17 @@ static void test_badinput_domain_tree_free_busy(void **state)
 	assert_int_equal(rcl_domain_usage(root), 0);
 	assert_int_equal(rcl_domain_free(leaf), 0);
 	assert_int_equal(rcl_domain_free(root), -EBUSY);	/* mid remains */
+	/*
+	 * A child freed while it holds charges: what it holds leaves its
+	 * ancestors too (UNDOCUMENTED, F18), so each stays the sum of what is
+	 * charged through it.
+	 */
+	assert_int_equal(rcl_domain_charge(mid, 30, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(root, 5, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_usage(root), 35);
 	assert_int_equal(rcl_domain_free(mid), 0);
+	assert_int_equal(rcl_domain_usage(root), 5);
+	assert_int_equal(rcl_domain_uncharge(root, 5), 0);
 	assert_int_equal(rcl_domain_free(root), 0);
 }
 
@@ -2718,7 +2728,8 @@ static void test_badinput_domain_set_limits(void **state)
 /* set_limits from a callback of a reclaim pass of the tree: -EDEADLK. */
 static struct rcl_domain *sl_target[3];
 static struct rcl_domain_limits sl_lim, sl_root_lim;
-static atomic_int sl_rc[3], sl_done;
+static atomic_int sl_rc[3], sl_done, sl_free_rc, sl_new_rc;
+static struct rcl_domain *sl_leaf, *sl_new_out;
 
 static enum rcl_evict_status evict_set_limits(struct rcl_lru_node *node,
 					      struct rcl_evict_control *ctl)
@@ -2732,6 +2743,14 @@ static enum rcl_evict_status evict_set_limits(struct rcl_lru_node *node,
 				     rcl_domain_set_limits(sl_target[i],
 							   i == 1 ? &sl_root_lim
 								  : &sl_lim));
+		/* UNDOCUMENTED (F19): free and new in the tree refuse too. */
+		{
+			struct rcl_domain_config cfg = { .budget = 10,
+							 .parent = sl_target[0] };
+
+			atomic_store(&sl_free_rc, rcl_domain_free(sl_leaf));
+			atomic_store(&sl_new_rc, rcl_domain_new(&cfg, &sl_new_out));
+		}
 		atomic_store(&sl_done, 1);
 	}
 	return RCL_EVICT_BUSY;
@@ -2743,12 +2762,14 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 	struct rcl_domain *child = child_new(root, 0);
 	struct rcl_domain *other = domain_new(1000);
 	struct rcl_domain *other_child = child_new(other, 0);
+	struct rcl_domain *leaf = child_new(root, 0);
 	struct rcl_domain_limits lc, lr, got;
 	struct rcl_lruvec lv;
 	struct obj o[4];
 	unsigned pass;
 
 	(void)state;
+	sl_leaf = leaf;
 	memset(o, 0, sizeof(o));
 	lc = (struct rcl_domain_limits){ .limit_high = 900, .protect_low = 5,
 					 .protect_min = 3 };
@@ -2774,6 +2795,7 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 						     .protect_low = 1 };
 		sl_root_lim = (struct rcl_domain_limits){ .limit_high = 20 + pass };
 		atomic_store(&sl_done, 0);
+		sl_new_out = NULL;
 		evict_hook = evict_set_limits;
 		assert_int_equal(rcl_domain_reclaim(pass ? child : root, 1,
 						    RCL_CTX_CAPABLE, NULL), 0);
@@ -2782,6 +2804,10 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 		assert_int_equal(atomic_load(&sl_rc[0]), -EDEADLK);
 		assert_int_equal(atomic_load(&sl_rc[1]), -EDEADLK);
 		assert_int_equal(atomic_load(&sl_rc[2]), 0);
+		assert_int_equal(atomic_load(&sl_free_rc), -EDEADLK);
+		assert_int_equal(atomic_load(&sl_new_rc), -EDEADLK);
+		assert_null(sl_new_out);
+		assert_ptr_equal(rcl_domain_parent(leaf), root);
 		/* Nothing changed in the tree; the other tree took its values. */
 		assert_int_equal(rcl_domain_limits(child, &got), 0);
 		assert_memory_equal(&got, &lc, sizeof(got));
@@ -2800,6 +2826,7 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 	lv_fini(&lv, o, 4);
 	assert_int_equal(rcl_domain_free(other_child), 0);
 	assert_int_equal(rcl_domain_free(other), 0);
+	assert_int_equal(rcl_domain_free(leaf), 0);
 	assert_int_equal(rcl_domain_free(child), 0);
 	assert_int_equal(rcl_domain_free(root), 0);
 }
