@@ -158,7 +158,7 @@ static uint64_t pick_ctx(uint64_t r)
 	return (r & 1) ? RCL_CTX_CAPABLE : RCL_CTX_MAY_IO;
 }
 
-static void obj_create(struct worker *w, struct tobj *o, uint64_t r)
+static void obj_create(struct tobj *o, uint64_t r)
 {
 	int st = T_FREE;
 	unsigned d = pick_dom(r >> 8);
@@ -167,7 +167,6 @@ static void obj_create(struct worker *w, struct tobj *o, uint64_t r)
 
 	if (!atomic_compare_exchange_strong(&o->state, &st, T_BUSY))
 		return;
-	(void)w;
 	err = rcl_domain_charge(doms[d], wt, pick_ctx(r >> 40), NULL);
 	if (err) {
 		T_EQ(err, -ENOMEM);
@@ -246,7 +245,7 @@ static void *worker_main(void *arg)
 		unsigned op = (unsigned)(r % 100);
 
 		if (op < 45)
-			obj_create(w, o, r);
+			obj_create(o, r);
 		else if (op < 80)
 			obj_delete(o);
 		else if (op < 85)
