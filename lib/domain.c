@@ -204,8 +204,13 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			return RCL__REFUSE(-EINVAL, "a child must have its parent's partitions");
 		if (cfg->clock && cfg->clock != pa->clock)
 			return RCL__REFUSE(-EINVAL, "a child must have its parent's clock");
-		if (in_tree_pass(pa))
-			return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the parent's tree, which holds the tree");
+		/*
+		 * A pass holds its tree's lock for reading: creating a child
+		 * of any tree from its callbacks could wait for a pass that
+		 * waits for this one.
+		 */
+		if (rcl__tls_pass_tree)
+			return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass, which holds its tree");
 	} else if (cfg->protect_low || cfg->protect_min) {
 		return RCL__REFUSE(-EINVAL, "a root is never protected from its own pressure: protection needs a parent");
 	} else if (!cfg->budget) {
@@ -353,8 +358,8 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	if (rcl__tls_reclaimer_of == d || rcl__tls_flusher_of == d ||
 	    rcl__tls_writing_of == d)
 		return RCL__REFUSE(-EDEADLK, "called from the domain's own reclaimer or flusher thread, or from a write callback of its write-back");
-	if (in_tree_pass(d))
-		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree, which holds the tree");
+	if (in_tree_pass(d) || (d->parent && rcl__tls_pass_tree))
+		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass, which holds its tree");
 	pthread_rwlock_rdlock(&d->root->tree_lock);
 	err = d->nr_children ? -EBUSY : 0;
 	pthread_rwlock_unlock(&d->root->tree_lock);
@@ -988,6 +993,30 @@ static bool others_isolated(struct rcl_domain *d)
 	return any;
 }
 
+/* Put every thread's pending adds on the lists of @t's subtree. */
+static void drain_subtree(struct rcl_domain *t)
+{
+	struct rcl_domain *d;
+
+	pthread_rwlock_rdlock(&t->root->tree_lock);
+	for (d = t; d; d = tree_next(t, d))
+		rcl__domain_drain_all(d);
+	pthread_rwlock_unlock(&t->root->tree_lock);
+}
+
+/* Do other threads hold objects of @t's subtree isolated right now? */
+static bool subtree_isolated(struct rcl_domain *t)
+{
+	struct rcl_domain *d;
+	bool any = false;
+
+	pthread_rwlock_rdlock(&t->root->tree_lock);
+	for (d = t; d && !any; d = tree_next(t, d))
+		any = others_isolated(d);
+	pthread_rwlock_unlock(&t->root->tree_lock);
+	return any;
+}
+
 /*
  * Direct reclaim until a charge of @amount would leave at least min of
  * headroom, or until that is hopeless (see CHARGE_RECLAIM_TRIES).
@@ -1013,9 +1042,9 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 					   context, &res);
 		if (!res.nr_reclaimed && !res.slab_freed) {
 			if (!drained) {
-				rcl__domain_drain_all(d);
+				drain_subtree(d);
 				drained = true;
-			} else if (others_isolated(d)) {
+			} else if (subtree_isolated(d)) {
 				sched_yield();
 			} else {
 				return;
@@ -1130,30 +1159,6 @@ static RCL__HOT int flat_charge(struct rcl_domain *d, uint64_t amount,
 			*overshoot = u - budget;
 	}
 	return 0;
-}
-
-/* Put every thread's pending adds on the lists of @t's subtree. */
-static void drain_subtree(struct rcl_domain *t)
-{
-	struct rcl_domain *d;
-
-	pthread_rwlock_rdlock(&t->root->tree_lock);
-	for (d = t; d; d = tree_next(t, d))
-		rcl__domain_drain_all(d);
-	pthread_rwlock_unlock(&t->root->tree_lock);
-}
-
-/* Do other threads hold objects of @t's subtree isolated right now? */
-static bool subtree_isolated(struct rcl_domain *t)
-{
-	struct rcl_domain *d;
-	bool any = false;
-
-	pthread_rwlock_rdlock(&t->root->tree_lock);
-	for (d = t; d && !any; d = tree_next(t, d))
-		any = others_isolated(d);
-	pthread_rwlock_unlock(&t->root->tree_lock);
-	return any;
 }
 
 /*
