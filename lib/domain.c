@@ -247,7 +247,11 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		d->recursive_prot = cfg->flags & RCL_DOMAIN_RECURSIVE_PROT;
 	}
 	atomic_init(&d->limit_high,
-		    cfg->limit_high ? cfg->limit_high : UINT64_MAX);
+		    cfg->limit_high && cfg->limit_high != UINT64_MAX
+			    ? cfg->limit_high
+			    : UINT64_MAX);
+	if (atomic_load(&d->limit_high) != UINT64_MAX)
+		atomic_fetch_add(&d->root->nr_high, 1);
 	atomic_init(&d->protect_low, cfg->protect_low);
 	atomic_init(&d->protect_min, cfg->protect_min);
 	d->max_lruvecs = max_lv;
@@ -260,7 +264,8 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	atomic_init(&d->budget, budget);
 	derive_watermarks(budget, d->scale, &wm);
 	store_watermarks(d, &wm);
-	d->stock_cfg = cfg->charge_stock;
+	/* Stocks are the tree's: configured on its root. */
+	d->stock_cfg = d->parent ? d->root->stock_cfg : cfg->charge_stock;
 	stock_size(d, budget);
 	d->bg_ratio = cfg->dirty_background_ratio ? cfg->dirty_background_ratio
 						  : 10;
@@ -416,6 +421,8 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 		for (c = d->parent; c; c = c->parent)
 			level_uncharge(c, left);
 	}
+	if (d->parent && atomic_load(&d->limit_high) != UINT64_MAX)
+		atomic_fetch_sub(&d->root->nr_high, 1);
 	a = d->alloc;
 	pthread_rwlock_destroy(&d->tree_lock);
 	pthread_mutex_destroy(&d->wblock);
@@ -619,37 +626,86 @@ static RCL__TLS struct charge_stock *tls_stock;
 static RCL__TLS unsigned tls_stock_retry;
 
 /*
- * The one place where a stock's memory is taken from a domain's counter:
- * @amount, only if usage is left at least the high watermark below the
- * budget (a stock never takes memory a charge or reclaim would miss).  The
- * hierarchical domains (#17) will charge the ancestors here.
+ * The one place where a stock's memory is taken from the counters: @amount,
+ * from @d and each of its ancestors, only if that leaves every level room:
+ * a child level at least 1/RCL_CHARGE_STOCKS_SHARE of its budget and of
+ * its limit_high below them, the root at least its high watermark below its
+ * budget (a stock never takes memory a charge or reclaim would miss).
+ * Nothing is taken if any level refuses.
  */
 static bool stock_take(struct rcl_domain *d, uint64_t amount)
 {
-	unsigned long long u = atomic_load(&d->usage);
-	uint64_t limit = atomic_load(&d->budget), high;
+	struct rcl_domain *c, *u;
+	unsigned long long v;
+	uint64_t limit, high;
 
-	high = atomic_load(&d->whigh);
+	for (c = d; c->parent; c = c->parent) {
+		limit = RCL_MIN((uint64_t)atomic_load(&c->budget),
+				(uint64_t)atomic_load(&c->limit_high));
+		limit -= limit / RCL_CHARGE_STOCKS_SHARE;
+		v = atomic_load(&c->usage);
+		do {
+			if (amount > limit || v > limit - amount)
+				goto undo;
+		} while (!atomic_compare_exchange_weak(&c->usage, &v,
+						       v + amount));
+	}
+	v = atomic_load(&c->usage);
+	limit = atomic_load(&c->budget);
+	high = atomic_load(&c->whigh);
 	if (high >= limit)
-		return false;
+		goto undo;
 	limit -= high;
 	do {
-		if (amount > limit || u > limit - amount)
-			return false;
-	} while (!atomic_compare_exchange_weak(&d->usage, &u, u + amount));
+		if (amount > limit || v > limit - amount)
+			goto undo;
+	} while (!atomic_compare_exchange_weak(&c->usage, &v, v + amount));
 	return true;
+undo:
+	for (u = d; u != c; u = u->parent)
+		level_uncharge(u, amount);
+	return false;
 }
 
-/* ... and the one place where it goes back: usage clamps at 0. */
+/* ... and the one place where it goes back, to every level: clamps at 0. */
 static void stock_return(struct rcl_domain *d, uint64_t amount)
 {
-	unsigned long long u = atomic_load(&d->usage);
+	struct rcl_domain *c;
 
 	if (!amount)
 		return;
-	while (!atomic_compare_exchange_weak(&d->usage, &u,
-					     u > amount ? u - amount : 0))
-		;
+	for (c = d; c; c = c->parent)
+		level_uncharge(c, amount);
+}
+
+/*
+ * Count a stock attached to @d at every level, each bounded by its
+ * stock_max; false (nothing counted) if one is at its bound.
+ */
+static bool stock_count_up(struct rcl_domain *d)
+{
+	struct rcl_domain *c, *u;
+
+	for (c = d; c; c = c->parent) {
+		unsigned n = atomic_load(&c->nr_stocks);
+
+		do {
+			if (n >= atomic_load(&c->stock_max))
+				goto undo;
+		} while (!atomic_compare_exchange_weak(&c->nr_stocks, &n,
+						       n + 1));
+	}
+	return true;
+undo:
+	for (u = d; u != c; u = u->parent)
+		atomic_fetch_sub(&u->nr_stocks, 1);
+	return false;
+}
+
+static void stock_count_down(struct rcl_domain *d)
+{
+	for (; d; d = d->parent)
+		atomic_fetch_sub(&d->nr_stocks, 1);
 }
 
 /* Detach @s (its lock held) from its domain, giving back what it holds. */
@@ -664,7 +720,7 @@ static void stock_detach_locked(struct charge_stock *s)
 	if (!(nr & STOCK_DEAD))
 		stock_return(d, nr);
 	atomic_store(&s->dom, NULL);
-	atomic_fetch_sub(&d->nr_stocks, 1);
+	stock_count_down(d);
 }
 
 static void stock_unlink(struct charge_stock *s)
@@ -802,7 +858,12 @@ fail:
 static void stock_size(struct rcl_domain *d, uint64_t budget)
 {
 	uint64_t cap = RCL_MIN(d->stock_cfg, budget / RCL_CHARGE_STOCK_SHARE);
-	uint64_t max = cap ? budget / RCL_CHARGE_STOCKS_SHARE / cap : 0;
+	uint64_t max;
+
+	/* No larger than a stock of any ancestor: their bounds hold too. */
+	if (d->parent)
+		cap = RCL_MIN(cap, (uint64_t)atomic_load(&d->parent->stock_cap));
+	max = cap ? budget / RCL_CHARGE_STOCKS_SHARE / cap : 0;
 
 	atomic_store(&d->stock_cap, cap);
 	atomic_store(&d->stock_max, (unsigned)RCL_MIN(max, UINT32_MAX));
@@ -847,13 +908,8 @@ static bool stock_refill(struct rcl_domain *d, uint64_t amount)
 	pthread_mutex_lock(&s->lock);
 	old = atomic_load(&s->dom);
 	if (old != d) {
-		unsigned n = atomic_load(&d->nr_stocks);
-
-		do {
-			if (n >= atomic_load(&d->stock_max))
-				goto out;
-		} while (!atomic_compare_exchange_weak(&d->nr_stocks, &n,
-						       n + 1));
+		if (!stock_count_up(d))
+			goto out;
 		stock_detach_locked(s);
 		atomic_store(&s->dom, d);
 		atomic_store(&s->nr, 0);
@@ -911,7 +967,8 @@ static inline bool stock_refund(struct rcl_domain *d, uint64_t amount)
 }
 
 /*
- * Detach every stock of @d.  Unconditional, for rcl_domain_free(): under
+ * Detach every stock of @d and of its subtree (they hold @d's memory too).
+ * Unconditional, for rcl_domain_free(): under
  * the registry lock, a stock that its exiting thread gives back is seen
  * either way.
  */
@@ -922,7 +979,7 @@ static void stocks_forget(struct rcl_domain *d)
 	pthread_mutex_lock(&stock_registry_lock);
 	for (s = stock_head.next; s != &stock_head; s = s->next) {
 		pthread_mutex_lock(&s->lock);
-		if (atomic_load(&s->dom) == d)
+		if (in_subtree(d, atomic_load(&s->dom)))
 			stock_detach_locked(s);
 		pthread_mutex_unlock(&s->lock);
 	}
@@ -1063,7 +1120,8 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 						  uint64_t amount,
 						  uint64_t context,
-						  uint64_t *overshoot)
+						  uint64_t *overshoot,
+						  bool may_stock)
 {
 	unsigned long long u;
 	uint64_t budget, room, low;
@@ -1076,7 +1134,7 @@ static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 	 * reclaimer's charges and uncharges move usage itself, so that the
 	 * pass sees its progress.
 	 */
-	stocked = d->stock_cfg && !in_pass(d);
+	stocked = may_stock && d->stock_cfg && !in_pass(d);
 	if (stocked && stock_consume(d, amount))
 		return 1;
 	budget = atomic_load(&d->budget);
@@ -1187,6 +1245,12 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
 		u = atomic_load(&c->usage);
 		if (u <= high)
 			continue;
+		if (atomic_load(&c->nr_stocks)) {
+			rcl__domain_drain_stocks(c);
+			u = atomic_load(&c->usage);
+			if (u <= high)
+				continue;
+		}
 		ev_add(c, EV_HIGH, 1);
 		if ((context & RCL_CTX_MAY_BLOCK) && !in_pass(c) &&
 		    rcl__tls_reclaimer_of != c->root) {
@@ -1214,13 +1278,13 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
  * charge if strict (an oom event), or is admitted over its budget if soft.
  * Whatever fails, nothing stays charged at any level.
  */
-static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
-						  uint64_t amount,
-						  uint64_t context,
-						  uint64_t *overshoot)
+static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
+						       uint64_t amount,
+						       uint64_t context,
+						       uint64_t *overshoot)
 {
 	bool may = (context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(d);
-	unsigned forced = 0, maxed = 0, rounds, tries = 0;
+	unsigned forced = 0, maxed = 0, stock_drained = 0, rounds, tries = 0;
 	struct rcl_domain *c, *u, *last = NULL;
 	bool drained = false;
 	uint64_t os = 0;
@@ -1235,7 +1299,7 @@ static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
 				break;
 		}
 		if (!err) {
-			err = flat_charge(d->root, amount, context, &os);
+			err = flat_charge(d->root, amount, context, &os, false);
 			if (err >= 0)
 				break;
 		}
@@ -1248,6 +1312,18 @@ static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
 			last = c;
 			tries = 0;
 			drained = false;
+		}
+		/*
+		 * Stocks of its subtree hold some of its memory: take them
+		 * back before deciding anything (drain_all_stock()), so that
+		 * what follows is what it would be without stocks.
+		 */
+		if (!(stock_drained & (1u << c->depth))) {
+			stock_drained |= 1u << c->depth;
+			if (atomic_load(&c->nr_stocks)) {
+				rcl__domain_drain_stocks(c);
+				continue;
+			}
 		}
 		if (!(maxed & (1u << c->depth))) {
 			maxed |= 1u << c->depth;
@@ -1294,7 +1370,47 @@ static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
 	}
 	if (overshoot)
 		*overshoot = os;
-	over_high(d, context);
+	if (atomic_load_explicit(&d->root->nr_high, memory_order_relaxed))
+		over_high(d, context);
+	return 0;
+}
+
+/*
+ * The common case of a child's charge, kept apart from the retries: every
+ * child level has room (one CAS each), and the root's stock or the root's
+ * charge path takes it.  A child level that is full goes to
+ * tree_charge_slow(), which starts over.
+ */
+static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
+						  uint64_t amount,
+						  uint64_t context,
+						  uint64_t *overshoot)
+{
+	struct rcl_domain *c, *u, *r = d->root;
+	int err;
+
+	/* A stock for @d, charged to every level at once (refill_stock()). */
+	if (d->stock_cfg && !in_pass(d) && stock_refill(d, amount))
+		goto done;
+	for (c = d; c->parent; c = c->parent)
+		if (level_charge(c, amount, false))
+			break;
+	if (c->parent) {
+		for (u = d; u != c; u = u->parent)
+			level_uncharge(u, amount);
+		return tree_charge_slow(d, amount, context, overshoot);
+	}
+	{
+		err = flat_charge(r, amount, context, overshoot, false);
+		if (err < 0) {
+			for (u = d; u != r; u = u->parent)
+				level_uncharge(u, amount);
+			return err;
+		}
+	}
+done:
+	if (atomic_load_explicit(&r->nr_high, memory_order_relaxed))
+		over_high(d, context);
 	return 0;
 }
 
@@ -1307,12 +1423,12 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 		*overshoot = 0;
 	if (!d)
 		return -EINVAL;
-	if (unlikely(d->parent))
-		return tree_charge(d, amount, context, overshoot);
 	/* The fast path, with nothing to set up: from the thread's stock. */
 	if (d->stock_cfg && !in_pass(d) && stock_consume(d, amount))
 		return 0;
-	err = flat_charge(d, amount, context, overshoot);
+	if (unlikely(d->parent))
+		return tree_charge(d, amount, context, overshoot);
+	err = flat_charge(d, amount, context, overshoot, true);
 	if (err > 0)
 		return 0;	/* from the stock: usage did not move */
 	if (!err &&
@@ -1344,17 +1460,18 @@ static __attribute__((noinline)) void tree_uncharge(struct rcl_domain *d,
 
 	for (c = d; c->parent; c = c->parent)
 		level_uncharge(c, amount);
-	if (!(c->stock_cfg && !in_pass(c) && stock_refund(c, amount)))
-		flat_uncharge(c, amount);
+	flat_uncharge(c, amount);
 }
 
 RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 {
 	if (!d)
 		return -EINVAL;
+	if (d->stock_cfg && !in_pass(d) && stock_refund(d, amount))
+		return 0;
 	if (unlikely(d->parent))
 		tree_uncharge(d, amount);
-	else if (!(d->stock_cfg && !in_pass(d) && stock_refund(d, amount)))
+	else
 		flat_uncharge(d, amount);
 	return 0;
 }
@@ -1395,6 +1512,20 @@ static bool reclaim_to(struct rcl_domain *d, uint64_t level)
 }
 
 /*
+ * Size the stocks of @d's subtree again from their budgets, parents first
+ * (a stock is no larger than any ancestor's).
+ */
+static void resize_stocks(struct rcl_domain *d)
+{
+	struct rcl_domain *c;
+
+	pthread_rwlock_rdlock(&d->root->tree_lock);
+	for (c = d; c; c = tree_next(d, c))
+		stock_size(c, atomic_load(&c->budget));
+	pthread_rwlock_unlock(&d->root->tree_lock);
+}
+
+/*
  * A child's budget is its hard limit only (memory.max): no watermarks to
  * move, no stocks; a usage above the new one is reclaimed (bounded), and
  * what reclaim cannot free stays charged, above the budget, until it is
@@ -1409,6 +1540,8 @@ static int child_set_budget(struct rcl_domain *d, uint64_t budget)
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
 	pthread_mutex_unlock(&d->lock);
+	resize_stocks(d);
+	rcl__domain_drain_stocks(d);
 	rcl__domain_dirty_wake(d);
 	if (!reclaim_to(d, budget))
 		ev_add(d, EV_MAX, 1);
@@ -1428,7 +1561,6 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	pthread_mutex_lock(&d->lock);
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
-	stock_size(d, budget);
 	revive_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
@@ -1436,6 +1568,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	 * Stocks sized for the old budget, and memory the headroom below
 	 * must count: take them all back before looking.
 	 */
+	resize_stocks(d);
 	rcl__domain_drain_stocks(d);
 	/* The dirty thresholds follow the budget. */
 	rcl__domain_dirty_wake(d);
@@ -1519,7 +1652,7 @@ RCL_API int rcl_domain_set_swappiness(struct rcl_domain *d, unsigned swappiness)
 RCL_API int rcl_domain_set_limits(struct rcl_domain *d,
 				  const struct rcl_domain_limits *lim)
 {
-	uint64_t high;
+	uint64_t high, old;
 
 	if (!d || !lim)
 		return -EINVAL;
@@ -1530,10 +1663,17 @@ RCL_API int rcl_domain_set_limits(struct rcl_domain *d,
 	high = lim->limit_high ? lim->limit_high : UINT64_MAX;
 	atomic_store(&d->protect_min, lim->protect_min);
 	atomic_store(&d->protect_low, lim->protect_low);
-	atomic_store(&d->limit_high, high);
-	if (high != UINT64_MAX && atomic_load(&d->usage) > high &&
-	    !reclaim_to(d, high))
-		ev_add(d, EV_HIGH, 1);
+	old = atomic_exchange(&d->limit_high, high);
+	/* The tree's count of limits: the charge path's filter. */
+	if (old == UINT64_MAX && high != UINT64_MAX)
+		atomic_fetch_add(&d->root->nr_high, 1);
+	else if (old != UINT64_MAX && high == UINT64_MAX)
+		atomic_fetch_sub(&d->root->nr_high, 1);
+	if (high != UINT64_MAX && atomic_load(&d->usage) > high) {
+		rcl__domain_drain_stocks(d);
+		if (!reclaim_to(d, high))
+			ev_add(d, EV_HIGH, 1);
+	}
 	return 0;
 }
 

@@ -93,10 +93,14 @@ struct rcl_domain {
 	unsigned depth;
 	struct rcl_domain *parent, *root;
 	atomic_ullong limit_high;
+	atomic_uint nr_high;	/* in a root: domains of the tree with one */
 	char pad_usage_[64];
 
 	atomic_ullong usage;
-	/* Threads whose stock is charged to this domain (at most stock_max). */
+	/*
+	 * Threads whose stock is charged to this domain, the stock serving it
+	 * or a domain of its subtree (at most stock_max).
+	 */
 	atomic_uint nr_stocks;
 	atomic_ullong budget;
 	atomic_ullong wmin, wlow, whigh;
@@ -290,6 +294,16 @@ static inline struct rcl_domain *tree_next(const struct rcl_domain *target,
 		d = d->parent;
 	}
 	return NULL;
+}
+
+/* Is @d in @anc's subtree (@anc itself included)? */
+static inline bool in_subtree(const struct rcl_domain *anc,
+			      const struct rcl_domain *d)
+{
+	for (; d; d = d->parent)
+		if (d == anc)
+			return true;
+	return false;
 }
 
 /* Is @d inside a reclaim pass of its own tree, on this thread? */

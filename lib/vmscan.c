@@ -619,8 +619,7 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 	int prio;
 
 	/* What threads hold in stocks is memory this reclaim need not free. */
-	if (!d->parent)
-		rcl__domain_drain_stocks(d);
+	rcl__domain_drain_stocks(d);
 	vm_add(d, VM_ALLOCSTALL, 1);
 	RCL_PROBE2(mm_vmscan_direct_reclaim_begin, d, goal);
 	memset(res, 0, sizeof(*res));
@@ -664,15 +663,6 @@ retry:
 			pthread_mutex_unlock(&d->root->lock);
 		}
 	}
-}
-
-/* Is @d in @anc's subtree? */
-static bool in_subtree(const struct rcl_domain *anc, const struct rcl_domain *d)
-{
-	for (; d; d = d->parent)
-		if (d == anc)
-			return true;
-	return false;
 }
 
 RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,

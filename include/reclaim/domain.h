@@ -155,9 +155,20 @@
  * returns -EINVAL; rcl_domain_set_watermarks() too): the root's reclaimer
  * serves the whole tree, its passes walking every domain with protection
  * relative to the root, and its watermarks are the tree's.  Charge stocks
- * are the root's: a child's charge takes one compare-and-swap per child
- * level and is then served by the root's charge path, stock included.  A
- * child may not be given charge_stock (-EINVAL).
+ * are the tree's, configured on the root (a child may not be given
+ * charge_stock: -EINVAL), and hierarchical as memcg's: a thread's stock
+ * serves one domain of the tree, and what it holds is charged to that
+ * domain and to every ancestor, taken in one step per level when it is
+ * refilled; so a charge served from it moves no shared counter at any
+ * level.  A child's stock is no larger than any ancestor's, and is refilled
+ * only while every child level stays at least 1/RCL_CHARGE_STOCKS_SHARE of
+ * its budget and of its limit_high below them (the root: its high
+ * watermark), and each level counts the stocks of its subtree against its
+ * own bound.  Before a charge finds a child level full, and before
+ * limit_high reclaim, the stocks of that level's subtree are taken back
+ * (memcg's drain_all_stock()), so that, as for a root, every charge's
+ * outcome is the one it has without stocks; a child's charge without a
+ * stock takes one compare-and-swap per child level, then the root's.
  *
  * The parent is given at creation and never changes, so a tree cannot
  * have a cycle; depth is at most RCL_DOMAIN_MAX_DEPTH (a root is at depth
@@ -253,7 +264,8 @@ enum rcl_charge_mode {
  * @charge_stock: the most a thread's charge stock holds (see the DOC
  *	above), capped at budget / RCL_CHARGE_STOCK_SHARE; 0 = no stocks.  A
  *	good size is a few dozen of the domain's typical charges (memcg's
- *	stock is 64 pages); any value is accepted.  0 for a child
+ *	stock is 64 pages); any value is accepted.  On a root, for its
+ *	whole tree; 0 for a child
  * @parent: the parent domain, or NULL for a root (see "Trees of domains"
  *	above).  It must outlive this domain; a child shares its root's
  *	clock, and its partition count must equal the root's
@@ -461,9 +473,9 @@ RCL_API uint64_t rcl_domain_usage(const struct rcl_domain *d);
  * rcl_domain_drain_stocks() - take back every thread's charge stock
  * @d: the domain
  *
- * Gives what every thread's stock of @d holds back to its usage and
- * detaches the stocks (a thread's next charge takes a new one if there is
- * room).  The library does this itself before anything depends on the
+ * Gives what every thread's stock of @d, or of a domain of its subtree,
+ * holds back to the usages it was charged to, and detaches the stocks (a
+ * thread's next charge takes a new one if there is room).  The library does this itself before anything depends on the
  * headroom (see the DOC above); call it for an exact rcl_domain_usage().
  * Without stocks, nothing to do.
  *
