@@ -112,6 +112,50 @@ static void store_watermarks(struct rcl_domain *d, const struct rcl_watermarks *
 }
 
 /* ------------------------------------------------------------------------- */
+/* The levels of a tree                                                       */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * A child level's part of a charge (page_counter_try_charge()): by CAS,
+ * only what fits the level's budget unless @force (a soft level that gave
+ * up reclaiming), so that a strict level never exceeds its budget.
+ */
+static int level_charge(struct rcl_domain *c, uint64_t amount, bool force)
+{
+	unsigned long long u = atomic_load(&c->usage);
+
+	do {
+		if (u + amount < u)
+			return -EOVERFLOW;
+		if (!force && u + amount > atomic_load(&c->budget))
+			return -ENOMEM;
+	} while (!atomic_compare_exchange_weak(&c->usage, &u, u + amount));
+	return 0;
+}
+
+/*
+ * ... and of an uncharge: usage clamps at 0.  Inside a pass of this level,
+ * the pass's progress (shrink_partition()).
+ */
+static void level_uncharge(struct rcl_domain *c, uint64_t amount)
+{
+	unsigned long long u = atomic_load(&c->usage);
+
+	while (!atomic_compare_exchange_weak(&c->usage, &u,
+					     u > amount ? u - amount : 0))
+		;
+	if (rcl__tls_pass_domain == c)
+		rcl__tls_pass_uncharged +=
+			RCL_MIN(u, (unsigned long long)amount);
+}
+
+/* Is this thread inside a reclaim pass of @d, or of @d's tree? */
+static inline bool in_pass(const struct rcl_domain *d)
+{
+	return rcl__tls_pass_domain == d || in_tree_pass(d);
+}
+
+/* ------------------------------------------------------------------------- */
 /* Lifecycle                                                                  */
 /* ------------------------------------------------------------------------- */
 
@@ -127,11 +171,12 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	struct rcl_watermarks wm;
 	pthread_condattr_t ca;
 	struct rcl_domain *d;
+	uint64_t budget;
 	unsigned max_lv;
 	size_t size;
 	int err;
 
-	if (!cfg || !out || !cfg->budget ||
+	if (!cfg || !out ||
 	    cfg->nr_partitions > RCL_SHRINKER_MAX_PARTITIONS ||
 	    (cfg->mode != RCL_CHARGE_STRICT && cfg->mode != RCL_CHARGE_SOFT) ||
 	    !rcl_shrink_policy_name(cfg->shrink_policy) ||
@@ -141,10 +186,36 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	    (cfg->flush_policy != RCL_FLUSH_ALL &&
 	     cfg->flush_policy != RCL_FLUSH_PROPORTIONAL) ||
 	    (cfg->flusher && !cfg->flusher->wakeup) ||
-	    (cfg->flags & ~(RCL_DOMAIN_NONPROPORTIONAL |
-			    RCL_DOMAIN_RECLAIM_WRITES)) ||
 	    cfg->max_lruvecs > RCL_LRUVEC_MAX_IDS)
 		return -EINVAL;
+	if (cfg->flags & ~(RCL_DOMAIN_NONPROPORTIONAL | RCL_DOMAIN_RECLAIM_WRITES |
+			   RCL_DOMAIN_RECURSIVE_PROT))
+		return -EINVAL;
+	if (cfg->parent) {
+		const struct rcl_domain *pa = cfg->parent;
+
+		if (pa->depth >= RCL_DOMAIN_MAX_DEPTH)
+			return RCL__REFUSE(-EINVAL, "the tree would be deeper than RCL_DOMAIN_MAX_DEPTH");
+		if (cfg->charge_stock)
+			return RCL__REFUSE(-EINVAL, "a child domain has no charge stocks: its root's serve the tree");
+		if (cfg->flags & RCL_DOMAIN_RECURSIVE_PROT)
+			return RCL__REFUSE(-EINVAL, "RCL_DOMAIN_RECURSIVE_PROT is the tree's option: set it on the root");
+		if (cfg->nr_partitions && cfg->nr_partitions != pa->nr_partitions)
+			return RCL__REFUSE(-EINVAL, "a child must have its parent's partitions");
+		if (cfg->clock && cfg->clock != pa->clock)
+			return RCL__REFUSE(-EINVAL, "a child must have its parent's clock");
+		/*
+		 * A pass holds its tree's lock for reading: creating a child
+		 * of any tree from its callbacks could wait for a pass that
+		 * waits for this one.
+		 */
+		if (rcl__tls_pass_tree)
+			return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass, which holds its tree");
+	} else if (cfg->protect_low || cfg->protect_min) {
+		return RCL__REFUSE(-EINVAL, "a root is never protected from its own pressure: protection needs a parent");
+	} else if (!cfg->budget) {
+		return -EINVAL;
+	}
 	if (cfg->allocator) {
 		if (!cfg->allocator->alloc || !cfg->allocator->free)
 			return -EINVAL;
@@ -157,8 +228,25 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		return -ENOMEM;
 	memset(d, 0, size);
 	d->alloc = *a;
-	d->clock = cfg->clock ? cfg->clock : rcl_clock_monotonic();
-	d->nr_partitions = cfg->nr_partitions ? cfg->nr_partitions : 1;
+	budget = cfg->budget ? cfg->budget : UINT64_MAX;
+	if (cfg->parent) {
+		d->parent = cfg->parent;
+		d->root = cfg->parent->root;
+		d->depth = cfg->parent->depth + 1;
+		d->clock = cfg->parent->clock;
+		d->nr_partitions = cfg->parent->nr_partitions;
+		d->recursive_prot = d->root->recursive_prot;
+	} else {
+		d->root = d;
+		d->depth = 1;
+		d->clock = cfg->clock ? cfg->clock : rcl_clock_monotonic();
+		d->nr_partitions = cfg->nr_partitions ? cfg->nr_partitions : 1;
+		d->recursive_prot = cfg->flags & RCL_DOMAIN_RECURSIVE_PROT;
+	}
+	atomic_init(&d->limit_high,
+		    cfg->limit_high ? cfg->limit_high : UINT64_MAX);
+	atomic_init(&d->protect_low, cfg->protect_low);
+	atomic_init(&d->protect_min, cfg->protect_min);
 	d->max_lruvecs = max_lv;
 	d->mode = cfg->mode;
 	d->flags = cfg->flags;
@@ -166,11 +254,11 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 					       : RCL_WATERMARK_SCALE_DEFAULT;
 	atomic_init(&d->swappiness,
 		    cfg->swappiness ? cfg->swappiness : RCL_SWAPPINESS_DEFAULT);
-	atomic_init(&d->budget, cfg->budget);
-	derive_watermarks(cfg->budget, d->scale, &wm);
+	atomic_init(&d->budget, budget);
+	derive_watermarks(budget, d->scale, &wm);
 	store_watermarks(d, &wm);
 	d->stock_cfg = cfg->charge_stock;
-	stock_size(d, cfg->budget);
+	stock_size(d, budget);
 	d->bg_ratio = cfg->dirty_background_ratio ? cfg->dirty_background_ratio
 						  : 10;
 	d->hard_ratio = cfg->dirty_ratio ? cfg->dirty_ratio : 20;
@@ -217,11 +305,30 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		if (err)
 			pthread_mutex_destroy(&d->flock);
 	}
+	if (!err) {
+		err = -pthread_rwlock_init(&d->tree_lock, NULL);
+		if (err) {
+			pthread_mutex_destroy(&d->wblock);
+			pthread_mutex_destroy(&d->flock);
+		}
+	}
 	if (err) {
 		pthread_cond_destroy(&d->fcond);
 		pthread_cond_destroy(&d->wbcond);
 		pthread_cond_destroy(&d->cond);
 		goto fail_lock;
+	}
+	if (d->parent) {
+		/* Last among its siblings: walks visit children in order. */
+		struct rcl_domain **link;
+
+		pthread_rwlock_wrlock(&d->root->tree_lock);
+		for (link = &d->parent->children; *link;
+		     link = &(*link)->sibling)
+			;
+		*link = d;
+		d->parent->nr_children++;
+		pthread_rwlock_unlock(&d->root->tree_lock);
 	}
 	*out = d;
 	return 0;
@@ -251,6 +358,13 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	if (rcl__tls_reclaimer_of == d || rcl__tls_flusher_of == d ||
 	    rcl__tls_writing_of == d)
 		return RCL__REFUSE(-EDEADLK, "called from the domain's own reclaimer or flusher thread, or from a write callback of its write-back");
+	if (in_tree_pass(d) || (d->parent && rcl__tls_pass_tree))
+		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass, which holds its tree");
+	pthread_rwlock_rdlock(&d->root->tree_lock);
+	err = d->nr_children ? -EBUSY : 0;
+	pthread_rwlock_unlock(&d->root->tree_lock);
+	if (err)
+		return RCL__REFUSE(-EBUSY, "the domain has children (free them first)");
 	high = atomic_load(&d->high);
 	for (i = 0; i < high; i++)
 		if (atomic_load(&d->slots[i].lv))
@@ -279,7 +393,28 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 		sched_yield();
 	/* No thread-local stock may point at the domain once it is gone. */
 	stocks_forget(d);
+	if (d->parent) {
+		struct rcl_domain **link, *c;
+		uint64_t left;
+
+		pthread_rwlock_wrlock(&d->root->tree_lock);
+		for (link = &d->parent->children; *link != d;
+		     link = &(*link)->sibling)
+			;
+		*link = d->sibling;
+		d->parent->nr_children--;
+		pthread_rwlock_unlock(&d->root->tree_lock);
+		/*
+		 * What is still charged to it leaves the ancestors too, so
+		 * that each level stays the sum of what was charged through
+		 * it (the kernel reparents it; nothing here can own it).
+		 */
+		left = atomic_load(&d->usage);
+		for (c = d->parent; c; c = c->parent)
+			level_uncharge(c, left);
+	}
 	a = d->alloc;
+	pthread_rwlock_destroy(&d->tree_lock);
 	pthread_mutex_destroy(&d->wblock);
 	pthread_mutex_destroy(&d->flock);
 	pthread_cond_destroy(&d->fcond);
@@ -858,6 +993,30 @@ static bool others_isolated(struct rcl_domain *d)
 	return any;
 }
 
+/* Put every thread's pending adds on the lists of @t's subtree. */
+static void drain_subtree(struct rcl_domain *t)
+{
+	struct rcl_domain *d;
+
+	pthread_rwlock_rdlock(&t->root->tree_lock);
+	for (d = t; d; d = tree_next(t, d))
+		rcl__domain_drain_all(d);
+	pthread_rwlock_unlock(&t->root->tree_lock);
+}
+
+/* Do other threads hold objects of @t's subtree isolated right now? */
+static bool subtree_isolated(struct rcl_domain *t)
+{
+	struct rcl_domain *d;
+	bool any = false;
+
+	pthread_rwlock_rdlock(&t->root->tree_lock);
+	for (d = t; d && !any; d = tree_next(t, d))
+		any = others_isolated(d);
+	pthread_rwlock_unlock(&t->root->tree_lock);
+	return any;
+}
+
 /*
  * Direct reclaim until a charge of @amount would leave at least min of
  * headroom, or until that is hopeless (see CHARGE_RECLAIM_TRIES).
@@ -868,7 +1027,7 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 	bool drained = false;
 	unsigned tries;
 
-	if (!(context & RCL_CTX_MAY_BLOCK) || rcl__tls_pass_domain == d)
+	if (!(context & RCL_CTX_MAY_BLOCK) || in_pass(d))
 		return;
 	for (tries = 0; tries < CHARGE_RECLAIM_TRIES; tries++) {
 		struct rcl_reclaim_result res;
@@ -883,9 +1042,9 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 					   context, &res);
 		if (!res.nr_reclaimed && !res.slab_freed) {
 			if (!drained) {
-				rcl__domain_drain_all(d);
+				drain_subtree(d);
 				drained = true;
-			} else if (others_isolated(d)) {
+			} else if (subtree_isolated(d)) {
 				sched_yield();
 			} else {
 				return;
@@ -894,17 +1053,17 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 	}
 }
 
-RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
-			      uint64_t context, uint64_t *overshoot)
+/*
+ * A root's charge (the flat domain's): 0, or 1 when the thread's stock
+ * served it (usage did not move); -ENOMEM, -EOVERFLOW.
+ */
+static RCL__HOT int flat_charge(struct rcl_domain *d, uint64_t amount,
+				uint64_t context, uint64_t *overshoot)
 {
 	unsigned long long u;
 	uint64_t budget, room, low;
 	bool stocked;
 
-	if (overshoot)
-		*overshoot = 0;
-	if (!d)
-		return -EINVAL;
 	/*
 	 * From the thread's stock (memory already charged, within the
 	 * budget), else a refill that leaves usage at least the high
@@ -912,13 +1071,14 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 	 * reclaimer's charges and uncharges move usage itself, so that the
 	 * pass sees its progress.
 	 */
-	stocked = d->stock_cfg && rcl__tls_pass_domain != d;
+	stocked = d->stock_cfg && !in_pass(d);
 	if (stocked && stock_consume(d, amount))
-		return 0;
+		return 1;
 	budget = atomic_load(&d->budget);
 	/* A charge that can never fit is refused without evicting anything. */
 	if (d->mode == RCL_CHARGE_STRICT && amount > budget) {
 		vm_add(d, VM_CHARGE_FAILURES, 1);
+		ev_add(d, EV_OOM, 1);
 		return -ENOMEM;
 	}
 	if (stocked && stock_refill(d, amount))
@@ -957,6 +1117,7 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 		if (d->mode == RCL_CHARGE_STRICT &&
 		    u + amount > atomic_load(&d->budget)) {
 			vm_add(d, VM_CHARGE_FAILURES, 1);
+			ev_add(d, EV_OOM, 1);
 			return -ENOMEM;
 		}
 	} while (!atomic_compare_exchange_weak(&d->usage, &u, u + amount));
@@ -984,7 +1145,7 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 
 		if ((woke || (atomic_load(&d->wake_pending) &&
 			      room < min + (low - min) / 2)) &&
-		    (context & RCL_CTX_MAY_BLOCK) && rcl__tls_pass_domain != d &&
+		    (context & RCL_CTX_MAY_BLOCK) && !in_pass(d) &&
 		    rcl__tls_reclaimer_of != d)
 			sched_yield();
 	}
@@ -993,10 +1154,161 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 	u += amount;
 	if (u > budget) {
 		vm_add(d, VM_CHARGE_OVERSHOOTS, 1);
+		ev_add(d, EV_OOM, 1);
 		if (overshoot)
 			*overshoot = u - budget;
 	}
 	return 0;
+}
+
+/*
+ * memory.high (mem_cgroup_handle_over_high()): every level of @d's path
+ * that a charge left above its limit_high counts a high event, and the
+ * charging thread, if it may block, reclaims that level's subtree down to
+ * the limit (one reclaim, bounded) before returning.
+ */
+static void over_high(struct rcl_domain *d, uint64_t context)
+{
+	struct rcl_domain *c;
+
+	for (c = d; c; c = c->parent) {
+		uint64_t high = atomic_load_explicit(&c->limit_high,
+						     memory_order_relaxed);
+		uint64_t u;
+
+		if (likely(high == UINT64_MAX))
+			continue;
+		u = atomic_load(&c->usage);
+		if (u <= high)
+			continue;
+		ev_add(c, EV_HIGH, 1);
+		if ((context & RCL_CTX_MAY_BLOCK) && !in_pass(c) &&
+		    rcl__tls_reclaimer_of != c->root) {
+			struct rcl_reclaim_result res;
+
+			rcl__domain_direct_reclaim(
+				c, rcl__domain_goal_objects(c, u - high), context,
+				&res);
+		}
+	}
+}
+
+/*
+ * Most sweeps a child's charge makes, over all the levels it finds full:
+ * each level gets CHARGE_RECLAIM_TRIES, and levels can fill again while
+ * others are reclaimed.
+ */
+#define TREE_CHARGE_ROUNDS (CHARGE_RECLAIM_TRIES * RCL_DOMAIN_MAX_DEPTH)
+
+/*
+ * A child's charge (memcg's try_charge()): each child level from @d up by
+ * CAS, then the root's own charge path.  A child level that is full makes
+ * the caller reclaim that level's subtree (a max event), with the same
+ * retries as a root's charge, and try again; one that stays full fails the
+ * charge if strict (an oom event), or is admitted over its budget if soft.
+ * Whatever fails, nothing stays charged at any level.
+ */
+static int tree_charge(struct rcl_domain *d, uint64_t amount,
+		       uint64_t context, uint64_t *overshoot)
+{
+	bool may = (context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(d);
+	unsigned forced = 0, maxed = 0, rounds, tries = 0;
+	struct rcl_domain *c, *u, *last = NULL;
+	bool drained = false;
+	uint64_t os = 0;
+	int err;
+
+	for (rounds = 0;; rounds++) {
+		err = 0;
+		for (c = d; c->parent; c = c->parent) {
+			err = level_charge(c, amount,
+					   forced & (1u << c->depth));
+			if (err)
+				break;
+		}
+		if (!err) {
+			err = flat_charge(d->root, amount, context, &os);
+			if (err >= 0)
+				break;
+		}
+		for (u = d; u != c; u = u->parent)
+			level_uncharge(u, amount);
+		if (err == -EOVERFLOW || !c->parent)
+			return err;
+		/* Child level @c is full. */
+		if (c != last) {
+			last = c;
+			tries = 0;
+			drained = false;
+		}
+		if (!(maxed & (1u << c->depth))) {
+			maxed |= 1u << c->depth;
+			ev_add(c, EV_MAX, 1);
+		}
+		if (may && amount <= atomic_load(&c->budget) &&
+		    tries < CHARGE_RECLAIM_TRIES && rounds < TREE_CHARGE_ROUNDS) {
+			uint64_t deficit = need(c, amount);
+			struct rcl_reclaim_result res;
+
+			tries++;
+			if (!deficit)
+				continue;	/* room was made meanwhile */
+			rcl__domain_direct_reclaim(
+				c, rcl__domain_goal_objects(c, deficit), context,
+				&res);
+			if (!res.nr_reclaimed && !res.slab_freed) {
+				if (!drained) {
+					drain_subtree(c);
+					drained = true;
+				} else if (subtree_isolated(c)) {
+					sched_yield();
+				} else {
+					tries = CHARGE_RECLAIM_TRIES;
+				}
+			}
+			continue;
+		}
+		/* It stays full. */
+		ev_add(c, EV_OOM, 1);
+		if (c->mode == RCL_CHARGE_STRICT) {
+			vm_add(c, VM_CHARGE_FAILURES, 1);
+			return -ENOMEM;
+		}
+		vm_add(c, VM_CHARGE_OVERSHOOTS, 1);
+		forced |= 1u << c->depth;
+	}
+	/* How far the charge left the most overcommitted level. */
+	for (c = d; c->parent; c = c->parent) {
+		uint64_t b = atomic_load(&c->budget), v = atomic_load(&c->usage);
+
+		if (v > b)
+			os = RCL_MAX(os, v - b);
+	}
+	if (overshoot)
+		*overshoot = os;
+	over_high(d, context);
+	return 0;
+}
+
+RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
+			      uint64_t context, uint64_t *overshoot)
+{
+	int err;
+
+	if (overshoot)
+		*overshoot = 0;
+	if (!d)
+		return -EINVAL;
+	if (unlikely(d->parent))
+		return tree_charge(d, amount, context, overshoot);
+	err = flat_charge(d, amount, context, overshoot);
+	if (err > 0)
+		return 0;	/* from the stock: usage did not move */
+	if (!err &&
+	    unlikely(atomic_load_explicit(&d->limit_high,
+					  memory_order_relaxed) != UINT64_MAX))
+		over_high(d, context);
+	return err;
 }
 
 RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
@@ -1005,8 +1317,14 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 
 	if (!d)
 		return -EINVAL;
-	if (d->stock_cfg && rcl__tls_pass_domain != d &&
-	    stock_refund(d, amount))
+	if (unlikely(d->parent)) {
+		struct rcl_domain *c;
+
+		for (c = d; c->parent; c = c->parent)
+			level_uncharge(c, amount);
+		d = c;
+	}
+	if (d->stock_cfg && !in_pass(d) && stock_refund(d, amount))
 		return 0;
 	u = atomic_load(&d->usage);
 	while (!atomic_compare_exchange_weak(&d->usage, &u,
@@ -1029,6 +1347,52 @@ RCL_API uint64_t rcl_domain_budget(const struct rcl_domain *d)
 	return d ? atomic_load(&((struct rcl_domain *)d)->budget) : 0;
 }
 
+/*
+ * Reclaim @d's subtree until its usage is at most @level, while sweeps make
+ * progress: at most CHARGE_RECLAIM_TRIES.  True if it got there.
+ */
+static bool reclaim_to(struct rcl_domain *d, uint64_t level)
+{
+	unsigned tries;
+
+	if (in_pass(d))
+		return atomic_load(&d->usage) <= level;
+	for (tries = 0; tries < CHARGE_RECLAIM_TRIES; tries++) {
+		uint64_t u = atomic_load(&d->usage);
+		struct rcl_reclaim_result res;
+
+		if (u <= level)
+			return true;
+		rcl__domain_direct_reclaim(
+			d, rcl__domain_goal_objects(d, u - level),
+			RCL_CTX_CAPABLE, &res);
+		if (!res.nr_reclaimed && !res.slab_freed)
+			break;
+	}
+	return atomic_load(&d->usage) <= level;
+}
+
+/*
+ * A child's budget is its hard limit only (memory.max): no watermarks to
+ * move, no stocks; a usage above the new one is reclaimed (bounded), and
+ * what reclaim cannot free stays charged, above the budget, until it is
+ * uncharged: new charges fail (strict) or overshoot (soft) until then.
+ */
+static int child_set_budget(struct rcl_domain *d, uint64_t budget)
+{
+	struct rcl_watermarks wm;
+
+	derive_watermarks(budget, d->scale, &wm);
+	pthread_mutex_lock(&d->lock);
+	atomic_store(&d->budget, budget);
+	store_watermarks(d, &wm);
+	pthread_mutex_unlock(&d->lock);
+	rcl__domain_dirty_wake(d);
+	if (!reclaim_to(d, budget))
+		ev_add(d, EV_MAX, 1);
+	return 0;
+}
+
 RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 {
 	struct rcl_watermarks wm;
@@ -1036,6 +1400,8 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 
 	if (!d || !budget)
 		return -EINVAL;
+	if (d->parent)
+		return child_set_budget(d, budget);
 	derive_watermarks(budget, d->scale, &wm);
 	pthread_mutex_lock(&d->lock);
 	atomic_store(&d->budget, budget);
@@ -1055,7 +1421,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	if (headroom(d) < wm.low) {
 		if (bg) {
 			rcl__domain_wake_reclaimer(d);
-		} else if (rcl__tls_pass_domain != d) {
+		} else if (!in_pass(d)) {
 			struct rcl_reclaim_result res;
 
 			rcl__domain_direct_reclaim(
@@ -1096,6 +1462,8 @@ RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
 {
 	if (!d || !wm || !(wm->min < wm->low && wm->low < wm->high))
 		return -EINVAL;
+	if (d->parent)
+		return RCL__REFUSE(-EINVAL, "a child domain has no watermarks: its root's are the tree's");
 	pthread_mutex_lock(&d->lock);
 	/* Checked under the lock, so a concurrent set_budget() cannot
 	 * leave high above the budget. */
@@ -1123,8 +1491,96 @@ RCL_API int rcl_domain_set_swappiness(struct rcl_domain *d, unsigned swappiness)
 }
 
 /* ------------------------------------------------------------------------- */
+/* Limits and the tree                                                        */
+/* ------------------------------------------------------------------------- */
+
+RCL_API int rcl_domain_set_limits(struct rcl_domain *d,
+				  const struct rcl_domain_limits *lim)
+{
+	uint64_t high;
+
+	if (!d || !lim)
+		return -EINVAL;
+	if (!d->parent && (lim->protect_low || lim->protect_min))
+		return RCL__REFUSE(-EINVAL, "a root is never protected from its own pressure: protection needs a parent");
+	if (in_tree_pass(d))
+		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree");
+	high = lim->limit_high ? lim->limit_high : UINT64_MAX;
+	atomic_store(&d->protect_min, lim->protect_min);
+	atomic_store(&d->protect_low, lim->protect_low);
+	atomic_store(&d->limit_high, high);
+	if (high != UINT64_MAX && atomic_load(&d->usage) > high &&
+	    !reclaim_to(d, high))
+		ev_add(d, EV_HIGH, 1);
+	return 0;
+}
+
+RCL_API int rcl_domain_limits(const struct rcl_domain *d,
+			      struct rcl_domain_limits *out)
+{
+	struct rcl_domain *w = (struct rcl_domain *)d;
+
+	if (!d || !out)
+		return -EINVAL;
+	out->limit_high = atomic_load(&w->limit_high);
+	out->protect_low = atomic_load(&w->protect_low);
+	out->protect_min = atomic_load(&w->protect_min);
+	return 0;
+}
+
+RCL_API struct rcl_domain *rcl_domain_parent(const struct rcl_domain *d)
+{
+	return d ? d->parent : NULL;
+}
+
+RCL_API int rcl_domain_events(const struct rcl_domain *d, bool subtree,
+			      struct rcl_domain_events *out)
+{
+	struct rcl_domain *t = (struct rcl_domain *)d, *c;
+	uint64_t ev[NR_EV_ITEMS] = { 0 };
+	unsigned i;
+
+	if (!d || !out)
+		return -EINVAL;
+	if (subtree)
+		pthread_rwlock_rdlock(&t->root->tree_lock);
+	for (c = t; c; c = subtree ? tree_next(t, c) : NULL)
+		for (i = 0; i < NR_EV_ITEMS; i++)
+			ev[i] += atomic_load_explicit(&c->ev[i],
+						      memory_order_relaxed);
+	if (subtree)
+		pthread_rwlock_unlock(&t->root->tree_lock);
+	out->low = ev[EV_LOW];
+	out->high = ev[EV_HIGH];
+	out->max = ev[EV_MAX];
+	out->oom = ev[EV_OOM];
+	return 0;
+}
+
+/* ------------------------------------------------------------------------- */
 /* Counters                                                                   */
 /* ------------------------------------------------------------------------- */
+
+static void vmstat_fill(const uint64_t *v, struct rcl_vmstat *out);
+
+RCL_API int rcl_domain_vmstat_subtree(const struct rcl_domain *d,
+				      struct rcl_vmstat *out)
+{
+	struct rcl_domain *t = (struct rcl_domain *)d, *c;
+	uint64_t v[NR_VM_ITEMS] = { 0 };
+	unsigned i;
+
+	if (!d || !out)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&t->root->tree_lock);
+	for (c = t; c; c = tree_next(t, c))
+		for (i = 0; i < NR_VM_ITEMS; i++)
+			v[i] += atomic_load_explicit(&c->vm[i],
+						     memory_order_relaxed);
+	pthread_rwlock_unlock(&t->root->tree_lock);
+	vmstat_fill(v, out);
+	return 0;
+}
 
 RCL_API int rcl_domain_vmstat(const struct rcl_domain *d, struct rcl_vmstat *out)
 {
@@ -1136,6 +1592,12 @@ RCL_API int rcl_domain_vmstat(const struct rcl_domain *d, struct rcl_vmstat *out
 		return -EINVAL;
 	for (i = 0; i < NR_VM_ITEMS; i++)
 		v[i] = atomic_load_explicit(&w->vm[i], memory_order_relaxed);
+	vmstat_fill(v, out);
+	return 0;
+}
+
+static void vmstat_fill(const uint64_t *v, struct rcl_vmstat *out)
+{
 	out->pgscan_kswapd = v[VM_PGSCAN_KSWAPD];
 	out->pgscan_direct = v[VM_PGSCAN_DIRECT];
 	out->pgsteal_kswapd = v[VM_PGSTEAL_KSWAPD];
@@ -1167,7 +1629,6 @@ RCL_API int rcl_domain_vmstat(const struct rcl_domain *d, struct rcl_vmstat *out
 	out->dirty_throttle_timeouts = v[VM_DIRTY_THROTTLE_TIMEOUTS];
 	out->writes_from_reclaim = v[VM_WRITES_FROM_RECLAIM];
 	out->writes_flusher = v[VM_WRITES_FLUSHER];
-	return 0;
 }
 
 /* Append one line to @buf like snprintf() does, counting the full length. */

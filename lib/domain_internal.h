@@ -62,6 +62,9 @@ enum vm_item {
 	NR_VM_ITEMS
 };
 
+/* memory.events (struct rcl_domain_events) */
+enum ev_item { EV_LOW, EV_HIGH, EV_MAX, EV_OOM, NR_EV_ITEMS };
+
 struct rcl_domain {
 	struct rcl_allocator alloc;
 	const struct rcl_clock *clock;
@@ -144,6 +147,22 @@ struct rcl_domain {
 	void *wpriv;
 	unsigned wbatch;
 
+	/*
+	 * The tree (issue #17).  @parent, @root and @depth never change after
+	 * rcl_domain_new(); the child list (@children, @sibling) changes under
+	 * the root's @tree_lock, for writing, and reclaim walks it holding that
+	 * lock for reading.  A root is its own @root.
+	 */
+	struct rcl_domain *parent, *root;
+	unsigned depth;
+	struct rcl_domain *children, *sibling;	/* root's tree_lock */
+	unsigned nr_children;			/* root's tree_lock */
+	pthread_rwlock_t tree_lock;		/* used in a root only */
+	bool recursive_prot;			/* the root's flag */
+	atomic_ullong limit_high;		/* UINT64_MAX: none */
+	atomic_ullong protect_low, protect_min;
+	atomic_ullong ev[NR_EV_ITEMS];
+
 	struct att_slot slots[];
 };
 
@@ -159,6 +178,12 @@ extern RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
  * grows (wraps harmlessly: differences are taken modulo 2^64).
  */
 extern RCL__TLS uint64_t rcl__tls_pass_uncharged;
+/*
+ * The root of the tree whose reclaim pass this thread is inside, if any:
+ * its callbacks' charges to any domain of that tree do not reclaim, and
+ * they may not create or free domains of it (vmscan.c).
+ */
+extern RCL__TLS const struct rcl_domain *rcl__tls_pass_tree;
 /* The domain whose background reclaimer the calling thread is (vmscan.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
 /* The domain whose flusher thread the calling thread is (flusher.c). */
@@ -246,9 +271,46 @@ void rcl__domain_drain_stocks(struct rcl_domain *d);
 
 /* lib/vmscan.c */
 
-/* Objects to reclaim to free @deficit units of weight: at least 32. */
+/*
+ * The next domain of @target's subtree after @d, parent before children
+ * (pre-order); NULL at the end.  The caller holds the tree lock.
+ */
+static inline struct rcl_domain *tree_next(const struct rcl_domain *target,
+					   struct rcl_domain *d)
+{
+	if (d->children)
+		return d->children;
+	while (d != target) {
+		if (d->sibling)
+			return d->sibling;
+		d = d->parent;
+	}
+	return NULL;
+}
+
+/* Is @d inside a reclaim pass of its own tree, on this thread? */
+static inline bool in_tree_pass(const struct rcl_domain *d)
+{
+	return rcl__tls_pass_tree == d->root;
+}
+
+/* Count @v events @i of @d (relaxed: statistics only). */
+static inline void ev_add(struct rcl_domain *d, enum ev_item i, uint64_t v)
+{
+	atomic_fetch_add_explicit(&d->ev[i], v, memory_order_relaxed);
+}
+
+
+/*
+ * Objects to reclaim from @d's subtree to free @deficit units of weight, at
+ * the subtree's average object weight: at least 32.
+ */
 uint64_t rcl__domain_goal_objects(struct rcl_domain *d, uint64_t deficit);
-/* do_try_to_free_pages(): passes from priority 12 down until @goal freed. */
+/*
+ * do_try_to_free_pages() over shrink_node_memcgs(): passes from priority 12
+ * down over @d's subtree (just @d when it has no children), with memcg
+ * protection relative to @d, until @goal objects are freed.
+ */
 void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 				uint64_t context,
 				struct rcl_reclaim_result *res);

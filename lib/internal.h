@@ -239,6 +239,17 @@ enum rcl__batch_op {
 	RCL__OP_ADD = 0,
 	RCL__OP_ACTIVATE = 1,
 };
+/*
+ * lib/scan.c: a list of @size objects of a domain with protection @prot and
+ * usage @usage, as its scan sees it (apply_proportional_protection()), and
+ * rcl_scan_lruvec() with every list so scaled (@prot 0: unchanged).
+ */
+uint64_t rcl__protected_size(uint64_t size, uint64_t prot, uint64_t usage);
+struct rcl_scan_control;
+int rcl__scan_lruvec_protected(struct rcl_lruvec *lv,
+			       struct rcl_scan_control *sc, uint64_t prot,
+			       uint64_t usage);
+
 /* Add @cost to a type's reclaim cost, with the kernel's decay (scan.h). */
 void rcl__lruvec_add_cost(struct rcl_lruvec *lv, unsigned type, uint64_t cost);
 

@@ -80,9 +80,26 @@ static void bias_weights(const struct rcl_lruvec *lv, unsigned swappiness,
 	}
 }
 
-RCL_API int rcl_scan_targets(const struct rcl_lruvec *lv, int priority,
-			     unsigned swappiness,
-			     uint64_t targets[RCL_LRU_NR_LISTS])
+/*
+ * apply_proportional_protection(): a list of a domain with protection @prot
+ * and usage @usage is scanned as if it held size - size * prot / (usage + 1)
+ * objects, at least RCL_SCAN_CHUNK (so that reclaim keeps moving without
+ * lowering the priority further); unchanged without protection.
+ */
+uint64_t rcl__protected_size(uint64_t size, uint64_t prot, uint64_t usage)
+{
+	uint64_t cg, s;
+
+	if (!prot)
+		return size;
+	cg = RCL_MAX(usage, prot);
+	s = size - (uint64_t)((u128)size * prot / ((u128)cg + 1));
+	return RCL_MAX(s, (uint64_t)RCL_SCAN_CHUNK);
+}
+
+static int scan_targets(const struct rcl_lruvec *lv, int priority,
+			unsigned swappiness, uint64_t prot, uint64_t usage,
+			uint64_t targets[RCL_LRU_NR_LISTS])
 {
 	uint64_t size[RCL_LRU_NR_LISTS] = { 0 };
 	uint64_t w[RCL_LRU_MAX_TYPES], fp[RCL_LRU_MAX_TYPES] = { 0 };
@@ -136,9 +153,18 @@ RCL_API int rcl_scan_targets(const struct rcl_lruvec *lv, int priority,
 	if (!den)
 		return 0;	/* every list is empty */
 	for (l = 0; l < 2 * n; l++)
-		targets[l] = (uint64_t)((u128)(size[l] >> priority) *
+		targets[l] = (uint64_t)((u128)(rcl__protected_size(size[l], prot,
+								   usage) >>
+					       priority) *
 					fp[l / 2] / den);
 	return 0;
+}
+
+RCL_API int rcl_scan_targets(const struct rcl_lruvec *lv, int priority,
+			     unsigned swappiness,
+			     uint64_t targets[RCL_LRU_NR_LISTS])
+{
+	return scan_targets(lv, priority, swappiness, 0, 0, targets);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -184,6 +210,13 @@ static uint64_t rescale_3_11(const struct rcl_lruvec *lv,
 
 RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc)
 {
+	return rcl__scan_lruvec_protected(lv, sc, 0, 0);
+}
+
+int rcl__scan_lruvec_protected(struct rcl_lruvec *lv,
+			       struct rcl_scan_control *sc, uint64_t prot,
+			       uint64_t usage)
+{
 	uint64_t targets[RCL_LRU_NR_LISTS], nr[RCL_LRU_NR_LISTS];
 	uint64_t maxt = 0, left = 0, reclaimed = 0;
 	bool proportional, full, adjusted = false;
@@ -192,7 +225,8 @@ RCL_API int rcl_scan_lruvec(struct rcl_lruvec *lv, struct rcl_scan_control *sc)
 
 	if (!lruvec_live(lv) || !sc || !lruvec_can_evict(lv))
 		return -EINVAL;
-	err = rcl_scan_targets(lv, sc->priority, sc->swappiness, targets);
+	err = scan_targets(lv, sc->priority, sc->swappiness, prot, usage,
+			   targets);
 	if (err)
 		return err;
 	n = 2 * lv->__nr_types;

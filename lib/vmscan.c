@@ -63,16 +63,17 @@ RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
 /* The lruvec that this thread's pass is scanning, if any. */
 static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
 RCL__TLS uint64_t rcl__tls_pass_uncharged;
+RCL__TLS const struct rcl_domain *rcl__tls_pass_tree;
 RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
 
 /* ------------------------------------------------------------------------- */
 /* Reclaim goals                                                              */
 /* ------------------------------------------------------------------------- */
 
-/* Average object weight over the attached lruvecs (>= 1). */
-static uint64_t avg_weight(struct rcl_domain *d)
+/* Add the objects and weight on @d's evictable lists to @objs and @weight. */
+static void domain_weight(struct rcl_domain *d, uint64_t *objs,
+			  uint64_t *weight)
 {
-	uint64_t objs = 0, weight = 0;
 	unsigned i, high = atomic_load(&d->high);
 
 	for (i = 0; i < high; i++) {
@@ -84,12 +85,25 @@ static uint64_t avg_weight(struct rcl_domain *d)
 			for (l = 0; l < RCL_LRU_UNEVICTABLE; l++) {
 				uint64_t w;
 
-				objs += rcl_lruvec_count(lv, l, &w);
-				weight += w;
+				*objs += rcl_lruvec_count(lv, l, &w);
+				*weight += w;
 			}
 		}
 		slot_put(d, s);
 	}
+}
+
+/*
+ * Average object weight over the lruvecs attached to @target's subtree
+ * (>= 1).  The caller holds the tree lock for reading.
+ */
+static uint64_t avg_weight(struct rcl_domain *target)
+{
+	uint64_t objs = 0, weight = 0;
+	struct rcl_domain *d;
+
+	for (d = target; d; d = tree_next(target, d))
+		domain_weight(d, &objs, &weight);
 	return objs && weight >= objs ? weight / objs : 1;
 }
 
@@ -106,7 +120,170 @@ static uint64_t goal_objects_w(uint64_t deficit, uint64_t w)
 
 uint64_t rcl__domain_goal_objects(struct rcl_domain *d, uint64_t deficit)
 {
-	return goal_objects_w(deficit, avg_weight(d));
+	uint64_t w;
+
+	pthread_rwlock_rdlock(&d->root->tree_lock);
+	w = avg_weight(d);
+	pthread_rwlock_unlock(&d->root->tree_lock);
+	return goal_objects_w(deficit, w);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Protection (memcg's memory.min and memory.low)                            */
+/* ------------------------------------------------------------------------- */
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/*
+ * The kernel's effective_protection(): of @setting, what a domain of
+ * @usage may keep, given its parent's usage and effective protection and
+ * what all the parent's children claim (@siblings: the sum of
+ * min(usage, setting) over them).  When they claim more than the parent
+ * has, each gets its claim scaled down to the parent's share; with
+ * @recursive, what they leave unclaimed is shared by all of them in
+ * proportion to their unprotected usage.
+ */
+static uint64_t effective_protection(uint64_t usage, uint64_t parent_usage,
+				     uint64_t setting, uint64_t parent_eff,
+				     uint64_t siblings, bool recursive)
+{
+	uint64_t claimed = RCL_MIN(usage, setting), ep = claimed;
+
+	if (siblings > parent_eff)
+		return (uint64_t)((u128)claimed * parent_eff / siblings);
+	if (recursive && parent_eff > siblings && parent_usage > siblings &&
+	    usage > claimed) {
+		u128 share = (u128)(parent_eff - siblings) * (usage - claimed) /
+			     (parent_usage - siblings);
+
+		ep += (uint64_t)RCL_MIN(share, (u128)(UINT64_MAX - ep));
+	}
+	return ep;
+}
+
+/*
+ * A walk over a subtree, parent first, that computes each domain's
+ * effective protection relative to the walk's target, as
+ * mem_cgroup_calculate_protection() does on the way down.  The values of
+ * the domains above the current one are kept on a stack indexed by depth,
+ * in the walk itself, so that two walks with different targets never see
+ * each other's numbers.  The caller holds the tree lock for reading.
+ */
+struct prot_walk {
+	const struct rcl_domain *target;
+	bool recursive;
+	/* By depth: effective min and low, and the children's claims. */
+	uint64_t emin[RCL_DOMAIN_MAX_DEPTH + 1], elow[RCL_DOMAIN_MAX_DEPTH + 1];
+	uint64_t cmin[RCL_DOMAIN_MAX_DEPTH + 1], clow[RCL_DOMAIN_MAX_DEPTH + 1];
+};
+
+/* @d's effective protection, then what its children claim (for theirs). */
+static void prot_visit(struct prot_walk *w, struct rcl_domain *d,
+		       uint64_t *usage, uint64_t *emin, uint64_t *elow)
+{
+	struct rcl_domain *p = d->parent, *c;
+	uint64_t u = atomic_load(&d->usage), smin = 0, slow = 0;
+
+	*usage = u;
+	*emin = *elow = 0;
+	if (d != w->target && u) {
+		if (p == w->target) {
+			*emin = atomic_load(&d->protect_min);
+			*elow = atomic_load(&d->protect_low);
+		} else {
+			uint64_t pu = atomic_load(&p->usage);
+			unsigned k = p->depth;
+
+			*emin = effective_protection(u, pu,
+						     atomic_load(&d->protect_min),
+						     w->emin[k], w->cmin[k],
+						     w->recursive);
+			*elow = effective_protection(u, pu,
+						     atomic_load(&d->protect_low),
+						     w->elow[k], w->clow[k],
+						     w->recursive);
+		}
+	}
+	for (c = d->children; c; c = c->sibling) {
+		uint64_t cu = atomic_load(&c->usage);
+
+		smin = sat_add(smin, RCL_MIN(cu, (uint64_t)atomic_load(
+							   &c->protect_min)));
+		slow = sat_add(slow, RCL_MIN(cu, (uint64_t)atomic_load(
+							   &c->protect_low)));
+	}
+	w->emin[d->depth] = *emin;
+	w->elow[d->depth] = *elow;
+	w->cmin[d->depth] = smin;
+	w->clow[d->depth] = slow;
+}
+
+RCL_API int rcl_domain_effective_protection(const struct rcl_domain *target,
+					    const struct rcl_domain *d,
+					    uint64_t *emin, uint64_t *elow)
+{
+	struct rcl_domain *path[RCL_DOMAIN_MAX_DEPTH], *a;
+	struct prot_walk w;
+	uint64_t u, mn = 0, lw = 0;
+	unsigned n = 0;
+
+	if (!target || !d)
+		return -EINVAL;
+	for (a = (struct rcl_domain *)d; a != target; a = a->parent) {
+		if (!a->parent)
+			return RCL__REFUSE(-EINVAL, "the target is neither the domain nor one of its ancestors");
+		path[n++] = a;
+	}
+	w.target = target;
+	w.recursive = target->root->recursive_prot;
+	pthread_rwlock_rdlock(&target->root->tree_lock);
+	prot_visit(&w, (struct rcl_domain *)target, &u, &mn, &lw);
+	while (n)
+		prot_visit(&w, path[--n], &u, &mn, &lw);
+	pthread_rwlock_unlock(&target->root->tree_lock);
+	if (emin)
+		*emin = mn;
+	if (elow)
+		*elow = lw;
+	return 0;
+}
+
+/*
+ * What a sweep does with one domain (shrink_node_memcgs()): skip it
+ * (below its min; below its low, unless the sweep reclaims low), or scan it
+ * with its lists scaled by @prot.
+ */
+enum visit { SKIP, SKIP_LOW, SCAN, SCAN_LOW };
+
+static enum visit decide(struct prot_walk *w, struct rcl_domain *d,
+			 bool low_reclaim, bool *low_used, uint64_t *prot,
+			 uint64_t *usage)
+{
+	uint64_t emin, elow;
+
+	prot_visit(w, d, usage, &emin, &elow);
+	*prot = 0;
+	if (d == w->target)
+		return SCAN;
+	if (*usage <= emin)
+		return SKIP;
+	if (*usage <= elow) {
+		if (!low_reclaim)
+			return SKIP_LOW;
+		*prot = emin;
+		return SCAN_LOW;
+	}
+	/* Scaled by low while low is honoured: worth a retry without it. */
+	if (!low_reclaim && elow > emin) {
+		*prot = elow;
+		*low_used = true;
+	} else {
+		*prot = emin;
+	}
+	return SCAN;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -123,7 +300,32 @@ struct pass {
 	 */
 	uint64_t avg_w;
 	uint64_t slab_weight;
+	bool scanned;		/* some lruvec was scanned (last_round_lists) */
 };
+
+/* Add the figures of @b, one domain's call, to @a, its sweep's. */
+static void pass_add(struct pass *a, const struct pass *b)
+{
+	a->sc.nr_taken += b->sc.nr_taken;
+	a->sc.nr_dirty += b->sc.nr_dirty;
+	a->sc.nr_unqueued_dirty += b->sc.nr_unqueued_dirty;
+	a->sc.nr_writeback += b->sc.nr_writeback;
+	a->sc.nr_immediate += b->sc.nr_immediate;
+	a->sc.nr_scanned += b->sc.nr_scanned;
+	a->sc.nr_reclaimed += b->sc.nr_reclaimed;
+	a->sc.weight_reclaimed += b->sc.weight_reclaimed;
+	a->sc.nr_refill += b->sc.nr_refill;
+	a->sc.nr_rotated += b->sc.nr_rotated;
+	a->sc.nr_activated += b->sc.nr_activated;
+	a->sc.nr_deactivated += b->sc.nr_deactivated;
+	if (b->scanned) {
+		a->sc.last_round_lists = b->sc.last_round_lists;
+		a->scanned = true;
+	}
+	a->slab_scanned += b->slab_scanned;
+	a->slab_freed += b->slab_freed;
+	a->slab_weight += b->slab_weight;
+}
 
 /* Shrinker progress of pass @ps, in objects. */
 static uint64_t slab_objects(const struct pass *ps)
@@ -160,33 +362,27 @@ static bool slab_goal_enough(void *arg, uint64_t reported)
 	return g->stop && slab_goal_weight(g) >= g->need;
 }
 
-/* Objects on an lruvec's evictable lists. */
-static uint64_t lruvec_size(const struct rcl_lruvec *lv)
+/*
+ * Objects on an lruvec's evictable lists, each list scaled by a domain's
+ * protection @prot at usage @usage (unscaled when @prot is 0).
+ */
+static uint64_t lruvec_size(const struct rcl_lruvec *lv, uint64_t prot,
+			    uint64_t usage)
 {
 	uint64_t n = 0;
 	unsigned l;
 
 	for (l = 0; l < RCL_LRU_UNEVICTABLE; l++)
-		n += rcl_lruvec_count(lv, l, NULL);
+		n += rcl__protected_size(rcl_lruvec_count(lv, l, NULL), prot,
+					 usage);
 	return n;
 }
 
-/*
- * shrink_node(): every lruvec of the partition, then the partition's
- * shrinkers at the same priority.  Each lruvec is asked for its share of the
- * goal, in proportion to its size, so that a goal met early by one lruvec
- * does not spare the others: lruvecs are scanned in proportion to their
- * sizes, as the lists within one lruvec are.  The whole pass, shrinkers
- * included, runs with this thread marked as inside a pass of @d.
- */
-static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
-			     uint64_t goal, uint64_t context, unsigned flags,
-			     struct pass *ps)
+/* The (scaled) objects of @d's lruvecs in partition @p. */
+static uint64_t partition_size(struct rcl_domain *d, unsigned p, uint64_t prot,
+			       uint64_t usage)
 {
-	const struct rcl_domain *pd = rcl__tls_pass_domain;
-	const struct rcl_lruvec *pl = tls_pass_lv;
 	unsigned i, high = atomic_load(&d->high);
-	struct rcl_shrink_result res = { 0 };
 	uint64_t total = 0;
 
 	for (i = 0; i < high; i++) {
@@ -197,9 +393,32 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			continue;
 		lv = slot_get(s);
 		if (lv && s->partition == p)
-			total += lruvec_size(lv);
+			total += lruvec_size(lv, prot, usage);
 		slot_put(d, s);
 	}
+	return total;
+}
+
+/*
+ * shrink_node() for one domain of a sweep: every lruvec of @d in partition
+ * @p, then @d's shrinkers of @p at the same priority.  Each lruvec is asked
+ * for its share of the goal, in proportion to its (protection-scaled) size
+ * among the @total of every lruvec the sweep visits in @p, so that a goal
+ * met early by one lruvec does not spare the others: lruvecs are scanned
+ * in proportion to their sizes, as the lists within one lruvec are.  @ps
+ * receives this call's own figures; @before holds those of the sweep's
+ * earlier calls at this priority, for the shrinkers' stop.  The whole pass,
+ * shrinkers included, runs with this thread marked as inside a pass of @d.
+ */
+static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
+			     uint64_t goal, uint64_t total, uint64_t prot,
+			     uint64_t usage, uint64_t context, unsigned flags,
+			     struct pass *ps, const struct pass *before)
+{
+	const struct rcl_domain *pd = rcl__tls_pass_domain;
+	const struct rcl_lruvec *pl = tls_pass_lv;
+	unsigned i, high = atomic_load(&d->high);
+	struct rcl_shrink_result res = { 0 };
 
 	rcl__tls_pass_domain = d;
 	for (i = 0; i < high; i++) {
@@ -216,7 +435,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			continue;
 		lv = slot_get(s);
 		if (lv && s->partition == p) {
-			uint64_t size = lruvec_size(lv);
+			uint64_t size = lruvec_size(lv, prot, usage);
 
 			/* ceil(goal * size / total); the whole goal if alone */
 			sc.nr_to_reclaim =
@@ -224,7 +443,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 						   total)
 				      : goal;
 			tls_pass_lv = lv;
-			rcl_scan_lruvec(lv, &sc);
+			rcl__scan_lruvec_protected(lv, &sc, prot, usage);
 			tls_pass_lv = NULL;
 			ps->sc.nr_taken += sc.nr_taken;
 			ps->sc.nr_dirty += sc.nr_dirty;
@@ -263,6 +482,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			ps->sc.nr_activated += sc.nr_activated;
 			ps->sc.nr_deactivated += sc.nr_deactivated;
 			ps->sc.last_round_lists = sc.last_round_lists;
+			ps->scanned = true;
 		}
 		slot_put(d, s);
 	}
@@ -273,7 +493,9 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 	 * rather than emptying every shrinker's cache at priority 0.
 	 */
 	{
-		uint64_t got = ps->sc.nr_reclaimed + slab_objects(ps);
+		uint64_t got = before->sc.nr_reclaimed + ps->sc.nr_reclaimed +
+			       (before->slab_weight + ps->slab_weight) /
+				       ps->avg_w;
 		struct slab_goal g = { .start = rcl__tls_pass_uncharged };
 		struct rcl__shrink_goal hook = { slab_goal_enough, &g, false };
 
@@ -311,38 +533,107 @@ static void account_pass(struct rcl_domain *d, const struct pass *ps,
 	vm_add(d, VM_NR_IMMEDIATE, ps->sc.nr_immediate);
 }
 
+/* The scan flags of @d's own lruvecs, on top of @base. */
+static unsigned domain_flags(const struct rcl_domain *d, unsigned base)
+{
+	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
+		base |= RCL_SCAN_NONPROPORTIONAL;
+	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
+		base |= RCL_SCAN_WRITE_DIRTY;
+	return base;
+}
+
 /*
- * do_try_to_free_pages(): priority 12 down to 0 over every partition until
- * @goal objects are freed.  At most 13 passes.
+ * One priority over a subtree (shrink_node_memcgs(), for every partition):
+ * each domain is skipped or scanned as decide() says, its lruvecs' share
+ * of @goal taken from the protection-scaled sizes of all the lruvecs the
+ * sweep scans in that partition.  A domain's figures are counted in its own
+ * counters; @ps, whose avg_w the caller sets, receives the sums.  The
+ * caller holds the tree lock for reading.
+ */
+struct sweep {
+	struct rcl_domain *target;
+	uint64_t context;
+	unsigned flags;		/* RCL_SCAN_DIRECT or 0 */
+	bool low_reclaim;	/* reclaim below low too (memcg_low_reclaim) */
+	bool low_skipped;	/* out: low protection held something back */
+};
+
+static void sweep(struct sweep *sw, int prio, uint64_t goal, struct pass *ps)
+{
+	struct rcl_domain *t = sw->target, *d;
+	struct prot_walk w = { .target = t, .recursive = t->root->recursive_prot };
+	bool direct = sw->flags & RCL_SCAN_DIRECT;
+	unsigned p;
+
+	for (p = 0; p < t->nr_partitions; p++) {
+		uint64_t total = 0, prot, usage;
+		bool low_used = false;
+		enum visit v;
+
+		for (d = t; d; d = tree_next(t, d)) {
+			v = decide(&w, d, sw->low_reclaim, &low_used, &prot,
+				   &usage);
+			if (v == SCAN || v == SCAN_LOW)
+				total += partition_size(d, p, prot, usage);
+		}
+		for (d = t; d; d = tree_next(t, d)) {
+			struct pass pd = { .avg_w = ps->avg_w };
+
+			v = decide(&w, d, sw->low_reclaim, &low_used, &prot,
+				   &usage);
+			if (v == SKIP_LOW)
+				sw->low_skipped = true;
+			if (v == SKIP || v == SKIP_LOW)
+				continue;
+			if (v == SCAN_LOW && p == 0)
+				ev_add(d, EV_LOW, 1);
+			shrink_partition(d, p, prio, goal, total, prot, usage,
+					 sw->context, domain_flags(d, sw->flags),
+					 &pd, ps);
+			account_pass(d, &pd, direct);
+			pass_add(ps, &pd);
+		}
+		if (low_used)
+			sw->low_skipped = true;
+	}
+}
+
+/*
+ * do_try_to_free_pages(): priority 12 down to 0 over @d's subtree until
+ * @goal objects are freed; if nothing was freed while low protection held
+ * domains back, once more with them (memcg_low_reclaim).  At most 26
+ * sweeps.
  */
 void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 				uint64_t context,
 				struct rcl_reclaim_result *res)
 {
-	unsigned flags = RCL_SCAN_DIRECT;
+	const struct rcl_domain *pt = rcl__tls_pass_tree;
+	struct sweep sw = {
+		.target = d,
+		.context = context,
+		.flags = RCL_SCAN_DIRECT,
+	};
 	uint64_t reclaimed = 0, w;
 	int prio;
-	unsigned p;
 
-	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
-		flags |= RCL_SCAN_NONPROPORTIONAL;
-	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
-		flags |= RCL_SCAN_WRITE_DIRTY;
 	/* What threads hold in stocks is memory this reclaim need not free. */
-	rcl__domain_drain_stocks(d);
+	if (!d->parent)
+		rcl__domain_drain_stocks(d);
 	vm_add(d, VM_ALLOCSTALL, 1);
 	RCL_PROBE2(mm_vmscan_direct_reclaim_begin, d, goal);
 	memset(res, 0, sizeof(*res));
 	res->nr_to_reclaim = goal;
 	res->priority = RCL_DEF_PRIORITY;
+	pthread_rwlock_rdlock(&d->root->tree_lock);
+	rcl__tls_pass_tree = d->root;
 	w = avg_weight(d);
+retry:
 	for (prio = RCL_DEF_PRIORITY; prio >= 0; prio--) {
 		struct pass ps = { .avg_w = w };
 
-		for (p = 0; p < d->nr_partitions; p++)
-			shrink_partition(d, p, prio, goal - RCL_MIN(reclaimed, goal),
-					 context, flags, &ps);
-		account_pass(d, &ps, true);
+		sweep(&sw, prio, goal - RCL_MIN(reclaimed, goal), &ps);
 		reclaimed += ps.sc.nr_reclaimed + slab_objects(&ps);
 		res->nr_reclaimed += ps.sc.nr_reclaimed;
 		res->weight_reclaimed += ps.sc.weight_reclaimed;
@@ -355,16 +646,33 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 		if (reclaimed >= goal)
 			break;
 	}
+	if (!res->nr_reclaimed && !res->slab_freed && sw.low_skipped &&
+	    !sw.low_reclaim) {
+		sw.low_reclaim = true;
+		sw.low_skipped = false;
+		goto retry;
+	}
+	rcl__tls_pass_tree = pt;
+	pthread_rwlock_unlock(&d->root->tree_lock);
 	RCL_PROBE4(mm_vmscan_direct_reclaim_end, d, res->nr_reclaimed,
 		   res->slab_reclaimed, res->priority);
 	if (res->nr_reclaimed || res->slab_freed) {
 		/* Progress revives a hopeless background reclaimer. */
-		if (atomic_load(&d->hopeless)) {
-			pthread_mutex_lock(&d->lock);
-			revive_locked(d);
-			pthread_mutex_unlock(&d->lock);
+		if (atomic_load(&d->root->hopeless)) {
+			pthread_mutex_lock(&d->root->lock);
+			revive_locked(d->root);
+			pthread_mutex_unlock(&d->root->lock);
 		}
 	}
+}
+
+/* Is @d in @anc's subtree? */
+static bool in_subtree(const struct rcl_domain *anc, const struct rcl_domain *d)
+{
+	for (; d; d = d->parent)
+		if (d == anc)
+			return true;
+	return false;
 }
 
 RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
@@ -379,11 +687,11 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 	 * attached to @d however it is being shrunk: the reclaim would
 	 * shrink that lruvec again from inside its own callback.
 	 */
-	if (rcl__tls_pass_domain == d ||
+	if (rcl__tls_pass_domain == d || in_tree_pass(d) ||
 	    (rcl__tls_evicting &&
-	     atomic_load_explicit(&rcl__tls_evicting->__domain,
-				  memory_order_relaxed) == (void *)d))
-		return RCL__REFUSE(-EDEADLK, "called from a callback of this domain's reclaim, or from an evict callback of one of its lruvecs: it would reclaim recursively");
+	     in_subtree(d, atomic_load_explicit(&rcl__tls_evicting->__domain,
+						memory_order_relaxed))))
+		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of this domain's tree, or from an evict callback of an lruvec of its subtree: it would reclaim recursively");
 	rcl__domain_direct_reclaim(d, nr_to_reclaim, context,
 				   res ? res : &local);
 	return 0;
@@ -422,34 +730,39 @@ bool rcl__domain_wake_reclaimer(struct rcl_domain *d)
  */
 static uint64_t balance(struct rcl_domain *d)
 {
-	unsigned flags = 0, passes;
+	struct sweep sw = { .target = d, .context = RCL_CTX_CAPABLE };
 	uint64_t freed = 0;
 	int prio = RCL_DEF_PRIORITY;
+	unsigned passes;
 
-	if (d->flags & RCL_DOMAIN_NONPROPORTIONAL)
-		flags |= RCL_SCAN_NONPROPORTIONAL;
-	if (d->flags & RCL_DOMAIN_RECLAIM_WRITES)
-		flags |= RCL_SCAN_WRITE_DIRTY;
 	vm_add(d, VM_PAGEOUTRUN, 1);
 	rcl__domain_drain_stocks(d);
 	for (passes = 0; passes < 64 && prio >= 0; passes++) {
 		uint64_t deficit = need(d, atomic_load(&d->whigh));
 		uint64_t goal;
 		struct pass ps = { 0 };
-		unsigned p;
 
 		if (!deficit)
 			break;
+		pthread_rwlock_rdlock(&d->tree_lock);
+		rcl__tls_pass_tree = d;
 		ps.avg_w = avg_weight(d);
 		goal = goal_objects_w(deficit, ps.avg_w);
-		for (p = 0; p < d->nr_partitions; p++)
-			shrink_partition(d, p, prio, goal, RCL_CTX_CAPABLE,
-					 flags, &ps);
-		account_pass(d, &ps, false);
+		sw.low_skipped = false;
+		sweep(&sw, prio, goal, &ps);
+		rcl__tls_pass_tree = NULL;
+		pthread_rwlock_unlock(&d->tree_lock);
 		freed += ps.sc.nr_reclaimed + ps.slab_freed;
-		if (!(ps.sc.nr_reclaimed + ps.slab_freed) ||
-		    ps.sc.nr_scanned < goal)
+		if (!(ps.sc.nr_reclaimed + ps.slab_freed)) {
+			/* Held back by low protection: include it next. */
+			if (sw.low_skipped && !sw.low_reclaim) {
+				sw.low_reclaim = true;
+				continue;
+			}
 			prio--;
+		} else if (ps.sc.nr_scanned < goal) {
+			prio--;
+		}
 	}
 
 	pthread_mutex_lock(&d->lock);
@@ -500,6 +813,8 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
 
 	if (!d)
 		return -EINVAL;
+	if (d->parent)
+		return RCL__REFUSE(-EINVAL, "a child domain has no background reclaimer: its root's serves the whole tree");
 	pthread_mutex_lock(&d->lock);
 	if (d->running) {
 		err = RCL__REFUSE(-EBUSY, "the background reclaimer runs already");

@@ -1927,7 +1927,7 @@ static void test_badinput_domain_new(void **state)
 	bad[nbad++].nr_partitions = RCL_SHRINKER_MAX_PARTITIONS + 1;
 	bad[nbad++].mode = (enum rcl_charge_mode)2;
 	bad[nbad++].shrink_policy = (enum rcl_shrink_policy)3;
-	bad[nbad++].flags = 1u << 2;
+	bad[nbad++].flags = 1u << 3;	/* 1u << 2 is RCL_DOMAIN_RECURSIVE_PROT */
 	bad[nbad++].swappiness = RCL_SWAPPINESS_MAX + 1;
 	bad[nbad++].watermark_scale_factor = 10001;
 	bad[nbad++].allocator = &half;

@@ -301,14 +301,22 @@ struct rcl_watermarks {
  * @cfg: the configuration
  * @out: receives the domain (written only on success)
  *
- * Context: any thread.
- * Return: 0; -EINVAL for NULL arguments, a zero budget, too many partitions
+ * Context: any thread; with a parent, not concurrently with
+ * rcl_domain_free() of the parent (creating children of one tree from
+ * several threads at once is fine: the tree's lock orders them).
+ * Return: 0; -EINVAL for NULL arguments, a zero budget (roots), too many partitions
  * (more than RCL_SHRINKER_MAX_PARTITIONS), an unknown mode, policy or flag,
  * a swappiness above 200, a scale factor above 10000, dirty ratios above
  * 100, an unknown flush policy, a flusher without a wakeup callback,
  * @max_lruvecs above RCL_LRUVEC_MAX_IDS (no more lruvecs can exist), or an
  * allocator without both callbacks; -ENOMEM.  A @dirty_timeout_ns beyond
- * the clock's range means no timeout.
+ * the clock's range means no timeout.  With a @parent, also -EINVAL for a
+ * tree deeper than RCL_DOMAIN_MAX_DEPTH, a @charge_stock, the flag
+ * RCL_DOMAIN_RECURSIVE_PROT, a non-zero @nr_partitions other than the
+ * parent's or a @clock other than the parent's; without one, -EINVAL for
+ * a zero @budget or any protection; -EDEADLK (nothing created) for a child
+ * created from a callback of any reclaim pass (a pass holds its tree's
+ * lock for reading; the child would wait for it).
  */
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out);
@@ -320,8 +328,13 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
  * Stops the background reclaimer if it runs.
  *
  * Context: any thread, not concurrently with other calls on @d.
+ * A child's usage that is still charged when it is freed is uncharged
+ * from its ancestors.
+ *
  * Return: 0; -EBUSY (nothing freed) while lruvecs are attached, shrinkers
- * remain in its registry, or a pressure monitor holds it (pressure.h);
+ * remain in its registry, a pressure monitor holds it (pressure.h), or it
+ * has children; -EDEADLK (nothing done) for a child freed from a callback
+ * of any reclaim pass, or any domain from a callback of its own tree's;
  * -EDEADLK (nothing done, checked first) from a callback run by @d's
  * reclaimer or flusher thread, or by a write-back of @d
  * (rcl_domain_writeback_all()).
@@ -791,12 +804,15 @@ RCL_API int rcl_domain_effective_protection(const struct rcl_domain *target,
 
 /**
  * struct rcl_domain_events - memory.events of a domain
- * @low: reclaim passes that reclaimed it while it was at or below its
- *	effective protect_low (nothing else was reclaimable)
+ * @low: reclaim sweeps (one priority over the subtree) that reclaimed it
+ *	while it was at or below its effective protect_low, because nothing
+ *	else was reclaimable
  * @high: charges that left it above its limit_high
- * @max: charges that found it at its budget and reclaimed its subtree
- * @oom: charges it refused after reclaim (strict) or admitted over its
- *	budget (soft)
+ * @max: charges that found it (a child) at its budget, so that its subtree
+ *	was reclaimed, counted once per charge; and budget changes it could
+ *	not reclaim down to
+ * @oom: charges it refused (strict; after reclaim where reclaim could
+ *	help) or admitted over its budget (soft)
  */
 struct rcl_domain_events {
 	uint64_t low;

@@ -1,0 +1,715 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Trees of domains (domain.h, "Trees of domains"): hierarchical charging,
+ * limit_high, protect_min and protect_low with the kernel's effective
+ * protection, reclaim that walks a subtree in proportion to each domain's
+ * usage above its protection, and the kernel's own protection selftest
+ * (tools/testing/selftests/cgroup/test_memcontrol.c,
+ * test_memcg_protection()) rebuilt with domains.
+ *
+ * Every cache here is single-threaded and unbatched (RCL_LRU_ADD_NOBATCH),
+ * so that every figure is exact and reproducible; no test reads a clock.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <reclaim/domain.h>
+#include <reclaim/lruvec.h>
+
+#include "test_util.h"
+
+#define KiB 1024ull
+#define MiB (1024ull * KiB)
+#define OBJ (4 * KiB)
+
+/* ------------------------------------------------------------------------- */
+/* A cache of 4 KiB objects, charged to one domain                            */
+/* ------------------------------------------------------------------------- */
+
+struct tobj {
+	struct rcl_lru_node lru;
+	bool cached;
+};
+
+struct tcache {
+	struct rcl_lruvec lv;
+	struct rcl_domain *d;
+	struct tobj *objs;
+	unsigned n, next;
+	unsigned long evicted;
+};
+
+static enum rcl_evict_status tc_evict(struct rcl_lru_node *node,
+				      struct rcl_evict_control *ctl)
+{
+	struct tobj *o = rcl_container_of(node, struct tobj, lru);
+	struct tcache *c = ctl->priv;
+
+	T_CHECK(o->cached);
+	o->cached = false;
+	T_EQ(rcl_domain_uncharge(c->d, ctl->weight), 0);
+	c->evicted++;
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops tc_ops = { .evict = tc_evict };
+
+static void tc_init(struct tcache *c, struct rcl_domain *d, unsigned n)
+{
+	struct rcl_lruvec_config cfg = { .ops = &tc_ops, .priv = c };
+
+	memset(c, 0, sizeof(*c));
+	c->d = d;
+	c->n = n;
+	c->objs = calloc(n ? n : 1, sizeof(*c->objs));
+	assert_non_null(c->objs);
+	assert_int_equal(rcl_lruvec_init(&c->lv, &cfg), 0);
+	assert_int_equal(rcl_domain_attach(d, &c->lv, 0), 0);
+}
+
+/* Charge and insert the next object; the charge's answer. */
+static int tc_insert(struct tcache *c)
+{
+	struct tobj *o;
+	int err;
+
+	assert_true(c->next < c->n);
+	o = &c->objs[c->next];
+	err = rcl_domain_charge(c->d, OBJ, RCL_CTX_CAPABLE, NULL);
+	if (err)
+		return err;
+	rcl_lru_node_init(&o->lru);
+	o->cached = true;
+	assert_int_equal(rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE, OBJ,
+					RCL_LRU_ADD_NOBATCH),
+			 0);
+	c->next++;
+	return 0;
+}
+
+static void tc_fill(struct tcache *c, uint64_t bytes)
+{
+	while ((uint64_t)c->next * OBJ < bytes)
+		assert_int_equal(tc_insert(c), 0);
+}
+
+static uint64_t tc_bytes(const struct tcache *c)
+{
+	uint64_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < c->next; i++)
+		n += c->objs[i].cached;
+	return n * OBJ;
+}
+
+static void tc_destroy(struct tcache *c)
+{
+	unsigned i;
+
+	for (i = 0; i < c->next; i++) {
+		if (!c->objs[i].cached)
+			continue;
+		assert_int_equal(rcl_lruvec_del(&c->lv, &c->objs[i].lru), 0);
+		assert_int_equal(rcl_domain_uncharge(c->d, OBJ), 0);
+		c->objs[i].cached = false;
+	}
+	assert_int_equal(rcl_domain_detach(c->d, &c->lv), 0);
+	rcl_lruvec_destroy(&c->lv);
+	free(c->objs);
+}
+
+static struct rcl_domain *child(struct rcl_domain *parent, uint64_t budget,
+				uint64_t low, uint64_t min)
+{
+	struct rcl_domain_config cfg = {
+		.budget = budget,
+		.parent = parent,
+		.protect_low = low,
+		.protect_min = min,
+	};
+	struct rcl_domain *d = NULL;
+
+	assert_int_equal(rcl_domain_new(&cfg, &d), 0);
+	return d;
+}
+
+static struct rcl_domain *root(uint64_t budget, unsigned flags)
+{
+	struct rcl_domain_config cfg = { .budget = budget, .flags = flags };
+	struct rcl_domain *d = NULL;
+
+	assert_int_equal(rcl_domain_new(&cfg, &d), 0);
+	return d;
+}
+
+static struct rcl_domain_events events(struct rcl_domain *d)
+{
+	struct rcl_domain_events ev;
+
+	assert_int_equal(rcl_domain_events(d, false, &ev), 0);
+	return ev;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Charging through the levels                                                */
+/* ------------------------------------------------------------------------- */
+
+/* A charge to a child is charged to each ancestor; an uncharge leaves all. */
+static void test_tree_charge_is_hierarchical(void **state)
+{
+	struct rcl_domain *r = root(100 * MiB, 0), *a, *b, *c;
+	struct rcl_vmstat v;
+
+	(void)state;
+	a = child(r, 0, 0, 0);
+	b = child(a, 10 * MiB, 0, 0);
+	c = child(a, 0, 0, 0);
+	assert_ptr_equal(rcl_domain_parent(b), a);
+	assert_ptr_equal(rcl_domain_parent(a), r);
+	assert_null(rcl_domain_parent(r));
+	assert_int_equal(rcl_domain_budget(a), UINT64_MAX);
+
+	assert_int_equal(rcl_domain_charge(b, 3 * MiB, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(c, 2 * MiB, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(a, 1 * MiB, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(r, 1 * MiB, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_usage(b), 3 * MiB);
+	assert_int_equal(rcl_domain_usage(c), 2 * MiB);
+	assert_int_equal(rcl_domain_usage(a), 6 * MiB);
+	assert_int_equal(rcl_domain_usage(r), 7 * MiB);
+
+	/* b is strict at 10 MiB: 8 more would exceed it, nothing reclaimable. */
+	assert_int_equal(rcl_domain_charge(b, 8 * MiB, RCL_CTX_CAPABLE, NULL),
+			 -ENOMEM);
+	assert_int_equal(rcl_domain_usage(b), 3 * MiB);
+	assert_int_equal(rcl_domain_usage(a), 6 * MiB);
+	assert_int_equal(rcl_domain_usage(r), 7 * MiB);
+	assert_int_equal(events(b).max, 1);
+	assert_int_equal(events(b).oom, 1);
+	assert_int_equal(events(a).oom, 0);
+	assert_int_equal(rcl_domain_vmstat(b, &v), 0);
+	assert_int_equal(v.charge_failures, 1);
+
+	assert_int_equal(rcl_domain_uncharge(b, 3 * MiB), 0);
+	assert_int_equal(rcl_domain_uncharge(c, 2 * MiB), 0);
+	assert_int_equal(rcl_domain_uncharge(a, 1 * MiB), 0);
+	assert_int_equal(rcl_domain_uncharge(r, 1 * MiB), 0);
+	assert_int_equal(rcl_domain_usage(r), 0);
+	assert_int_equal(rcl_domain_usage(a), 0);
+
+	/* A parent with children cannot go first. */
+	assert_int_equal(rcl_domain_free(a), -EBUSY);
+	assert_int_equal(rcl_domain_free(r), -EBUSY);
+	assert_int_equal(rcl_domain_free(b), 0);
+	assert_int_equal(rcl_domain_free(c), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/* The root's budget bounds the tree: a child's charge that the root refuses
+ * leaves nothing charged below it either. */
+static void test_tree_root_refusal_undoes_the_child_levels(void **state)
+{
+	struct rcl_domain *r = root(4 * MiB, 0), *a, *b;
+
+	(void)state;
+	a = child(r, 0, 0, 0);
+	b = child(a, 0, 0, 0);
+	assert_int_equal(rcl_domain_charge(b, 3 * MiB, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(b, 2 * MiB, RCL_CTX_CAPABLE, NULL),
+			 -ENOMEM);
+	assert_int_equal(rcl_domain_usage(b), 3 * MiB);
+	assert_int_equal(rcl_domain_usage(a), 3 * MiB);
+	assert_int_equal(rcl_domain_usage(r), 3 * MiB);
+	assert_int_equal(events(r).oom, 1);
+	assert_int_equal(events(b).oom, 0);
+	/* Freeing a child with charges gives them back to its ancestors. */
+	assert_int_equal(rcl_domain_free(b), 0);
+	assert_int_equal(rcl_domain_usage(a), 0);
+	assert_int_equal(rcl_domain_usage(r), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/* A full child reclaims its own subtree, never its sibling's. */
+static void test_tree_max_reclaims_the_subtree_only(void **state)
+{
+	struct rcl_domain *r = root(64 * MiB, 0), *a, *b;
+	struct tcache ca, cb;
+	struct rcl_vmstat v;
+	unsigned i;
+
+	(void)state;
+	a = child(r, 4 * MiB, 0, 0);
+	b = child(r, 0, 0, 0);
+	tc_init(&ca, a, 4096);
+	tc_init(&cb, b, 4096);
+	tc_fill(&cb, 8 * MiB);
+	tc_fill(&ca, 4 * MiB);
+	assert_int_equal(rcl_domain_usage(a), 4 * MiB);
+	/* 100 more objects into the full child: each reclaims a. */
+	for (i = 0; i < 100; i++)
+		assert_int_equal(tc_insert(&ca), 0);
+	assert_true(rcl_domain_usage(a) <= 4 * MiB);
+	assert_int_equal(tc_bytes(&cb), 8 * MiB);
+	assert_int_equal(cb.evicted, 0);
+	assert_true(ca.evicted >= 100);
+	assert_true(events(a).max >= 1);
+	assert_int_equal(events(a).oom, 0);
+	assert_int_equal(rcl_domain_vmstat(a, &v), 0);
+	assert_int_equal(v.pgsteal_direct, ca.evicted);
+	assert_int_equal(rcl_domain_vmstat(r, &v), 0);
+	assert_int_equal(v.pgsteal_direct, 0);	/* a's lruvec is a's */
+	assert_int_equal(rcl_domain_vmstat_subtree(r, &v), 0);
+	assert_int_equal(v.pgsteal_direct, ca.evicted);
+	assert_true(v.allocstall >= 1);
+	tc_destroy(&ca);
+	tc_destroy(&cb);
+	assert_int_equal(rcl_domain_usage(r), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(b), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/* A soft child admits what it cannot reclaim, as overshoot. */
+static void test_tree_soft_child_overshoots(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = MiB, .mode = RCL_CHARGE_SOFT };
+	struct rcl_domain *r = root(64 * MiB, 0), *a;
+	uint64_t os = 0;
+
+	(void)state;
+	cfg.parent = r;
+	assert_int_equal(rcl_domain_new(&cfg, &a), 0);
+	assert_int_equal(rcl_domain_charge(a, MiB, RCL_CTX_CAPABLE, &os), 0);
+	assert_int_equal(os, 0);
+	assert_int_equal(rcl_domain_charge(a, 256 * KiB, RCL_CTX_CAPABLE, &os), 0);
+	assert_int_equal(os, 256 * KiB);
+	assert_int_equal(rcl_domain_usage(a), MiB + 256 * KiB);
+	assert_int_equal(rcl_domain_usage(r), MiB + 256 * KiB);
+	assert_int_equal(events(a).oom, 1);
+	assert_int_equal(rcl_domain_uncharge(a, MiB + 256 * KiB), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/* Over limit_high, the charging thread reclaims its subtree back to it. */
+static void test_tree_limit_high_throttles(void **state)
+{
+	struct rcl_domain_limits lim = { .limit_high = 2 * MiB };
+	struct rcl_domain_limits got;
+	struct rcl_domain *r = root(64 * MiB, 0), *a;
+	struct tcache ca;
+	unsigned i;
+
+	(void)state;
+	a = child(r, 0, 0, 0);
+	tc_init(&ca, a, 4096);
+	tc_fill(&ca, 4 * MiB);
+	assert_int_equal(events(a).high, 0);
+	/* Lowering the limit below usage reclaims down to it at once. */
+	assert_int_equal(rcl_domain_set_limits(a, &lim), 0);
+	assert_true(rcl_domain_usage(a) <= 2 * MiB);
+	assert_int_equal(rcl_domain_limits(a, &got), 0);
+	assert_int_equal(got.limit_high, 2 * MiB);
+	assert_int_equal(got.protect_low, 0);
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(tc_insert(&ca), 0);
+		assert_true(rcl_domain_usage(a) <= 2 * MiB);
+	}
+	assert_true(events(a).high >= 1);
+	assert_int_equal(events(a).max, 0);
+	lim.limit_high = 0;	/* none */
+	assert_int_equal(rcl_domain_set_limits(a, &lim), 0);
+	assert_int_equal(rcl_domain_limits(a, &got), 0);
+	assert_int_equal(got.limit_high, UINT64_MAX);
+	tc_destroy(&ca);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Refusals                                                                   */
+/* ------------------------------------------------------------------------- */
+
+static void test_tree_refusals(void **state)
+{
+	struct rcl_domain *r = root(64 * MiB, 0), *d[RCL_DOMAIN_MAX_DEPTH];
+	struct rcl_domain_config cfg = { .budget = MiB };
+	struct rcl_domain_limits lim = { .protect_low = MiB };
+	struct rcl_watermarks wm = { 1, 2, 3 };
+	struct rcl_domain *x = NULL;
+	unsigned i;
+
+	(void)state;
+	d[0] = r;
+	for (i = 1; i < RCL_DOMAIN_MAX_DEPTH; i++)
+		d[i] = child(d[i - 1], 0, 0, 0);
+	/* Depth RCL_DOMAIN_MAX_DEPTH is the deepest. */
+	cfg.parent = d[RCL_DOMAIN_MAX_DEPTH - 1];
+	assert_int_equal(rcl_domain_new(&cfg, &x), -EINVAL);
+	assert_null(x);
+	cfg.parent = d[1];
+	cfg.charge_stock = 64 * KiB;
+	assert_int_equal(rcl_domain_new(&cfg, &x), -EINVAL);
+	cfg.charge_stock = 0;
+	cfg.flags = RCL_DOMAIN_RECURSIVE_PROT;
+	assert_int_equal(rcl_domain_new(&cfg, &x), -EINVAL);
+	cfg.flags = 0;
+	cfg.nr_partitions = 2;
+	assert_int_equal(rcl_domain_new(&cfg, &x), -EINVAL);
+	cfg.nr_partitions = 1;	/* the parent's: fine */
+	cfg.clock = rcl_clock_monotonic();
+	assert_int_equal(rcl_domain_new(&cfg, &x), 0);
+	assert_int_equal(rcl_domain_free(x), 0);
+	/* Protection on a root. */
+	cfg = (struct rcl_domain_config){ .budget = MiB, .protect_min = 1 };
+	assert_int_equal(rcl_domain_new(&cfg, &x), -EINVAL);
+	assert_int_equal(rcl_domain_set_limits(r, &lim), -EINVAL);
+	lim = (struct rcl_domain_limits){ .limit_high = MiB };
+	assert_int_equal(rcl_domain_set_limits(r, &lim), 0);
+	assert_int_equal(rcl_domain_set_limits(NULL, &lim), -EINVAL);
+	assert_int_equal(rcl_domain_set_limits(r, NULL), -EINVAL);
+	/* A child has neither a reclaimer nor watermarks of its own. */
+	assert_int_equal(rcl_domain_reclaimer_start(d[1]), -EINVAL);
+	assert_int_equal(rcl_domain_set_watermarks(d[1], &wm), -EINVAL);
+	/* Effective protection only against an ancestor or itself. */
+	assert_int_equal(rcl_domain_effective_protection(d[2], d[1], NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(rcl_domain_effective_protection(d[1], d[1], NULL, NULL),
+			 0);
+	/* Parents last. */
+	for (i = 0; i + 1 < RCL_DOMAIN_MAX_DEPTH; i++)
+		assert_int_equal(rcl_domain_free(d[i]), -EBUSY);
+	for (i = RCL_DOMAIN_MAX_DEPTH; i-- > 0;)
+		assert_int_equal(rcl_domain_free(d[i]), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Effective protection                                                       */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * The arithmetic of mem_cgroup_calculate_protection(), on the selftest's
+ * tree before any pressure: B (low 50M) over C, D, E at 50M each, claiming
+ * 75M, 25M and 0 - more than B has, so each claim is scaled by 50/75.
+ */
+static void test_tree_effective_protection_overcommitted(void **state)
+{
+	struct rcl_domain *r = root(1024 * MiB, 0), *a, *b, *c, *d, *e;
+	uint64_t emin, elow;
+
+	(void)state;
+	a = child(r, 200 * MiB, 0, 0);
+	b = child(a, 0, 50 * MiB, 0);
+	c = child(b, 0, 75 * MiB, 0);
+	d = child(b, 0, 25 * MiB, 0);
+	e = child(b, 0, 0, 0);
+	assert_int_equal(rcl_domain_charge(c, 50 * MiB, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(d, 50 * MiB, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(e, 50 * MiB, RCL_CTX_CAPABLE, NULL), 0);
+
+	assert_int_equal(rcl_domain_effective_protection(a, b, &emin, &elow), 0);
+	assert_int_equal(elow, 50 * MiB);	/* a child of the target */
+	assert_int_equal(emin, 0);
+	assert_int_equal(rcl_domain_effective_protection(a, c, &emin, &elow), 0);
+	assert_int_equal(elow, 50 * MiB * 50 / 75);
+	assert_int_equal(rcl_domain_effective_protection(a, d, NULL, &elow), 0);
+	assert_int_equal(elow, 25 * MiB * 50 / 75);
+	assert_int_equal(rcl_domain_effective_protection(a, e, NULL, &elow), 0);
+	assert_int_equal(elow, 0);
+	/* Relative to the root, B's protection is bounded by A's (none). */
+	assert_int_equal(rcl_domain_effective_protection(r, b, NULL, &elow), 0);
+	assert_int_equal(elow, 0);
+	assert_int_equal(rcl_domain_effective_protection(r, c, NULL, &elow), 0);
+	assert_int_equal(elow, 0);
+	/* Relative to B itself, C gets its setting. */
+	assert_int_equal(rcl_domain_effective_protection(b, c, NULL, &elow), 0);
+	assert_int_equal(elow, 75 * MiB);
+
+	assert_int_equal(rcl_domain_uncharge(c, 50 * MiB), 0);
+	assert_int_equal(rcl_domain_uncharge(d, 50 * MiB), 0);
+	assert_int_equal(rcl_domain_uncharge(e, 50 * MiB), 0);
+	assert_int_equal(rcl_domain_free(c), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+	assert_int_equal(rcl_domain_free(e), 0);
+	assert_int_equal(rcl_domain_free(b), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/*
+ * memory_recursiveprot: protection the children leave unclaimed goes to
+ * all of them in proportion to their unprotected usage.  B (low 50M) over
+ * C (claims 10M of its 50M) and D (claims nothing of its 50M): 40M are
+ * unclaimed; C gets 10 + 40 * 40/90 and D 40 * 50/90; without the option,
+ * 10 and 0.
+ */
+static void test_tree_recursive_protection(void **state)
+{
+	unsigned flags[2] = { 0, RCL_DOMAIN_RECURSIVE_PROT };
+	unsigned k;
+
+	(void)state;
+	for (k = 0; k < 2; k++) {
+		struct rcl_domain *r = root(1024 * MiB, flags[k]), *a, *b, *c, *d;
+		uint64_t elow_c, elow_d;
+
+		a = child(r, 0, 0, 0);
+		b = child(a, 0, 50 * MiB, 0);
+		c = child(b, 0, 10 * MiB, 0);
+		d = child(b, 0, 0, 0);
+		assert_int_equal(rcl_domain_charge(c, 50 * MiB, 0, NULL), 0);
+		assert_int_equal(rcl_domain_charge(d, 50 * MiB, 0, NULL), 0);
+		assert_int_equal(rcl_domain_effective_protection(a, c, NULL,
+								 &elow_c),
+				 0);
+		assert_int_equal(rcl_domain_effective_protection(a, d, NULL,
+								 &elow_d),
+				 0);
+		if (!flags[k]) {
+			assert_int_equal(elow_c, 10 * MiB);
+			assert_int_equal(elow_d, 0);
+		} else {
+			assert_int_equal(elow_c,
+					 10 * MiB + 40 * MiB * 40 / 90);
+			assert_int_equal(elow_d, 40 * MiB * 50 / 90);
+		}
+		assert_int_equal(rcl_domain_uncharge(c, 50 * MiB), 0);
+		assert_int_equal(rcl_domain_uncharge(d, 50 * MiB), 0);
+		assert_int_equal(rcl_domain_free(c), 0);
+		assert_int_equal(rcl_domain_free(d), 0);
+		assert_int_equal(rcl_domain_free(b), 0);
+		assert_int_equal(rcl_domain_free(a), 0);
+		assert_int_equal(rcl_domain_free(r), 0);
+	}
+}
+
+/*
+ * protect_min holds; protect_low holds while anything else is
+ * reclaimable, then gives way with low events.
+ */
+static void test_tree_min_and_low_order(void **state)
+{
+	unsigned k;
+
+	(void)state;
+	for (k = 0; k < 2; k++) {
+		bool min = k == 0;
+		struct rcl_domain *r = root(1024 * MiB, 0), *a, *p, *u;
+		struct tcache cp, cu;
+		struct rcl_reclaim_result res;
+
+		a = child(r, 0, 0, 0);
+		p = child(a, 0, min ? 0 : 4 * MiB, min ? 4 * MiB : 0);
+		u = child(a, 0, 0, 0);
+		tc_init(&cp, p, 2048);
+		tc_init(&cu, u, 2048);
+		tc_fill(&cp, 4 * MiB);
+		tc_fill(&cu, 1 * MiB);
+		/* 1 MiB of the unprotected sibling is all it may take. */
+		assert_int_equal(rcl_domain_reclaim(a, 1024, RCL_CTX_CAPABLE,
+						    &res),
+				 0);
+		assert_int_equal(tc_bytes(&cp), 4 * MiB);
+		assert_int_equal(cp.evicted, 0);
+		assert_int_equal(tc_bytes(&cu), 0);
+		assert_int_equal(events(p).low, 0);
+		/* Nothing else left: min holds, low gives way. */
+		assert_int_equal(rcl_domain_reclaim(a, 256, RCL_CTX_CAPABLE,
+						    &res),
+				 0);
+		if (min) {
+			assert_int_equal(res.nr_reclaimed, 0);
+			assert_int_equal(tc_bytes(&cp), 4 * MiB);
+			assert_int_equal(events(p).low, 0);
+		} else {
+			assert_true(res.nr_reclaimed >= 256);
+			assert_true(tc_bytes(&cp) < 4 * MiB);
+			/* One per sweep that reclaimed it below low. */
+			assert_true(events(p).low >= 1);
+			assert_int_equal(events(u).low, 0);
+		}
+		/* Relative to p itself, nothing protects p's own lruvec. */
+		assert_int_equal(rcl_domain_reclaim(p, 32, RCL_CTX_CAPABLE, &res),
+				 0);
+		assert_true(res.nr_reclaimed >= 32);
+		tc_destroy(&cp);
+		tc_destroy(&cu);
+		assert_int_equal(rcl_domain_free(p), 0);
+		assert_int_equal(rcl_domain_free(u), 0);
+		assert_int_equal(rcl_domain_free(a), 0);
+		assert_int_equal(rcl_domain_free(r), 0);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* The kernel's test_memcg_protection()                                       */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * The selftest's closeness: |a - b| <= (a + b) / 100 * err (its
+ * values_close()), which is what "within err %" means there.
+ */
+static bool values_close(uint64_t a, uint64_t b, unsigned err)
+{
+	uint64_t diff = a > b ? a - b : b - a;
+
+	return diff <= (a + b) / 100 * err;
+}
+
+static const char *const leaf_name[4] = { "C", "D", "E", "F" };
+
+/*
+ * The tree of test_memcg_protection(), under a root R standing for the
+ * machine (1 GiB, never under pressure itself):
+ *
+ *	A (budget 200M) -> B (protect 50M) -> C (75M), D (25M), E (0), F (500M)
+ *	A -> G (no lruvec, no shrinker)
+ *
+ * C, D and E each fill a cache of 4 KiB objects with 50M (the selftest's
+ * page cache); F stays empty.  G then charges 148M in 4 KiB charges that
+ * nothing can reclaim (the selftest's anonymous memory without swap), and
+ * the usages must come out as the kernel's model of proportional
+ * protection says: B ~ 50M, C ~ 29M, D ~ 21M, F = 0.  Then G's memory goes
+ * (the selftest's process exits) and G charges 170M: with protect_min the
+ * charge fails (the selftest's OOM kill: G gives back what it charged) and
+ * B stays ~ 50M; with protect_low it succeeds, B ends ~ 30M, C and D have
+ * low events, E and F none, and no domain of B's subtree an oom event.
+ */
+static void memcg_protection(bool min)
+{
+	struct rcl_domain *r, *a, *b, *g, *leaf[4];
+	static const uint64_t prot[4] = { 75 * MiB, 25 * MiB, 0, 500 * MiB };
+	struct tcache cache[3];
+	uint64_t charged = 0, usage[4];
+	unsigned i;
+	int err = 0;
+
+	r = root(1024 * MiB, 0);
+	a = child(r, 200 * MiB, 0, 0);
+	b = child(a, 0, min ? 0 : 50 * MiB, min ? 50 * MiB : 0);
+	for (i = 0; i < 4; i++)
+		leaf[i] = child(b, 0, min ? 0 : prot[i], min ? prot[i] : 0);
+	g = child(a, 0, 0, 0);
+	for (i = 0; i < 3; i++) {
+		tc_init(&cache[i], leaf[i], 50 * MiB / OBJ);
+		tc_fill(&cache[i], 50 * MiB);
+	}
+	assert_int_equal(rcl_domain_usage(b), 150 * MiB);
+
+	while (charged < 148 * MiB) {
+		assert_int_equal(rcl_domain_charge(g, OBJ, RCL_CTX_CAPABLE, NULL),
+				 0);
+		charged += OBJ;
+	}
+	for (i = 0; i < 4; i++)
+		usage[i] = rcl_domain_usage(leaf[i]);
+	print_message("%s, after G's 148M: A %.1fM, B %.1fM, C %.1fM, D %.1fM, "
+		      "E %.1fM, F %.1fM\n",
+		      min ? "protect_min" : "protect_low",
+		      (double)rcl_domain_usage(a) / MiB,
+		      (double)rcl_domain_usage(b) / MiB, (double)usage[0] / MiB,
+		      (double)usage[1] / MiB, (double)usage[2] / MiB,
+		      (double)usage[3] / MiB);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(usage[i], tc_bytes(&cache[i]));
+	assert_true(values_close(rcl_domain_usage(b), 50 * MiB, 3));
+	assert_true(values_close(usage[0], 29 * MiB, 10));
+	assert_true(values_close(usage[1], 21 * MiB, 10));
+	assert_int_equal(usage[3], 0);
+	assert_true(rcl_domain_usage(a) <= 200 * MiB);
+
+	/* G's process exits; a new one wants 170M. */
+	assert_int_equal(rcl_domain_uncharge(g, charged), 0);
+	charged = 0;
+	while (charged < 170 * MiB) {
+		err = rcl_domain_charge(g, OBJ, RCL_CTX_CAPABLE, NULL);
+		if (err)
+			break;
+		charged += OBJ;
+	}
+	print_message("%s, G's 170M: %s after %.1fM; B %.1fM, C %.1fM, D %.1fM, "
+		      "E %.1fM\n",
+		      min ? "protect_min" : "protect_low",
+		      err ? "refused" : "charged", (double)charged / MiB,
+		      (double)rcl_domain_usage(b) / MiB,
+		      (double)rcl_domain_usage(leaf[0]) / MiB,
+		      (double)rcl_domain_usage(leaf[1]) / MiB,
+		      (double)rcl_domain_usage(leaf[2]) / MiB);
+	if (min) {
+		assert_int_equal(err, -ENOMEM);
+		assert_true(events(a).oom >= 1);
+		assert_true(values_close(rcl_domain_usage(b), 50 * MiB, 3));
+	} else {
+		assert_int_equal(err, 0);
+		assert_true(values_close(rcl_domain_usage(b), 30 * MiB, 3));
+		for (i = 0; i < 4; i++) {
+			struct rcl_domain_events ev = events(leaf[i]);
+
+			print_message("  %s: low %llu, oom %llu\n", leaf_name[i],
+				      (unsigned long long)ev.low,
+				      (unsigned long long)ev.oom);
+			if (i < 2)
+				assert_true(ev.low > 0);
+			else
+				assert_int_equal(ev.low, 0);
+			assert_int_equal(ev.oom, 0);
+		}
+		assert_int_equal(events(b).oom, 0);
+		assert_int_equal(events(a).oom, 0);
+	}
+	/* The OOM kill, or the process's exit. */
+	assert_int_equal(rcl_domain_uncharge(g, charged), 0);
+
+	for (i = 0; i < 3; i++)
+		tc_destroy(&cache[i]);
+	assert_int_equal(rcl_domain_usage(r), 0);
+	assert_int_equal(rcl_domain_free(g), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rcl_domain_free(leaf[i]), 0);
+	assert_int_equal(rcl_domain_free(b), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+static void test_tree_memcg_protection_min(void **state)
+{
+	(void)state;
+	memcg_protection(true);
+}
+
+static void test_tree_memcg_protection_low(void **state)
+{
+	(void)state;
+	memcg_protection(false);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tree_charge_is_hierarchical),
+		cmocka_unit_test(test_tree_root_refusal_undoes_the_child_levels),
+		cmocka_unit_test(test_tree_max_reclaims_the_subtree_only),
+		cmocka_unit_test(test_tree_soft_child_overshoots),
+		cmocka_unit_test(test_tree_limit_high_throttles),
+		cmocka_unit_test(test_tree_refusals),
+		cmocka_unit_test(test_tree_effective_protection_overcommitted),
+		cmocka_unit_test(test_tree_recursive_protection),
+		cmocka_unit_test(test_tree_min_and_low_order),
+		cmocka_unit_test(test_tree_memcg_protection_min),
+		cmocka_unit_test(test_tree_memcg_protection_low),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
