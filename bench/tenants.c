@@ -94,11 +94,31 @@ static const struct tn_trace_info {
 	{ "lirs/multi2.trace.gz", "lirs", "multi2", false },
 };
 
-enum tn_config { TN_STATIC, TN_SHARED, TN_NR_CONFIGS };
+/*
+ * The configurations, at the same budget B, all strict: static, a flat
+ * domain of B / 4 per tenant; shared, one flat domain of B with the four
+ * lruvecs attached; tree, a root of B with no lruvec and a child per
+ * tenant, whose budget (its max) is B as well: a child has no limit of its
+ * own below the parent's, but with B rather than 0 (UINT64_MAX) its max is
+ * a number that the check against it means something for.  The protected
+ * tenant's child has protect_low = its working-set size.
+ */
+enum tn_config { TN_STATIC, TN_SHARED, TN_TREE, TN_NR_CONFIGS };
 
 static const char *const tn_config_names[TN_NR_CONFIGS] = {
-	"static", "shared",
+	"static", "shared", "tree",
 };
+
+/* The index of the protected tenant (there is one). */
+static unsigned tn_protected(void)
+{
+	unsigned t;
+
+	for (t = 0; t < TN_NR_TENANTS; t++)
+		if (tn_traces[t].protect)
+			return t;
+	return 0;
+}
 
 /* A decoded trace: its key stream (a prefix of it under --short). */
 struct tn_trace {
@@ -135,6 +155,8 @@ struct tn_cache {
 	/* its own thread's */
 	_Alignas(64) size_t pos;	/* the next request */
 	uint64_t hits;
+	/* round-robin: in rounds another tenant was still active in */
+	uint64_t contended_requests, contended_hits;
 	uint64_t refused;		/* charges refused (-ENOMEM) */
 	uint64_t peak;			/* the most it held */
 	uint64_t over;			/* a usage above max, or 0 */
@@ -148,8 +170,9 @@ struct tn_run {
 	enum tn_config config;
 	uint64_t budget;
 	struct rcl_fake_clock *fc;
-	struct rcl_domain *top;		/* shared: the domain */
-	struct rcl_domain *dom[TN_NR_TENANTS];	/* static: each tenant's */
+	struct rcl_domain *top;		/* shared: the domain; tree: the root */
+	/* static: each tenant's flat domain; tree: each tenant's child */
+	struct rcl_domain *dom[TN_NR_TENANTS];
 	struct tn_cache cache[TN_NR_TENANTS];
 	uint64_t top_peak;		/* the most top held */
 	uint64_t top_over;		/* top's usage above the budget, or 0 */
@@ -160,8 +183,11 @@ struct tn_run {
 /* What one configuration's run gives, per tenant. */
 struct tn_tenant_result {
 	uint64_t requests, hits, refused;
+	uint64_t contended_requests, contended_hits;
 	uint64_t usage, peak, max, usage_sum;
 	uint64_t low_events;
+	uint64_t protect_low;		/* its setting (tree) */
+	uint64_t elow;			/* its effective low at the end (tree) */
 	double seconds;
 };
 
@@ -172,7 +198,7 @@ struct tn_result {
 	uint64_t low_events;
 	double seconds;			/* the whole run (threads: the slowest) */
 	double other;			/* CPU time others used (threads) */
-	bool disturbed;
+	bool above_max;			/* a tenant, or the whole, was */
 };
 
 struct tn_params {
@@ -378,10 +404,72 @@ static int tn_setup_domains(struct tn_run *r, const struct tn_params *p)
 			r->cache[t].max = p->budget;
 		}
 		break;
+	case TN_TREE:
+		cfg.budget = p->budget;
+		if (tn_domain_new(&cfg, &r->top))
+			return -1;
+		cfg.parent = r->top;
+		for (t = 0; t < TN_NR_TENANTS; t++) {
+			cfg.protect_low = tn_traces[t].protect ? p->protect_low
+							       : 0;
+			if (tn_domain_new(&cfg, &r->dom[t]))
+				return -1;
+			r->cache[t].d = r->dom[t];
+			r->cache[t].own_domain = true;
+			r->cache[t].max = cfg.budget;
+		}
+		break;
 	default:
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Every low event of configuration @r: of each tenant's own domain, and in
+ * all (the root's subtree for tree, the four domains for static).
+ */
+static int tn_events(struct tn_run *r, struct tn_result *res)
+{
+	struct rcl_domain_events ev;
+	unsigned t;
+	int ret;
+
+	for (t = 0; t < TN_NR_TENANTS; t++) {
+		if (!r->dom[t])
+			continue;
+		ret = rcl_domain_events(r->dom[t], false, &ev);
+		if (ret)
+			goto fail;
+		res->t[t].low_events = ev.low;
+		if (!r->top)
+			res->low_events += ev.low;
+	}
+	if (r->top) {
+		ret = rcl_domain_events(r->top, true, &ev);
+		if (ret)
+			goto fail;
+		res->low_events = ev.low;
+	}
+	if (r->config != TN_TREE)
+		return 0;
+	for (t = 0; t < TN_NR_TENANTS; t++) {
+		struct rcl_domain_limits lim;
+
+		ret = rcl_domain_limits(r->dom[t], &lim);
+		if (!ret)
+			ret = rcl_domain_effective_protection(r->top, r->dom[t],
+							      NULL,
+							      &res->t[t].elow);
+		if (ret)
+			goto fail;
+		res->t[t].protect_low = lim.protect_low;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "rcl-bench tenants: %s: the events: %s\n",
+		tn_config_names[r->config], strerror(-ret));
+	return -1;
 }
 
 static int tn_setup(struct tn_run *r, enum tn_config config,
@@ -461,6 +549,8 @@ static int tn_collect(struct tn_run *r, struct tn_result *res)
 			cached += c->slot[k] != NULL;
 		tr->requests = c->pos;
 		tr->hits = c->hits;
+		tr->contended_requests = c->contended_requests;
+		tr->contended_hits = c->contended_hits;
 		tr->refused = c->refused;
 		tr->usage = tn_usage(c);
 		tr->peak = c->peak;
@@ -484,12 +574,14 @@ static int tn_collect(struct tn_run *r, struct tn_result *res)
 			fprintf(stderr, "rcl-bench tenants: %s, %s: usage %" PRIu64 " above its max %" PRIu64 "\n",
 				tn_config_names[r->config], c->tr->name,
 				c->over, c->max);
-			err = -1;
+			res->above_max = true;
 		}
 		total += tr->usage;
 	}
 	res->usage = total;
 	res->peak = r->top_peak;
+	if (tn_events(r, res))
+		err = -1;
 	if (r->top && rcl_domain_usage(r->top) != total) {
 		fprintf(stderr, "rcl-bench tenants: %s: usage %" PRIu64 ", but the tenants hold %" PRIu64 "\n",
 			tn_config_names[r->config], rcl_domain_usage(r->top),
@@ -499,7 +591,7 @@ static int tn_collect(struct tn_run *r, struct tn_result *res)
 	if (r->top_over) {
 		fprintf(stderr, "rcl-bench tenants: %s: usage %" PRIu64 " above the budget %" PRIu64 "\n",
 			tn_config_names[r->config], r->top_over, r->budget);
-		err = -1;
+		res->above_max = true;
 	}
 	return err;
 }
@@ -608,24 +700,33 @@ static int tn_check_errors(struct tn_run *r)
 static int tn_run_round_robin(struct tn_run *r, struct tn_result *res)
 {
 	uint64_t t0 = bench_now_ns();
-	unsigned t, active;
+	unsigned t, active = 0;
 
-	for (t = 0; t < TN_NR_TENANTS; t++)
+	for (t = 0; t < TN_NR_TENANTS; t++) {
 		r->cache[t].start_ns = t0;
-	do {
-		active = 0;
+		active += r->cache[t].pos < r->cache[t].tr->nr_requests;
+	}
+	while (active) {
+		bool contended = active > 1;	/* at the start of the round */
+
 		for (t = 0; t < TN_NR_TENANTS; t++) {
 			struct tn_cache *c = &r->cache[t];
+			uint64_t hits = c->hits;
 
 			if (c->pos == c->tr->nr_requests)
 				continue;
-			active++;
 			if (tn_request(c))
 				return -1;
-			if (c->pos == c->tr->nr_requests)
+			if (contended) {
+				c->contended_requests++;
+				c->contended_hits += c->hits - hits;
+			}
+			if (c->pos == c->tr->nr_requests) {
 				c->end_ns = bench_now_ns();
+				active--;
+			}
 		}
-	} while (active);
+	}
 	res->seconds = (double)(bench_now_ns() - t0) * 1e-9;
 	return 0;
 }
@@ -739,7 +840,9 @@ static int tn_threads_sample(void *arg, unsigned impl,
 	const struct tn_tenant_result *pt = &res.t[a->prot];
 	unsigned t;
 
-	if (tn_measure((enum tn_config)impl, a->p, true, &res))
+	/* Above a max is a failure here too (said on standard error). */
+	if (tn_measure((enum tn_config)impl, a->p, true, &res) ||
+	    res.above_max)
 		return -1;
 	for (t = 0; t < TN_NR_TENANTS; t++) {
 		req += res.t[t].requests;
@@ -885,6 +988,8 @@ static void tn_sum(const struct tn_result *res, struct tn_tenant_result *all)
 	for (t = 0; t < TN_NR_TENANTS; t++) {
 		all->requests += res->t[t].requests;
 		all->hits += res->t[t].hits;
+		all->contended_requests += res->t[t].contended_requests;
+		all->contended_hits += res->t[t].contended_hits;
 		all->refused += res->t[t].refused;
 	}
 	all->usage = res->usage;
@@ -912,6 +1017,13 @@ static void tn_json_row(enum tn_config config, const char *tenant, bool prot,
 	bench_json_uint("requests", tr->requests);
 	bench_json_uint("hits", tr->hits);
 	bench_json_uint("refused", tr->refused);
+	bench_json_uint("contended_requests", tr->contended_requests);
+	bench_json_dbl("contended_hit_ratio", 6,
+		       tn_ratio(tr->contended_hits, tr->contended_requests));
+	if (tr->protect_low) {
+		bench_json_uint("protect_low_bytes", tr->protect_low);
+		bench_json_uint("effective_low_bytes", tr->elow);
+	}
 	if (tr->max) {
 		if (tr->usage_sum)
 			bench_json_uint("mean_usage_bytes",
@@ -921,6 +1033,64 @@ static void tn_json_row(enum tn_config config, const char *tenant, bool prot,
 		bench_json_uint("max_bytes", tr->max);
 	}
 	bench_json_end();
+}
+
+/*
+ * The issue's targets, from the round-robin figures: tree's overall hit
+ * ratio at least shared's - TN_TARGET_SLACK and above static's; the
+ * protected tenant's under tree at least its static one and above its
+ * shared one.  "No tenant ever above its max" is checked on every charge
+ * (a run that breaks it has failed: exit status 1, no row).
+ */
+#define TN_TARGET_SLACK 0.005
+
+static void tn_targets(bool json, const struct tn_result *rr, unsigned prot,
+		       bool ok)
+{
+	struct tn_tenant_result a[TN_NR_CONFIGS];
+	double all[TN_NR_CONFIGS], pt[TN_NR_CONFIGS];
+	bool t1, t2, t3, t4;
+	unsigned c;
+
+	for (c = 0; c < TN_NR_CONFIGS; c++) {
+		tn_sum(&rr[c], &a[c]);
+		all[c] = tn_ratio(a[c].hits, a[c].requests);
+		pt[c] = tn_ratio(rr[c].t[prot].hits, rr[c].t[prot].requests);
+	}
+	t1 = all[TN_TREE] >= all[TN_SHARED] - TN_TARGET_SLACK;
+	t2 = all[TN_TREE] > all[TN_STATIC];
+	t3 = pt[TN_TREE] >= pt[TN_STATIC];
+	t4 = pt[TN_TREE] > pt[TN_SHARED];
+	if (json) {
+		bench_json_begin("tenants");
+		bench_json_str("mode", "targets");
+		bench_json_dbl("overall_tree_minus_shared", 6,
+			       all[TN_TREE] - all[TN_SHARED]);
+		tn_json_bool("overall_tree_ge_shared_minus_0_005", t1);
+		bench_json_dbl("overall_tree_minus_static", 6,
+			       all[TN_TREE] - all[TN_STATIC]);
+		tn_json_bool("overall_tree_gt_static", t2);
+		bench_json_dbl("protected_tree_minus_static", 6,
+			       pt[TN_TREE] - pt[TN_STATIC]);
+		tn_json_bool("protected_tree_ge_static", t3);
+		bench_json_dbl("protected_tree_minus_shared", 6,
+			       pt[TN_TREE] - pt[TN_SHARED]);
+		tn_json_bool("protected_tree_gt_shared", t4);
+		tn_json_bool("never_above_max", ok);
+		bench_json_end();
+		return;
+	}
+	printf("targets:\n");
+	printf("  tree overall %.4f >= shared %.4f - %.3f: %s\n",
+	       all[TN_TREE], all[TN_SHARED], TN_TARGET_SLACK,
+	       t1 ? "yes" : "NO");
+	printf("  tree overall %.4f > static %.4f: %s\n", all[TN_TREE],
+	       all[TN_STATIC], t2 ? "yes" : "NO");
+	printf("  protected under tree %.4f >= static %.4f: %s\n",
+	       pt[TN_TREE], pt[TN_STATIC], t3 ? "yes" : "NO");
+	printf("  protected under tree %.4f > shared %.4f: %s\n",
+	       pt[TN_TREE], pt[TN_SHARED], t4 ? "yes" : "NO");
+	printf("  no tenant ever above its max: %s\n", ok ? "yes" : "NO");
 }
 
 /* One configuration's medians of the thread-per-tenant runs. */
@@ -1027,6 +1197,7 @@ int cmd_tenants(int argc, char **argv)
 	struct tn_params p = { .tr = tr };
 	const char *dir = NULL;
 	bool json = false, shortrun = false, threads = false, failed = false;
+	bool max_ok = true;
 	const struct bench_opt opts[] = {
 		BENCH_OPT_FLAG("--json", &json),
 		BENCH_OPT_FLAG("--short", &shortrun),
@@ -1083,29 +1254,25 @@ int cmd_tenants(int argc, char **argv)
 	for (t = 0; t < TN_NR_TENANTS; t++)
 		unique += tr[t].nr_unique;
 	p.budget = unique * TN_BUDGET_PCT / 100 * TN_OBJ_SIZE;
-	for (t = 0; t < TN_NR_TENANTS; t++) {
-		if (!tn_traces[t].protect)
-			continue;
-		if (tn_wss(&tr[t], p.budget / TN_NR_TENANTS / TN_OBJ_SIZE,
-			   &wss)) {
-			fprintf(stderr, "rcl-bench tenants: out of memory\n");
-			goto fail;
-		}
-		p.protect_low = (uint64_t)wss.objects * TN_OBJ_SIZE;
-		if (json) {
-			bench_json_begin("tenants");
-			bench_json_str("mode", "wss");
-			bench_json_str("tenant", tr[t].name);
-			bench_json_str("method", "exact LRU miss-ratio curve (stack distances); knee: the smallest size c with mr(c') - mr(min(2c', unique)) < eps for every c' >= c");
-			bench_json_dbl("eps", 3, TN_KNEE_EPS);
-			bench_json_uint("wss_objects", wss.objects);
-			bench_json_uint("protect_low_bytes", p.protect_low);
-			bench_json_dbl("lru_miss_ratio_at_wss", 6, wss.mr_knee);
-			bench_json_dbl("lru_miss_ratio_static", 6, wss.mr_static);
-			bench_json_dbl("lru_miss_ratio_cold", 6, wss.mr_cold);
-			bench_json_uint("chord_knee_objects", wss.chord_knee);
-			bench_json_end();
-		}
+	t = tn_protected();
+	if (tn_wss(&tr[t], p.budget / TN_NR_TENANTS / TN_OBJ_SIZE, &wss)) {
+		fprintf(stderr, "rcl-bench tenants: out of memory\n");
+		goto fail;
+	}
+	p.protect_low = (uint64_t)wss.objects * TN_OBJ_SIZE;
+	if (json) {
+		bench_json_begin("tenants");
+		bench_json_str("mode", "wss");
+		bench_json_str("tenant", tr[t].name);
+		bench_json_str("method", "exact LRU miss-ratio curve (stack distances); knee: the smallest size c with mr(c') - mr(min(2c', unique)) < eps for every c' >= c");
+		bench_json_dbl("eps", 3, TN_KNEE_EPS);
+		bench_json_uint("wss_objects", wss.objects);
+		bench_json_uint("protect_low_bytes", p.protect_low);
+		bench_json_dbl("lru_miss_ratio_at_wss", 6, wss.mr_knee);
+		bench_json_dbl("lru_miss_ratio_static", 6, wss.mr_static);
+		bench_json_dbl("lru_miss_ratio_cold", 6, wss.mr_cold);
+		bench_json_uint("chord_knee_objects", wss.chord_knee);
+		bench_json_end();
 	}
 	if (json) {
 		for (t = 0; t < TN_NR_TENANTS; t++) {
@@ -1143,6 +1310,8 @@ int cmd_tenants(int argc, char **argv)
 			failed = true;
 			continue;
 		}
+		if (rr[c].above_max)
+			max_ok = false;	/* the rows, then exit status 1 */
 		for (t = 0; t < TN_NR_TENANTS; t++)
 			if (json)
 				tn_json_row((enum tn_config)c, tr[t].name,
@@ -1158,14 +1327,15 @@ int cmd_tenants(int argc, char **argv)
 		}
 	}
 
+	if (!failed)
+		tn_targets(json, rr, tn_protected(), max_ok);
+	failed |= !max_ok;
+
 	if (threads && !failed) {
 		struct bench_figure fig[TN_NR_CONFIGS];
-		struct tn_threads_arg ta = { .p = &p };
+		struct tn_threads_arg ta = { .p = &p, .prot = tn_protected() };
 		unsigned reps = shortrun ? 1 : TN_THREAD_RUNS, redone = 0;
 
-		for (t = 0; t < TN_NR_TENANTS; t++)
-			if (tn_traces[t].protect)
-				ta.prot = t;
 		bench_warn_threads(TN_NR_TENANTS);
 		if (!json) {
 			fflush(stdout);
