@@ -174,8 +174,9 @@ struct tn_run {
 	/* static: each tenant's flat domain; tree: each tenant's child */
 	struct rcl_domain *dom[TN_NR_TENANTS];
 	struct tn_cache cache[TN_NR_TENANTS];
-	uint64_t top_peak;		/* the most top held */
-	uint64_t top_over;		/* top's usage above the budget, or 0 */
+	/* every tenant's thread updates these (tn_atomic_max()) */
+	atomic_ullong top_peak;		/* the most top held */
+	atomic_ullong top_over;		/* top's usage above the budget, or 0 */
 	atomic_bool go;			/* threads: start */
 	atomic_bool stop;		/* a thread failed */
 };
@@ -255,6 +256,17 @@ static void tn_fail(struct tn_cache *c, const char *what, int code)
 	atomic_store_explicit(&c->run->stop, true, memory_order_relaxed);
 }
 
+/* *@a = max(*@a, @v), from any thread. */
+static void tn_atomic_max(atomic_ullong *a, unsigned long long v)
+{
+	unsigned long long cur = atomic_load_explicit(a, memory_order_relaxed);
+
+	while (cur < v && !atomic_compare_exchange_weak_explicit(
+				  a, &cur, v, memory_order_relaxed,
+				  memory_order_relaxed))
+		;
+}
+
 /* What the tenant holds now: its domain's usage, or its own count (shared). */
 static uint64_t tn_usage(struct tn_cache *c)
 {
@@ -296,12 +308,10 @@ static int tn_miss(struct tn_cache *c, uint32_t key)
 	if (u > c->max && !c->over)
 		c->over = u;
 	if (r->top) {
-		/* threads: racy, but what is stored was a usage, and 0 stays 0 */
 		u = rcl_domain_usage(r->top);
-		if (u > r->top_peak)
-			r->top_peak = u;
-		if (u > r->budget && !r->top_over)
-			r->top_over = u;
+		tn_atomic_max(&r->top_peak, u);
+		if (u > r->budget)
+			tn_atomic_max(&r->top_over, u);
 	}
 
 	o = malloc(sizeof(*o));
@@ -486,6 +496,8 @@ static int tn_setup(struct tn_run *r, enum tn_config config,
 	memset(r, 0, sizeof(*r));
 	r->config = config;
 	r->budget = p->budget;
+	atomic_init(&r->top_peak, 0);
+	atomic_init(&r->top_over, 0);
 	atomic_init(&r->go, false);
 	atomic_init(&r->stop, false);
 	ret = rcl_fake_clock_new(0, &r->fc);
@@ -579,7 +591,7 @@ static int tn_collect(struct tn_run *r, struct tn_result *res)
 		total += tr->usage;
 	}
 	res->usage = total;
-	res->peak = r->top_peak;
+	res->peak = atomic_load(&r->top_peak);
 	if (tn_events(r, res))
 		err = -1;
 	if (r->top && rcl_domain_usage(r->top) != total) {
@@ -588,9 +600,10 @@ static int tn_collect(struct tn_run *r, struct tn_result *res)
 			total);
 		err = -1;
 	}
-	if (r->top_over) {
-		fprintf(stderr, "rcl-bench tenants: %s: usage %" PRIu64 " above the budget %" PRIu64 "\n",
-			tn_config_names[r->config], r->top_over, r->budget);
+	if (atomic_load(&r->top_over)) {
+		fprintf(stderr, "rcl-bench tenants: %s: usage %llu above the budget %" PRIu64 "\n",
+			tn_config_names[r->config],
+			(unsigned long long)atomic_load(&r->top_over), r->budget);
 		res->above_max = true;
 	}
 	return err;
