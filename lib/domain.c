@@ -149,10 +149,13 @@ static void level_uncharge(struct rcl_domain *c, uint64_t amount)
 			RCL_MIN(u, (unsigned long long)amount);
 }
 
-/* Is this thread inside a reclaim pass of @d, or of @d's tree? */
+/*
+ * Is this thread inside a reclaim pass of @d's tree?  (A pass of @d itself
+ * is one: rcl__tls_pass_domain is only ever set inside a tree's pass.)
+ */
 static inline bool in_pass(const struct rcl_domain *d)
 {
-	return rcl__tls_pass_domain == d || in_tree_pass(d);
+	return in_tree_pass(d);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1057,8 +1060,10 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
  * A root's charge (the flat domain's): 0, or 1 when the thread's stock
  * served it (usage did not move); -ENOMEM, -EOVERFLOW.
  */
-static RCL__HOT int flat_charge(struct rcl_domain *d, uint64_t amount,
-				uint64_t context, uint64_t *overshoot)
+static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
+						  uint64_t amount,
+						  uint64_t context,
+						  uint64_t *overshoot)
 {
 	unsigned long long u;
 	uint64_t budget, room, low;
@@ -1167,7 +1172,8 @@ static RCL__HOT int flat_charge(struct rcl_domain *d, uint64_t amount,
  * charging thread, if it may block, reclaims that level's subtree down to
  * the limit (one reclaim, bounded) before returning.
  */
-static void over_high(struct rcl_domain *d, uint64_t context)
+static __attribute__((noinline)) void over_high(struct rcl_domain *d,
+						   uint64_t context)
 {
 	struct rcl_domain *c;
 
@@ -1208,8 +1214,10 @@ static void over_high(struct rcl_domain *d, uint64_t context)
  * charge if strict (an oom event), or is admitted over its budget if soft.
  * Whatever fails, nothing stays charged at any level.
  */
-static int tree_charge(struct rcl_domain *d, uint64_t amount,
-		       uint64_t context, uint64_t *overshoot)
+static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
+						  uint64_t amount,
+						  uint64_t context,
+						  uint64_t *overshoot)
 {
 	bool may = (context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(d);
 	unsigned forced = 0, maxed = 0, rounds, tries = 0;
@@ -1301,6 +1309,9 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 		return -EINVAL;
 	if (unlikely(d->parent))
 		return tree_charge(d, amount, context, overshoot);
+	/* The fast path, with nothing to set up: from the thread's stock. */
+	if (d->stock_cfg && !in_pass(d) && stock_consume(d, amount))
+		return 0;
 	err = flat_charge(d, amount, context, overshoot);
 	if (err > 0)
 		return 0;	/* from the stock: usage did not move */
@@ -1311,22 +1322,11 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 	return err;
 }
 
-RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
+/* A root's uncharge, past its stock (usage clamps at 0). */
+static void flat_uncharge(struct rcl_domain *d, uint64_t amount)
 {
-	unsigned long long u;
+	unsigned long long u = atomic_load(&d->usage);
 
-	if (!d)
-		return -EINVAL;
-	if (unlikely(d->parent)) {
-		struct rcl_domain *c;
-
-		for (c = d; c->parent; c = c->parent)
-			level_uncharge(c, amount);
-		d = c;
-	}
-	if (d->stock_cfg && !in_pass(d) && stock_refund(d, amount))
-		return 0;
-	u = atomic_load(&d->usage);
 	while (!atomic_compare_exchange_weak(&d->usage, &u,
 					     u > amount ? u - amount : 0))
 		;
@@ -1334,6 +1334,28 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 	if (rcl__tls_pass_domain == d)
 		rcl__tls_pass_uncharged +=
 			RCL_MIN(u, (unsigned long long)amount);
+}
+
+/* A child's: each child level, then the root's, stock included. */
+static __attribute__((noinline)) void tree_uncharge(struct rcl_domain *d,
+						    uint64_t amount)
+{
+	struct rcl_domain *c;
+
+	for (c = d; c->parent; c = c->parent)
+		level_uncharge(c, amount);
+	if (!(c->stock_cfg && !in_pass(c) && stock_refund(c, amount)))
+		flat_uncharge(c, amount);
+}
+
+RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
+{
+	if (!d)
+		return -EINVAL;
+	if (unlikely(d->parent))
+		tree_uncharge(d, amount);
+	else if (!(d->stock_cfg && !in_pass(d) && stock_refund(d, amount)))
+		flat_uncharge(d, amount);
 	return 0;
 }
 

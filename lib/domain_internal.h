@@ -85,6 +85,14 @@ struct rcl_domain {
 	uint64_t stock_cfg;
 	atomic_ullong stock_cap;
 	atomic_uint stock_max;
+	/*
+	 * The tree (issue #17), read on every charge and uncharge too:
+	 * @parent, @root and @depth never change after rcl_domain_new(); a
+	 * root is its own @root.  limit_high: UINT64_MAX when none.
+	 */
+	unsigned depth;
+	struct rcl_domain *parent, *root;
+	atomic_ullong limit_high;
 	char pad_usage_[64];
 
 	atomic_ullong usage;
@@ -148,18 +156,14 @@ struct rcl_domain {
 	unsigned wbatch;
 
 	/*
-	 * The tree (issue #17).  @parent, @root and @depth never change after
-	 * rcl_domain_new(); the child list (@children, @sibling) changes under
-	 * the root's @tree_lock, for writing, and reclaim walks it holding that
-	 * lock for reading.  A root is its own @root.
+	 * The child list (@children, @sibling) changes under the root's
+	 * @tree_lock, for writing, and reclaim walks it holding that lock for
+	 * reading.
 	 */
-	struct rcl_domain *parent, *root;
-	unsigned depth;
 	struct rcl_domain *children, *sibling;	/* root's tree_lock */
 	unsigned nr_children;			/* root's tree_lock */
 	pthread_rwlock_t tree_lock;		/* used in a root only */
 	bool recursive_prot;			/* the root's flag */
-	atomic_ullong limit_high;		/* UINT64_MAX: none */
 	atomic_ullong protect_low, protect_min;
 	atomic_ullong ev[NR_EV_ITEMS];
 

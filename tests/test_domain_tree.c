@@ -11,7 +11,9 @@
  * so that every figure is exact and reproducible; no test reads a clock.
  */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include <reclaim/clock.h>
 #include <reclaim/domain.h>
 #include <reclaim/lruvec.h>
 
@@ -37,7 +40,7 @@
 
 struct tobj {
 	struct rcl_lru_node lru;
-	bool cached;
+	atomic_bool cached;
 };
 
 struct tcache {
@@ -45,7 +48,7 @@ struct tcache {
 	struct rcl_domain *d;
 	struct tobj *objs;
 	unsigned n, next;
-	unsigned long evicted;
+	atomic_ulong evicted;
 };
 
 static enum rcl_evict_status tc_evict(struct rcl_lru_node *node,
@@ -54,10 +57,10 @@ static enum rcl_evict_status tc_evict(struct rcl_lru_node *node,
 	struct tobj *o = rcl_container_of(node, struct tobj, lru);
 	struct tcache *c = ctl->priv;
 
-	T_CHECK(o->cached);
-	o->cached = false;
+	T_CHECK(atomic_load(&o->cached));
+	atomic_store(&o->cached, false);
 	T_EQ(rcl_domain_uncharge(c->d, ctl->weight), 0);
-	c->evicted++;
+	atomic_fetch_add(&c->evicted, 1);
 	return RCL_EVICT_FREED;
 }
 
@@ -88,7 +91,7 @@ static int tc_insert(struct tcache *c)
 	if (err)
 		return err;
 	rcl_lru_node_init(&o->lru);
-	o->cached = true;
+	atomic_store(&o->cached, true);
 	assert_int_equal(rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE, OBJ,
 					RCL_LRU_ADD_NOBATCH),
 			 0);
@@ -108,7 +111,7 @@ static uint64_t tc_bytes(const struct tcache *c)
 	unsigned i;
 
 	for (i = 0; i < c->next; i++)
-		n += c->objs[i].cached;
+		n += atomic_load(&c->objs[i].cached);
 	return n * OBJ;
 }
 
@@ -117,11 +120,11 @@ static void tc_destroy(struct tcache *c)
 	unsigned i;
 
 	for (i = 0; i < c->next; i++) {
-		if (!c->objs[i].cached)
+		if (!atomic_load(&c->objs[i].cached))
 			continue;
 		assert_int_equal(rcl_lruvec_del(&c->lv, &c->objs[i].lru), 0);
 		assert_int_equal(rcl_domain_uncharge(c->d, OBJ), 0);
-		c->objs[i].cached = false;
+		atomic_store(&c->objs[i].cached, false);
 	}
 	assert_int_equal(rcl_domain_detach(c->d, &c->lv), 0);
 	rcl_lruvec_destroy(&c->lv);
@@ -553,6 +556,62 @@ static void test_tree_min_and_low_order(void **state)
 	}
 }
 
+/*
+ * The background reclaimer serves the whole tree from its root: woken by a
+ * child's charge below the root's low watermark, it reclaims the tree back
+ * to high, taking from the unprotected child and sparing the protected one.
+ */
+static void test_tree_root_reclaimer_serves_the_tree(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = 40 * MiB };
+	struct rcl_fake_clock *fc = NULL;
+	struct rcl_domain *r, *p, *u;
+	struct rcl_watermarks wm;
+	struct tcache cp, cu;
+	struct rcl_vmstat v;
+	unsigned long i;
+
+	(void)state;
+	assert_int_equal(rcl_fake_clock_new(0, &fc), 0);
+	cfg.clock = rcl_fake_clock_clock(fc);
+	assert_int_equal(rcl_domain_new(&cfg, &r), 0);
+	p = child(r, 0, 16 * MiB, 0);
+	u = child(r, 0, 0, 0);
+	tc_init(&cp, p, 16 * MiB / OBJ);
+	tc_init(&cu, u, 40 * MiB / OBJ);
+	assert_int_equal(rcl_domain_reclaimer_start(r), 0);
+	assert_int_equal(rcl_domain_watermarks(r, &wm), 0);
+	tc_fill(&cp, 16 * MiB);
+	/* u grows until the root's headroom falls below low, a few times. */
+	while (rcl_domain_vmstat(r, &v), v.kswapd_wakeups < 3)
+		assert_int_equal(tc_insert(&cu), 0);
+	for (i = 0; i < 20000000ul; i++) {
+		rcl_domain_vmstat(r, &v);
+		if (v.pageoutrun == v.kswapd_wakeups &&
+		    rcl_fake_clock_waiters(fc) == 1)
+			break;
+		sched_yield();
+	}
+	assert_true(i < 20000000ul);
+	assert_true(rcl_domain_budget(r) - rcl_domain_usage(r) >= wm.high);
+	assert_int_equal(tc_bytes(&cp), 16 * MiB);
+	assert_int_equal(atomic_load(&cp.evicted), 0);
+	assert_int_equal(rcl_domain_vmstat(u, &v), 0);
+	/* Direct reclaim only if the reclaimer fell behind (a busy machine). */
+	assert_int_equal(v.pgsteal_kswapd + v.pgsteal_direct,
+			 atomic_load(&cu.evicted));
+	assert_true(v.pgsteal_kswapd > 0);
+	assert_int_equal(rcl_domain_vmstat(r, &v), 0);
+	assert_int_equal(v.pageoutrun, 3);
+	assert_int_equal(rcl_domain_reclaimer_stop(r), 0);
+	tc_destroy(&cp);
+	tc_destroy(&cu);
+	assert_int_equal(rcl_domain_free(p), 0);
+	assert_int_equal(rcl_domain_free(u), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+	rcl_fake_clock_free(fc);
+}
+
 /* ------------------------------------------------------------------------- */
 /* The kernel's test_memcg_protection()                                       */
 /* ------------------------------------------------------------------------- */
@@ -707,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_tree_effective_protection_overcommitted),
 		cmocka_unit_test(test_tree_recursive_protection),
 		cmocka_unit_test(test_tree_min_and_low_order),
+		cmocka_unit_test(test_tree_root_reclaimer_serves_the_tree),
 		cmocka_unit_test(test_tree_memcg_protection_min),
 		cmocka_unit_test(test_tree_memcg_protection_low),
 	};
