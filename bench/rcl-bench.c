@@ -161,7 +161,8 @@ static const struct command commands[] = {
 		"      --short      a smaller, faster run (for CI: about 20 s)\n" },
 #ifdef RCL_BENCH_HAVE_TRACES
 	{ "tenants", cmd_tenants,
-		"  tenants [--traces DIR] [--threads] [--json] [--short]\n"
+		"  tenants [--traces DIR] [--threads] [--knee-eps E] [--json]\n"
+		"          [--short]\n"
 		"      Four caches of 4 KiB objects keyed by four real traces\n"
 		"      (OLTP, orm-busy, vaultservice, multi2) on one budget of\n"
 		"      25 % of their unique keys: a flat domain of a quarter each\n"
@@ -173,6 +174,9 @@ static const struct command commands[] = {
 		"      --traces DIR the traces (default: RCL_TRACES_DIR, or\n"
 		"                   ../shared/traces beside the source tree)\n"
 		"      --threads    then a thread per tenant: requests/s\n"
+		"      --knee-eps E the working set is the smallest size from\n"
+		"                   which on doubling the cache lowers the LRU\n"
+		"                   miss ratio by less than E (default 0.01)\n"
 		"      --json       only JSON on standard output, one object a line\n"
 		"      --short      a prefix of each trace (for CI: checks that it\n"
 		"                   works)\n" },

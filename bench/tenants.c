@@ -71,7 +71,8 @@
  * The protected tenant's working-set size: the knee of its exact LRU
  * miss-ratio curve (tn_wss()): the smallest size c such that, for every
  * size c' >= c, doubling c' (up to the unique keys, where the curve ends)
- * lowers the miss ratio by less than TN_KNEE_EPS.
+ * lowers the miss ratio by less than eps (--knee-eps; TN_KNEE_EPS, one
+ * point of miss ratio, by default).
  */
 #define TN_KNEE_EPS 0.01
 
@@ -934,12 +935,12 @@ struct tn_wss {
 /*
  * The working-set size of @tr: the knee of its LRU miss-ratio curve mr(c),
  * c = 0 .. U (U the unique keys; mr(0) = 1, mr(U) the cold-miss ratio): the
- * smallest c such that mr(c') - mr(min(2c', U)) < TN_KNEE_EPS for every
+ * smallest c such that mr(c') - mr(min(2c', U)) < @eps for every
  * c' >= c.  Also the point of the curve farthest below the chord from
  * (0, 1) to (U, mr(U)), the other usual definition of a knee, printed for
  * comparison.  Returns 0 or -1.
  */
-static int tn_wss(const struct tn_trace *tr, uint64_t static_objs,
+static int tn_wss(const struct tn_trace *tr, uint64_t static_objs, double eps,
 		  struct tn_wss *w)
 {
 	uint32_t u = tr->nr_unique, c;
@@ -962,7 +963,7 @@ static int tn_wss(const struct tn_trace *tr, uint64_t static_objs,
 		uint32_t cc = c - 1;
 		uint32_t c2 = cc > u / 2 ? u : 2 * cc;
 
-		if (mr[cc] - mr[c2] >= TN_KNEE_EPS)
+		if (mr[cc] - mr[c2] >= eps)
 			break;
 	}
 	w->objects = c;
@@ -1211,10 +1212,12 @@ int cmd_tenants(int argc, char **argv)
 	const char *dir = NULL;
 	bool json = false, shortrun = false, threads = false, failed = false;
 	bool max_ok = true;
+	double eps = TN_KNEE_EPS;
 	const struct bench_opt opts[] = {
 		BENCH_OPT_FLAG("--json", &json),
 		BENCH_OPT_FLAG("--short", &shortrun),
 		BENCH_OPT_FLAG("--threads", &threads),
+		BENCH_OPT_DBL("--knee-eps", &eps, 0.0001, 1.0),
 		BENCH_OPT_END,
 	};
 	char **rest;
@@ -1268,7 +1271,7 @@ int cmd_tenants(int argc, char **argv)
 		unique += tr[t].nr_unique;
 	p.budget = unique * TN_BUDGET_PCT / 100 * TN_OBJ_SIZE;
 	t = tn_protected();
-	if (tn_wss(&tr[t], p.budget / TN_NR_TENANTS / TN_OBJ_SIZE, &wss)) {
+	if (tn_wss(&tr[t], p.budget / TN_NR_TENANTS / TN_OBJ_SIZE, eps, &wss)) {
 		fprintf(stderr, "rcl-bench tenants: out of memory\n");
 		goto fail;
 	}
@@ -1278,7 +1281,7 @@ int cmd_tenants(int argc, char **argv)
 		bench_json_str("mode", "wss");
 		bench_json_str("tenant", tr[t].name);
 		bench_json_str("method", "exact LRU miss-ratio curve (stack distances); knee: the smallest size c with mr(c') - mr(min(2c', unique)) < eps for every c' >= c");
-		bench_json_dbl("eps", 3, TN_KNEE_EPS);
+		bench_json_dbl("eps", 4, eps);
 		bench_json_uint("wss_objects", wss.objects);
 		bench_json_uint("protect_low_bytes", p.protect_low);
 		bench_json_dbl("lru_miss_ratio_at_wss", 6, wss.mr_knee);
@@ -1308,8 +1311,8 @@ int cmd_tenants(int argc, char **argv)
 			       tr[t].name, tn_traces[t].protect ? "*" : " ",
 			       tn_traces[t].path, tr[t].nr_requests,
 			       tr[t].nr_unique);
-		printf("  * protected: working set %" PRIu32 " objects (the knee of its LRU miss-ratio curve, eps %.3f: miss ratio %.4f there, %.4f at the static share, %.4f cold; the chord's knee is at %" PRIu32 ")\n",
-		       wss.objects, TN_KNEE_EPS, wss.mr_knee, wss.mr_static,
+		printf("  * protected: working set %" PRIu32 " objects (the knee of its LRU miss-ratio curve, eps %.4g: miss ratio %.4f there, %.4f at the static share, %.4f cold; the chord's knee is at %" PRIu32 ")\n",
+		       wss.objects, eps, wss.mr_knee, wss.mr_static,
 		       wss.mr_cold, wss.chord_knee);
 	}
 
