@@ -54,11 +54,14 @@
  * deterministic: the same on every run and machine, for a given library.
  *
  * Threads (--threads, after the round-robin run): one thread per tenant
- * replays its trace as fast as it can, released together by a barrier; the
- * figure is requests per second (each tenant's over its own time, and all
- * requests over the time of the slowest).  Evictions then run on whichever
- * thread reclaims, so the index is under striped mutexes and lookups pin
- * objects (the pin protocol of <reclaim/lruvec.h>), in both modes.
+ * replays its trace as fast as it can, all released together once they
+ * exist; the figures are requests per second (all requests over the time
+ * until the last thread ends, and the protected tenant's over its own
+ * time), medians of TN_THREAD_RUNS runs per configuration, the
+ * configurations in alternation (bench_median_of_runs()).  Evictions run
+ * on whichever thread reclaims, so the index is under striped mutexes and
+ * lookups pin objects (the pin protocol of <reclaim/lruvec.h>), in both
+ * modes.
  */
 #define TN_NR_TENANTS 4u
 #define TN_OBJ_SIZE 4096u
