@@ -135,18 +135,30 @@ static int level_charge(struct rcl_domain *c, uint64_t amount, bool force)
 
 /*
  * ... and of an uncharge: usage clamps at 0.  Inside a pass of this level,
- * the pass's progress (shrink_partition()).
+ * the pass's progress (shrink_partition()).  Returns what it took, at most
+ * @amount: all that the levels above may be uncharged, so that each stays
+ * the total of its subtree when more is uncharged than was charged.
  */
-static void level_uncharge(struct rcl_domain *c, uint64_t amount)
+static uint64_t level_uncharge(struct rcl_domain *c, uint64_t amount)
 {
 	unsigned long long u = atomic_load(&c->usage);
 
 	while (!atomic_compare_exchange_weak(&c->usage, &u,
 					     u > amount ? u - amount : 0))
 		;
+	amount = RCL_MIN(u, (unsigned long long)amount);
 	if (rcl__tls_pass_domain == c)
-		rcl__tls_pass_uncharged +=
-			RCL_MIN(u, (unsigned long long)amount);
+		rcl__tls_pass_uncharged += amount;
+	return amount;
+}
+
+/* Uncharge @amount from @d up to (not including) @stop, as clamped above. */
+static uint64_t path_uncharge(struct rcl_domain *d, struct rcl_domain *stop,
+			      uint64_t amount)
+{
+	for (; d != stop; d = d->parent)
+		amount = level_uncharge(d, amount);
+	return amount;
 }
 
 /*
@@ -402,7 +414,7 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	/* No thread-local stock may point at the domain once it is gone. */
 	stocks_forget(d);
 	if (d->parent) {
-		struct rcl_domain **link, *c;
+		struct rcl_domain **link;
 		uint64_t left;
 
 		pthread_rwlock_wrlock(&d->root->tree_lock);
@@ -418,8 +430,7 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 		 * it (the kernel reparents it; nothing here can own it).
 		 */
 		left = atomic_load(&d->usage);
-		for (c = d->parent; c; c = c->parent)
-			level_uncharge(c, left);
+		path_uncharge(d->parent, NULL, left);
 	}
 	if (d->parent && atomic_load(&d->limit_high) != UINT64_MAX)
 		atomic_fetch_sub(&d->root->nr_high, 1);
@@ -670,12 +681,8 @@ undo:
 /* ... and the one place where it goes back, to every level: clamps at 0. */
 static void stock_return(struct rcl_domain *d, uint64_t amount)
 {
-	struct rcl_domain *c;
-
-	if (!amount)
-		return;
-	for (c = d; c; c = c->parent)
-		level_uncharge(c, amount);
+	if (amount)
+		path_uncharge(d, NULL, amount);
 }
 
 /*
@@ -1456,11 +1463,9 @@ static void flat_uncharge(struct rcl_domain *d, uint64_t amount)
 static __attribute__((noinline)) void tree_uncharge(struct rcl_domain *d,
 						    uint64_t amount)
 {
-	struct rcl_domain *c;
-
-	for (c = d; c->parent; c = c->parent)
-		level_uncharge(c, amount);
-	flat_uncharge(c, amount);
+	amount = path_uncharge(d, d->root, amount);
+	if (amount)
+		flat_uncharge(d->root, amount);
 }
 
 RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)

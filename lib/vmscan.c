@@ -189,11 +189,12 @@ static void prot_visit(struct prot_walk *w, struct rcl_domain *d,
 
 	*usage = u;
 	*emin = *elow = 0;
-	if (d != w->target && u) {
-		if (p == w->target) {
-			*emin = atomic_load(&d->protect_min);
-			*elow = atomic_load(&d->protect_low);
-		} else {
+	if (d != w->target && p == w->target) {
+		/* A child of the target: its setting (also with no usage). */
+		*emin = atomic_load(&d->protect_min);
+		*elow = atomic_load(&d->protect_low);
+	} else if (d != w->target && u) {
+		{
 			uint64_t pu = atomic_load(&p->usage);
 			unsigned k = p->depth;
 
