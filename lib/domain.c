@@ -431,6 +431,15 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 		 */
 		left = atomic_load(&d->usage);
 		path_uncharge(d->parent, NULL, left);
+		/* Its counts stay in its ancestors' subtree sums. */
+		for (i = 0; i < NR_EV_ITEMS; i++)
+			atomic_fetch_add(&d->parent->ev_gone[i],
+					 atomic_load(&d->ev[i]) +
+						 atomic_load(&d->ev_gone[i]));
+		for (i = 0; i < NR_VM_ITEMS; i++)
+			atomic_fetch_add(&d->parent->vm_gone[i],
+					 atomic_load(&d->vm[i]) +
+						 atomic_load(&d->vm_gone[i]));
 	}
 	if (d->parent && atomic_load(&d->limit_high) != UINT64_MAX)
 		atomic_fetch_sub(&d->root->nr_high, 1);
@@ -1714,7 +1723,11 @@ RCL_API int rcl_domain_events(const struct rcl_domain *d, bool subtree,
 	for (c = t; c; c = subtree ? tree_next(t, c) : NULL)
 		for (i = 0; i < NR_EV_ITEMS; i++)
 			ev[i] += atomic_load_explicit(&c->ev[i],
-						      memory_order_relaxed);
+						      memory_order_relaxed) +
+				 (subtree ? atomic_load_explicit(
+						    &c->ev_gone[i],
+						    memory_order_relaxed)
+					  : 0);
 	if (subtree)
 		pthread_rwlock_unlock(&t->root->tree_lock);
 	out->low = ev[EV_LOW];
@@ -1743,6 +1756,8 @@ RCL_API int rcl_domain_vmstat_subtree(const struct rcl_domain *d,
 	for (c = t; c; c = tree_next(t, c))
 		for (i = 0; i < NR_VM_ITEMS; i++)
 			v[i] += atomic_load_explicit(&c->vm[i],
+						     memory_order_relaxed) +
+				atomic_load_explicit(&c->vm_gone[i],
 						     memory_order_relaxed);
 	pthread_rwlock_unlock(&t->root->tree_lock);
 	vmstat_fill(v, out);

@@ -170,6 +170,12 @@ struct rcl_domain {
 	bool recursive_prot;			/* the root's flag */
 	atomic_ullong protect_low, protect_min;
 	atomic_ullong ev[NR_EV_ITEMS];
+	/*
+	 * What freed children had counted, kept for the subtree sums (as
+	 * memory.events keeps a removed cgroup's events in its parent's).
+	 */
+	atomic_ullong ev_gone[NR_EV_ITEMS];
+	atomic_ullong vm_gone[NR_VM_ITEMS];
 
 	struct att_slot slots[];
 };

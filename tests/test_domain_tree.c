@@ -215,6 +215,18 @@ static void test_tree_charge_is_hierarchical(void **state)
 	assert_int_equal(rcl_domain_free(r), -EBUSY);
 	assert_int_equal(rcl_domain_free(b), 0);
 	assert_int_equal(rcl_domain_free(c), 0);
+	/* A freed child's events and counters stay in the subtree sums. */
+	{
+		struct rcl_domain_events ev;
+
+		assert_int_equal(rcl_domain_events(r, true, &ev), 0);
+		assert_int_equal(ev.max, 1);
+		assert_int_equal(ev.oom, 1);
+		assert_int_equal(rcl_domain_events(a, false, &ev), 0);
+		assert_int_equal(ev.oom, 0);
+		assert_int_equal(rcl_domain_vmstat_subtree(r, &v), 0);
+		assert_int_equal(v.charge_failures, 1);
+	}
 	assert_int_equal(rcl_domain_free(a), 0);
 	assert_int_equal(rcl_domain_free(r), 0);
 }

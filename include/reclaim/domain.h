@@ -241,7 +241,7 @@ enum rcl_charge_mode {
 /**
  * struct rcl_domain_config - creation parameters
  * @budget: the budget (> 0), in the application's unit
- * @nr_partitions: partitions; 0 = 1
+ * @nr_partitions: partitions; 0 = 1, for a child its parent's
  * @mode: strict or soft
  * @watermark_scale_factor: the gap between watermarks in 1/10000 of the
  *	budget, up to 10000; 0 = RCL_WATERMARK_SCALE_DEFAULT
@@ -250,7 +250,7 @@ enum rcl_charge_mode {
  * @shrink_policy: the damping policy of the domain's shrinker registry
  * @max_lruvecs: most lruvecs attached at once; 0 = 256
  * @flags: RCL_DOMAIN_NONPROPORTIONAL, RCL_DOMAIN_RECLAIM_WRITES
- * @clock: the clock; NULL = rcl_clock_monotonic()
+ * @clock: the clock; NULL = rcl_clock_monotonic(), for a child its parent's
  * @allocator: NULL = malloc
  * @flusher: the application's flusher (flusher.h), or NULL
  * @flusher_priv: passed to @flusher
@@ -269,7 +269,8 @@ enum rcl_charge_mode {
  * @parent: the parent domain, or NULL for a root (see "Trees of domains"
  *	above).  It must outlive this domain; a child shares its root's
  *	clock, and its partition count must equal the root's
- * @limit_high: a child's throttle limit (memory.high); 0 = none
+ * @limit_high: the throttle limit (memory.high), of a child or of a root
+ *	(the charging thread reclaims the tree back to it); 0 = none
  * @protect_low: a child's best-effort protection (memory.low); 0 = none
  * @protect_min: a child's hard protection (memory.min); 0 = none
  *
@@ -530,8 +531,10 @@ RCL_API int rcl_domain_watermarks(const struct rcl_domain *d,
  * They hold until the next rcl_domain_set_budget().
  *
  * Context: any thread.
- * Return: 0; -EINVAL for NULL, watermarks out of order, or high above the
- * budget (checked under the domain's lock, against the budget of that moment).
+ * Return: 0; -EINVAL for NULL, watermarks out of order, high above the
+ * budget (checked under the domain's lock, against the budget of that
+ * moment), or a child (a tree's watermarks are its root's; a child's
+ * rcl_domain_watermarks() are derived from its budget and used by nothing).
  */
 RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
 				      const struct rcl_watermarks *wm);
@@ -618,9 +621,10 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
  * @d: the domain
  *
  * Context: any thread.
- * Return: 0; -EINVAL for NULL; -EBUSY if it runs already; -EAGAIN if the
+ * Return: 0; -EINVAL for NULL, or for a child (a tree's background
+ * reclaimer is its root's); -EBUSY if it runs already; -EAGAIN if the
  * thread cannot be created (nothing changes: no wakeup is left pending or
- * counted).
+ * counted).  rcl_domain_reclaimer_stop() of a child returns 0 (none runs).
  */
 RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d);
 
@@ -640,7 +644,8 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d);
  * Context: any thread.
  * Return: 0; -EINVAL for NULL.
  *
- * Bad input: Without a running reclaimer it only clears the hopeless state.
+ * Bad input: Without a running reclaimer it only clears the hopeless state;
+ * on a child (which has none), only the child's own, which nothing uses.
  */
 RCL_API int rcl_domain_wakeup(struct rcl_domain *d);
 
@@ -839,6 +844,10 @@ struct rcl_domain_events {
  * @subtree: false: its own (memory.events.local); true: summed over its
  *	subtree (memory.events)
  * @out: receives them
+ *
+ * The subtree sums keep the events of freed descendants, as memory.events
+ * keeps a removed cgroup's in its parent's; the counters of
+ * rcl_domain_vmstat_subtree() likewise.
  *
  * Context: lock-free for its own; the subtree takes the tree's lock for
  * reading.
