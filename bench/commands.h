@@ -16,6 +16,9 @@ int cmd_stream(int argc, char **argv);
 int cmd_writeback(int argc, char **argv);
 int cmd_objcache(int argc, char **argv);
 int cmd_pressure(int argc, char **argv);
+#ifdef RCL_BENCH_HAVE_TRACES
+int cmd_tenants(int argc, char **argv);
+#endif
 #ifdef RCL_BENCH_HAVE_SQLITE
 int cmd_sqlite(int argc, char **argv);
 #endif

@@ -666,6 +666,15 @@ static void loop_charge(struct worker *w)
 		fail(w, "rcl_domain_charge/uncharge", bad);
 }
 
+/*
+ * --tree-depth N (charge only): the workers charge a domain N levels below
+ * the root, through a chain of children without limits, so that each
+ * charge and uncharge also moves N child counters (one CAS each) before the
+ * root's stock serves it (domain.h, "Trees of domains").  0: the root.
+ */
+static unsigned hp_tree_depth;
+static struct rcl_domain *hp_chain[RCL_DOMAIN_MAX_DEPTH];
+
 /* charge: a domain with room for every thread's burst, many times over. */
 static int charge_setup(struct hp_run *r)
 {
@@ -673,16 +682,31 @@ static int charge_setup(struct hp_run *r)
 		.budget = (uint64_t)1 << 30,
 		.charge_stock = HP_CHARGE_STOCK,
 	};
+	unsigned i;
 	int ret = 0;
 
 	atomic_init(&r->counter, 0);
 	if (r->impl == IMPL_LIB) {
-		ret = rcl_domain_new(&cfg, &r->dom);
-		if (ret)
+		ret = rcl_domain_new(&cfg, &hp_chain[0]);
+		for (i = 1; !ret && i <= hp_tree_depth; i++) {
+			struct rcl_domain_config cc = { .parent = hp_chain[i - 1] };
+
+			ret = rcl_domain_new(&cc, &hp_chain[i]);
+			if (ret)
+				break;
+		}
+		if (ret) {
 			fprintf(stderr, "rcl-bench: rcl_domain_new: %s\n",
 				strerror(-ret));
+			/* hp_chain[0 .. i - 1] exist if the root does. */
+			while (hp_chain[0] && i-- > 0)
+				rcl_domain_free(hp_chain[i]);
+			hp_chain[0] = NULL;
+			return -1;
+		}
+		r->dom = hp_chain[hp_tree_depth];
 	}
-	return ret ? -1 : 0;
+	return 0;
 }
 
 /*
@@ -691,8 +715,9 @@ static int charge_setup(struct hp_run *r)
  */
 static int charge_teardown(struct hp_run *r)
 {
-	uint64_t left = r->impl == IMPL_LIB ? rcl_domain_usage(r->dom)
+	uint64_t left = r->impl == IMPL_LIB ? rcl_domain_usage(hp_chain[0])
 					    : atomic_load(&r->counter);
+	unsigned i;
 	int err = 0, ret;
 
 	if (left) {
@@ -700,8 +725,16 @@ static int charge_teardown(struct hp_run *r)
 			(unsigned long long)left);
 		err = -1;
 	}
+	for (i = hp_tree_depth; r->impl == IMPL_LIB && i > 0; i--) {
+		ret = rcl_domain_free(hp_chain[i]);
+		if (ret) {
+			fprintf(stderr, "rcl-bench: rcl_domain_free: %s\n",
+				strerror(-ret));
+			err = -1;
+		}
+	}
 	if (r->impl == IMPL_LIB) {
-		ret = rcl_domain_free(r->dom);
+		ret = rcl_domain_free(hp_chain[0]);
 		if (ret) {
 			fprintf(stderr, "rcl-bench: rcl_domain_free: %s\n",
 				strerror(-ret));
@@ -1181,6 +1214,8 @@ int cmd_hotpath(int argc, char **argv)
 		BENCH_OPT_CHOICE("--op", &only, op_choices),
 		BENCH_OPT_UINT("--count", &count, 1, 1000000000u),
 		BENCH_OPT_CHOICE("--impl", &only_impl, impl_choices),
+		BENCH_OPT_UINT("--tree-depth", &hp_tree_depth, 0,
+			       RCL_DOMAIN_MAX_DEPTH - 1),
 		BENCH_OPT_END,
 	};
 	struct hp_result *res, *lib, *base;

@@ -40,6 +40,9 @@
  * connection per thread, lookups keyed by real traces; SQLite's page cache
  * split per connection, under a soft heap limit, and the libreclaim
  * page-cache plug-in under one domain, at the same memory.
+ * tenants (built with libarchive): four caches keyed by real traces on one
+ * budget: flat domains of a quarter each, one flat domain, and a tree of
+ * domains with one child per tenant, one of them protected (protect_low).
  */
 #include <stdio.h>
 #include <string.h>
@@ -156,6 +159,28 @@ static const struct command commands[] = {
 		"      --trace      a line every 100 ms on standard error\n"
 		"      --json       only JSON on standard output, one object a line\n"
 		"      --short      a smaller, faster run (for CI: about 20 s)\n" },
+#ifdef RCL_BENCH_HAVE_TRACES
+	{ "tenants", cmd_tenants,
+		"  tenants [--traces DIR] [--threads] [--knee-eps E] [--json]\n"
+		"          [--short]\n"
+		"      Four caches of 4 KiB objects keyed by four real traces\n"
+		"      (OLTP, orm-busy, vaultservice, multi2) on one budget of\n"
+		"      25 % of their unique keys: a flat domain of a quarter each\n"
+		"      (static), one flat domain (shared), a parent domain with a\n"
+		"      child per tenant, orm-busy's protected by protect_low = its\n"
+		"      working set (tree).  Round-robin in one thread: hit ratios\n"
+		"      and usage per tenant, deterministic.  Exits 77 without the\n"
+		"      traces.\n"
+		"      --traces DIR the traces (default: RCL_TRACES_DIR, or\n"
+		"                   ../shared/traces beside the source tree)\n"
+		"      --threads    then a thread per tenant: requests/s\n"
+		"      --knee-eps E the working set is the smallest size from\n"
+		"                   which on doubling the cache lowers the LRU\n"
+		"                   miss ratio by less than E (default 0.01)\n"
+		"      --json       only JSON on standard output, one object a line\n"
+		"      --short      a prefix of each trace (for CI: checks that it\n"
+		"                   works)\n" },
+#endif
 #ifdef RCL_BENCH_HAVE_SQLITE
 	{ "sqlite", cmd_sqlite,
 		"  sqlite [--databases K] [--budget M] [--queries N] [--dir DIR]\n"

@@ -135,24 +135,39 @@ static int level_charge(struct rcl_domain *c, uint64_t amount, bool force)
 
 /*
  * ... and of an uncharge: usage clamps at 0.  Inside a pass of this level,
- * the pass's progress (shrink_partition()).
+ * the pass's progress (shrink_partition()).  Returns what it took, at most
+ * @amount: all that the levels above may be uncharged, so that each stays
+ * the total of its subtree when more is uncharged than was charged.
  */
-static void level_uncharge(struct rcl_domain *c, uint64_t amount)
+static uint64_t level_uncharge(struct rcl_domain *c, uint64_t amount)
 {
 	unsigned long long u = atomic_load(&c->usage);
 
 	while (!atomic_compare_exchange_weak(&c->usage, &u,
 					     u > amount ? u - amount : 0))
 		;
+	amount = RCL_MIN(u, (unsigned long long)amount);
 	if (rcl__tls_pass_domain == c)
-		rcl__tls_pass_uncharged +=
-			RCL_MIN(u, (unsigned long long)amount);
+		rcl__tls_pass_uncharged += amount;
+	return amount;
 }
 
-/* Is this thread inside a reclaim pass of @d, or of @d's tree? */
+/* Uncharge @amount from @d up to (not including) @stop, as clamped above. */
+static uint64_t path_uncharge(struct rcl_domain *d, struct rcl_domain *stop,
+			      uint64_t amount)
+{
+	for (; d != stop; d = d->parent)
+		amount = level_uncharge(d, amount);
+	return amount;
+}
+
+/*
+ * Is this thread inside a reclaim pass of @d's tree?  (A pass of @d itself
+ * is one: rcl__tls_pass_domain is only ever set inside a tree's pass.)
+ */
 static inline bool in_pass(const struct rcl_domain *d)
 {
-	return rcl__tls_pass_domain == d || in_tree_pass(d);
+	return in_tree_pass(d);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -204,8 +219,13 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			return RCL__REFUSE(-EINVAL, "a child must have its parent's partitions");
 		if (cfg->clock && cfg->clock != pa->clock)
 			return RCL__REFUSE(-EINVAL, "a child must have its parent's clock");
-		if (in_tree_pass(pa))
-			return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the parent's tree, which holds the tree");
+		/*
+		 * A pass holds its tree's lock for reading: creating a child
+		 * of any tree from its callbacks could wait for a pass that
+		 * waits for this one.
+		 */
+		if (rcl__tls_pass_tree)
+			return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass, which holds its tree");
 	} else if (cfg->protect_low || cfg->protect_min) {
 		return RCL__REFUSE(-EINVAL, "a root is never protected from its own pressure: protection needs a parent");
 	} else if (!cfg->budget) {
@@ -239,7 +259,11 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		d->recursive_prot = cfg->flags & RCL_DOMAIN_RECURSIVE_PROT;
 	}
 	atomic_init(&d->limit_high,
-		    cfg->limit_high ? cfg->limit_high : UINT64_MAX);
+		    cfg->limit_high && cfg->limit_high != UINT64_MAX
+			    ? cfg->limit_high
+			    : UINT64_MAX);
+	if (atomic_load(&d->limit_high) != UINT64_MAX)
+		atomic_fetch_add(&d->root->nr_high, 1);
 	atomic_init(&d->protect_low, cfg->protect_low);
 	atomic_init(&d->protect_min, cfg->protect_min);
 	d->max_lruvecs = max_lv;
@@ -252,7 +276,8 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	atomic_init(&d->budget, budget);
 	derive_watermarks(budget, d->scale, &wm);
 	store_watermarks(d, &wm);
-	d->stock_cfg = cfg->charge_stock;
+	/* Stocks are the tree's: configured on its root. */
+	d->stock_cfg = d->parent ? d->root->stock_cfg : cfg->charge_stock;
 	stock_size(d, budget);
 	d->bg_ratio = cfg->dirty_background_ratio ? cfg->dirty_background_ratio
 						  : 10;
@@ -353,8 +378,8 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	if (rcl__tls_reclaimer_of == d || rcl__tls_flusher_of == d ||
 	    rcl__tls_writing_of == d)
 		return RCL__REFUSE(-EDEADLK, "called from the domain's own reclaimer or flusher thread, or from a write callback of its write-back");
-	if (in_tree_pass(d))
-		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree, which holds the tree");
+	if (in_tree_pass(d) || (d->parent && rcl__tls_pass_tree))
+		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass, which holds its tree");
 	pthread_rwlock_rdlock(&d->root->tree_lock);
 	err = d->nr_children ? -EBUSY : 0;
 	pthread_rwlock_unlock(&d->root->tree_lock);
@@ -389,7 +414,7 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	/* No thread-local stock may point at the domain once it is gone. */
 	stocks_forget(d);
 	if (d->parent) {
-		struct rcl_domain **link, *c;
+		struct rcl_domain **link;
 		uint64_t left;
 
 		pthread_rwlock_wrlock(&d->root->tree_lock);
@@ -405,9 +430,19 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 		 * it (the kernel reparents it; nothing here can own it).
 		 */
 		left = atomic_load(&d->usage);
-		for (c = d->parent; c; c = c->parent)
-			level_uncharge(c, left);
+		path_uncharge(d->parent, NULL, left);
+		/* Its counts stay in its ancestors' subtree sums. */
+		for (i = 0; i < NR_EV_ITEMS; i++)
+			atomic_fetch_add(&d->parent->ev_gone[i],
+					 atomic_load(&d->ev[i]) +
+						 atomic_load(&d->ev_gone[i]));
+		for (i = 0; i < NR_VM_ITEMS; i++)
+			atomic_fetch_add(&d->parent->vm_gone[i],
+					 atomic_load(&d->vm[i]) +
+						 atomic_load(&d->vm_gone[i]));
 	}
+	if (d->parent && atomic_load(&d->limit_high) != UINT64_MAX)
+		atomic_fetch_sub(&d->root->nr_high, 1);
 	a = d->alloc;
 	pthread_rwlock_destroy(&d->tree_lock);
 	pthread_mutex_destroy(&d->wblock);
@@ -611,37 +646,82 @@ static RCL__TLS struct charge_stock *tls_stock;
 static RCL__TLS unsigned tls_stock_retry;
 
 /*
- * The one place where a stock's memory is taken from a domain's counter:
- * @amount, only if usage is left at least the high watermark below the
- * budget (a stock never takes memory a charge or reclaim would miss).  The
- * hierarchical domains (#17) will charge the ancestors here.
+ * The one place where a stock's memory is taken from the counters: @amount,
+ * from @d and each of its ancestors, only if that leaves every level room:
+ * a child level at least 1/RCL_CHARGE_STOCKS_SHARE of its budget and of
+ * its limit_high below them, the root at least its high watermark below its
+ * budget (a stock never takes memory a charge or reclaim would miss).
+ * Nothing is taken if any level refuses.
  */
 static bool stock_take(struct rcl_domain *d, uint64_t amount)
 {
-	unsigned long long u = atomic_load(&d->usage);
-	uint64_t limit = atomic_load(&d->budget), high;
+	struct rcl_domain *c, *u;
+	unsigned long long v;
+	uint64_t limit, high;
 
-	high = atomic_load(&d->whigh);
+	for (c = d; c->parent; c = c->parent) {
+		limit = RCL_MIN((uint64_t)atomic_load(&c->budget),
+				(uint64_t)atomic_load(&c->limit_high));
+		limit -= limit / RCL_CHARGE_STOCKS_SHARE;
+		v = atomic_load(&c->usage);
+		do {
+			if (amount > limit || v > limit - amount)
+				goto undo;
+		} while (!atomic_compare_exchange_weak(&c->usage, &v,
+						       v + amount));
+	}
+	v = atomic_load(&c->usage);
+	limit = atomic_load(&c->budget);
+	high = atomic_load(&c->whigh);
 	if (high >= limit)
-		return false;
+		goto undo;
 	limit -= high;
 	do {
-		if (amount > limit || u > limit - amount)
-			return false;
-	} while (!atomic_compare_exchange_weak(&d->usage, &u, u + amount));
+		if (amount > limit || v > limit - amount)
+			goto undo;
+	} while (!atomic_compare_exchange_weak(&c->usage, &v, v + amount));
 	return true;
+undo:
+	for (u = d; u != c; u = u->parent)
+		level_uncharge(u, amount);
+	return false;
 }
 
-/* ... and the one place where it goes back: usage clamps at 0. */
+/* ... and the one place where it goes back, to every level: clamps at 0. */
 static void stock_return(struct rcl_domain *d, uint64_t amount)
 {
-	unsigned long long u = atomic_load(&d->usage);
+	if (amount)
+		path_uncharge(d, NULL, amount);
+}
 
-	if (!amount)
-		return;
-	while (!atomic_compare_exchange_weak(&d->usage, &u,
-					     u > amount ? u - amount : 0))
-		;
+/*
+ * Count a stock attached to @d at every level, each bounded by its
+ * stock_max; false (nothing counted) if one is at its bound.
+ */
+static bool stock_count_up(struct rcl_domain *d)
+{
+	struct rcl_domain *c, *u;
+
+	for (c = d; c; c = c->parent) {
+		unsigned n = atomic_load(&c->nr_stocks);
+
+		do {
+			if (n >= atomic_load(&c->stock_max))
+				goto undo;
+		} while (!atomic_compare_exchange_weak(&c->nr_stocks, &n,
+						       n + 1));
+	}
+	return true;
+undo:
+	for (u = d; u != c; u = u->parent)
+		atomic_fetch_sub(&u->nr_stocks, 1);
+	return false;
+}
+
+static void stock_count_down(struct rcl_domain *d)
+{
+	for (; d; d = d->parent)
+		atomic_fetch_sub(&d->nr_stocks, 1);
 }
 
 /* Detach @s (its lock held) from its domain, giving back what it holds. */
@@ -656,7 +736,7 @@ static void stock_detach_locked(struct charge_stock *s)
 	if (!(nr & STOCK_DEAD))
 		stock_return(d, nr);
 	atomic_store(&s->dom, NULL);
-	atomic_fetch_sub(&d->nr_stocks, 1);
+	stock_count_down(d);
 }
 
 static void stock_unlink(struct charge_stock *s)
@@ -794,7 +874,12 @@ fail:
 static void stock_size(struct rcl_domain *d, uint64_t budget)
 {
 	uint64_t cap = RCL_MIN(d->stock_cfg, budget / RCL_CHARGE_STOCK_SHARE);
-	uint64_t max = cap ? budget / RCL_CHARGE_STOCKS_SHARE / cap : 0;
+	uint64_t max;
+
+	/* No larger than a stock of any ancestor: their bounds hold too. */
+	if (d->parent)
+		cap = RCL_MIN(cap, (uint64_t)atomic_load(&d->parent->stock_cap));
+	max = cap ? budget / RCL_CHARGE_STOCKS_SHARE / cap : 0;
 
 	atomic_store(&d->stock_cap, cap);
 	atomic_store(&d->stock_max, (unsigned)RCL_MIN(max, UINT32_MAX));
@@ -839,13 +924,8 @@ static bool stock_refill(struct rcl_domain *d, uint64_t amount)
 	pthread_mutex_lock(&s->lock);
 	old = atomic_load(&s->dom);
 	if (old != d) {
-		unsigned n = atomic_load(&d->nr_stocks);
-
-		do {
-			if (n >= atomic_load(&d->stock_max))
-				goto out;
-		} while (!atomic_compare_exchange_weak(&d->nr_stocks, &n,
-						       n + 1));
+		if (!stock_count_up(d))
+			goto out;
 		stock_detach_locked(s);
 		atomic_store(&s->dom, d);
 		atomic_store(&s->nr, 0);
@@ -903,7 +983,8 @@ static inline bool stock_refund(struct rcl_domain *d, uint64_t amount)
 }
 
 /*
- * Detach every stock of @d.  Unconditional, for rcl_domain_free(): under
+ * Detach every stock of @d and of its subtree (they hold @d's memory too).
+ * Unconditional, for rcl_domain_free(): under
  * the registry lock, a stock that its exiting thread gives back is seen
  * either way.
  */
@@ -914,7 +995,7 @@ static void stocks_forget(struct rcl_domain *d)
 	pthread_mutex_lock(&stock_registry_lock);
 	for (s = stock_head.next; s != &stock_head; s = s->next) {
 		pthread_mutex_lock(&s->lock);
-		if (atomic_load(&s->dom) == d)
+		if (in_subtree(d, atomic_load(&s->dom)))
 			stock_detach_locked(s);
 		pthread_mutex_unlock(&s->lock);
 	}
@@ -988,6 +1069,30 @@ static bool others_isolated(struct rcl_domain *d)
 	return any;
 }
 
+/* Put every thread's pending adds on the lists of @t's subtree. */
+static void drain_subtree(struct rcl_domain *t)
+{
+	struct rcl_domain *d;
+
+	pthread_rwlock_rdlock(&t->root->tree_lock);
+	for (d = t; d; d = tree_next(t, d))
+		rcl__domain_drain_all(d);
+	pthread_rwlock_unlock(&t->root->tree_lock);
+}
+
+/* Do other threads hold objects of @t's subtree isolated right now? */
+static bool subtree_isolated(struct rcl_domain *t)
+{
+	struct rcl_domain *d;
+	bool any = false;
+
+	pthread_rwlock_rdlock(&t->root->tree_lock);
+	for (d = t; d && !any; d = tree_next(t, d))
+		any = others_isolated(d);
+	pthread_rwlock_unlock(&t->root->tree_lock);
+	return any;
+}
+
 /*
  * Direct reclaim until a charge of @amount would leave at least min of
  * headroom, or until that is hopeless (see CHARGE_RECLAIM_TRIES).
@@ -1013,9 +1118,9 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 					   context, &res);
 		if (!res.nr_reclaimed && !res.slab_freed) {
 			if (!drained) {
-				rcl__domain_drain_all(d);
+				drain_subtree(d);
 				drained = true;
-			} else if (others_isolated(d)) {
+			} else if (subtree_isolated(d)) {
 				sched_yield();
 			} else {
 				return;
@@ -1028,8 +1133,11 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
  * A root's charge (the flat domain's): 0, or 1 when the thread's stock
  * served it (usage did not move); -ENOMEM, -EOVERFLOW.
  */
-static RCL__HOT int flat_charge(struct rcl_domain *d, uint64_t amount,
-				uint64_t context, uint64_t *overshoot)
+static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
+						  uint64_t amount,
+						  uint64_t context,
+						  uint64_t *overshoot,
+						  bool may_stock)
 {
 	unsigned long long u;
 	uint64_t budget, room, low;
@@ -1042,7 +1150,7 @@ static RCL__HOT int flat_charge(struct rcl_domain *d, uint64_t amount,
 	 * reclaimer's charges and uncharges move usage itself, so that the
 	 * pass sees its progress.
 	 */
-	stocked = d->stock_cfg && !in_pass(d);
+	stocked = may_stock && d->stock_cfg && !in_pass(d);
 	if (stocked && stock_consume(d, amount))
 		return 1;
 	budget = atomic_load(&d->budget);
@@ -1132,37 +1240,14 @@ static RCL__HOT int flat_charge(struct rcl_domain *d, uint64_t amount,
 	return 0;
 }
 
-/* Put every thread's pending adds on the lists of @t's subtree. */
-static void drain_subtree(struct rcl_domain *t)
-{
-	struct rcl_domain *d;
-
-	pthread_rwlock_rdlock(&t->root->tree_lock);
-	for (d = t; d; d = tree_next(t, d))
-		rcl__domain_drain_all(d);
-	pthread_rwlock_unlock(&t->root->tree_lock);
-}
-
-/* Do other threads hold objects of @t's subtree isolated right now? */
-static bool subtree_isolated(struct rcl_domain *t)
-{
-	struct rcl_domain *d;
-	bool any = false;
-
-	pthread_rwlock_rdlock(&t->root->tree_lock);
-	for (d = t; d && !any; d = tree_next(t, d))
-		any = others_isolated(d);
-	pthread_rwlock_unlock(&t->root->tree_lock);
-	return any;
-}
-
 /*
  * memory.high (mem_cgroup_handle_over_high()): every level of @d's path
  * that a charge left above its limit_high counts a high event, and the
  * charging thread, if it may block, reclaims that level's subtree down to
  * the limit (one reclaim, bounded) before returning.
  */
-static void over_high(struct rcl_domain *d, uint64_t context)
+static __attribute__((noinline)) void over_high(struct rcl_domain *d,
+						   uint64_t context)
 {
 	struct rcl_domain *c;
 
@@ -1176,6 +1261,12 @@ static void over_high(struct rcl_domain *d, uint64_t context)
 		u = atomic_load(&c->usage);
 		if (u <= high)
 			continue;
+		if (atomic_load(&c->nr_stocks)) {
+			rcl__domain_drain_stocks(c);
+			u = atomic_load(&c->usage);
+			if (u <= high)
+				continue;
+		}
 		ev_add(c, EV_HIGH, 1);
 		if ((context & RCL_CTX_MAY_BLOCK) && !in_pass(c) &&
 		    rcl__tls_reclaimer_of != c->root) {
@@ -1203,11 +1294,13 @@ static void over_high(struct rcl_domain *d, uint64_t context)
  * charge if strict (an oom event), or is admitted over its budget if soft.
  * Whatever fails, nothing stays charged at any level.
  */
-static int tree_charge(struct rcl_domain *d, uint64_t amount,
-		       uint64_t context, uint64_t *overshoot)
+static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
+						       uint64_t amount,
+						       uint64_t context,
+						       uint64_t *overshoot)
 {
 	bool may = (context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(d);
-	unsigned forced = 0, maxed = 0, rounds, tries = 0;
+	unsigned forced = 0, maxed = 0, stock_drained = 0, rounds, tries = 0;
 	struct rcl_domain *c, *u, *last = NULL;
 	bool drained = false;
 	uint64_t os = 0;
@@ -1222,7 +1315,7 @@ static int tree_charge(struct rcl_domain *d, uint64_t amount,
 				break;
 		}
 		if (!err) {
-			err = flat_charge(d->root, amount, context, &os);
+			err = flat_charge(d->root, amount, context, &os, false);
 			if (err >= 0)
 				break;
 		}
@@ -1235,6 +1328,18 @@ static int tree_charge(struct rcl_domain *d, uint64_t amount,
 			last = c;
 			tries = 0;
 			drained = false;
+		}
+		/*
+		 * Stocks of its subtree hold some of its memory: take them
+		 * back before deciding anything (drain_all_stock()), so that
+		 * what follows is what it would be without stocks.
+		 */
+		if (!(stock_drained & (1u << c->depth))) {
+			stock_drained |= 1u << c->depth;
+			if (atomic_load(&c->nr_stocks)) {
+				rcl__domain_drain_stocks(c);
+				continue;
+			}
 		}
 		if (!(maxed & (1u << c->depth))) {
 			maxed |= 1u << c->depth;
@@ -1281,7 +1386,47 @@ static int tree_charge(struct rcl_domain *d, uint64_t amount,
 	}
 	if (overshoot)
 		*overshoot = os;
-	over_high(d, context);
+	if (atomic_load_explicit(&d->root->nr_high, memory_order_relaxed))
+		over_high(d, context);
+	return 0;
+}
+
+/*
+ * The common case of a child's charge, kept apart from the retries: every
+ * child level has room (one CAS each), and the root's stock or the root's
+ * charge path takes it.  A child level that is full goes to
+ * tree_charge_slow(), which starts over.
+ */
+static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
+						  uint64_t amount,
+						  uint64_t context,
+						  uint64_t *overshoot)
+{
+	struct rcl_domain *c, *u, *r = d->root;
+	int err;
+
+	/* A stock for @d, charged to every level at once (refill_stock()). */
+	if (d->stock_cfg && !in_pass(d) && stock_refill(d, amount))
+		goto done;
+	for (c = d; c->parent; c = c->parent)
+		if (level_charge(c, amount, false))
+			break;
+	if (c->parent) {
+		for (u = d; u != c; u = u->parent)
+			level_uncharge(u, amount);
+		return tree_charge_slow(d, amount, context, overshoot);
+	}
+	{
+		err = flat_charge(r, amount, context, overshoot, false);
+		if (err < 0) {
+			for (u = d; u != r; u = u->parent)
+				level_uncharge(u, amount);
+			return err;
+		}
+	}
+done:
+	if (atomic_load_explicit(&r->nr_high, memory_order_relaxed))
+		over_high(d, context);
 	return 0;
 }
 
@@ -1294,9 +1439,12 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 		*overshoot = 0;
 	if (!d)
 		return -EINVAL;
+	/* The fast path, with nothing to set up: from the thread's stock. */
+	if (d->stock_cfg && !in_pass(d) && stock_consume(d, amount))
+		return 0;
 	if (unlikely(d->parent))
 		return tree_charge(d, amount, context, overshoot);
-	err = flat_charge(d, amount, context, overshoot);
+	err = flat_charge(d, amount, context, overshoot, true);
 	if (err > 0)
 		return 0;	/* from the stock: usage did not move */
 	if (!err &&
@@ -1306,22 +1454,11 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 	return err;
 }
 
-RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
+/* A root's uncharge, past its stock (usage clamps at 0). */
+static void flat_uncharge(struct rcl_domain *d, uint64_t amount)
 {
-	unsigned long long u;
+	unsigned long long u = atomic_load(&d->usage);
 
-	if (!d)
-		return -EINVAL;
-	if (unlikely(d->parent)) {
-		struct rcl_domain *c;
-
-		for (c = d; c->parent; c = c->parent)
-			level_uncharge(c, amount);
-		d = c;
-	}
-	if (d->stock_cfg && !in_pass(d) && stock_refund(d, amount))
-		return 0;
-	u = atomic_load(&d->usage);
 	while (!atomic_compare_exchange_weak(&d->usage, &u,
 					     u > amount ? u - amount : 0))
 		;
@@ -1329,6 +1466,27 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 	if (rcl__tls_pass_domain == d)
 		rcl__tls_pass_uncharged +=
 			RCL_MIN(u, (unsigned long long)amount);
+}
+
+/* A child's: each child level, then the root's, stock included. */
+static __attribute__((noinline)) void tree_uncharge(struct rcl_domain *d,
+						    uint64_t amount)
+{
+	amount = path_uncharge(d, d->root, amount);
+	if (amount)
+		flat_uncharge(d->root, amount);
+}
+
+RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
+{
+	if (!d)
+		return -EINVAL;
+	if (d->stock_cfg && !in_pass(d) && stock_refund(d, amount))
+		return 0;
+	if (unlikely(d->parent))
+		tree_uncharge(d, amount);
+	else
+		flat_uncharge(d, amount);
 	return 0;
 }
 
@@ -1368,6 +1526,20 @@ static bool reclaim_to(struct rcl_domain *d, uint64_t level)
 }
 
 /*
+ * Size the stocks of @d's subtree again from their budgets, parents first
+ * (a stock is no larger than any ancestor's).
+ */
+static void resize_stocks(struct rcl_domain *d)
+{
+	struct rcl_domain *c;
+
+	pthread_rwlock_rdlock(&d->root->tree_lock);
+	for (c = d; c; c = tree_next(d, c))
+		stock_size(c, atomic_load(&c->budget));
+	pthread_rwlock_unlock(&d->root->tree_lock);
+}
+
+/*
  * A child's budget is its hard limit only (memory.max): no watermarks to
  * move, no stocks; a usage above the new one is reclaimed (bounded), and
  * what reclaim cannot free stays charged, above the budget, until it is
@@ -1382,6 +1554,8 @@ static int child_set_budget(struct rcl_domain *d, uint64_t budget)
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
 	pthread_mutex_unlock(&d->lock);
+	resize_stocks(d);
+	rcl__domain_drain_stocks(d);
 	rcl__domain_dirty_wake(d);
 	if (!reclaim_to(d, budget))
 		ev_add(d, EV_MAX, 1);
@@ -1401,7 +1575,6 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	pthread_mutex_lock(&d->lock);
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
-	stock_size(d, budget);
 	revive_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
@@ -1409,6 +1582,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	 * Stocks sized for the old budget, and memory the headroom below
 	 * must count: take them all back before looking.
 	 */
+	resize_stocks(d);
 	rcl__domain_drain_stocks(d);
 	/* The dirty thresholds follow the budget. */
 	rcl__domain_dirty_wake(d);
@@ -1492,7 +1666,7 @@ RCL_API int rcl_domain_set_swappiness(struct rcl_domain *d, unsigned swappiness)
 RCL_API int rcl_domain_set_limits(struct rcl_domain *d,
 				  const struct rcl_domain_limits *lim)
 {
-	uint64_t high;
+	uint64_t high, old;
 
 	if (!d || !lim)
 		return -EINVAL;
@@ -1503,10 +1677,17 @@ RCL_API int rcl_domain_set_limits(struct rcl_domain *d,
 	high = lim->limit_high ? lim->limit_high : UINT64_MAX;
 	atomic_store(&d->protect_min, lim->protect_min);
 	atomic_store(&d->protect_low, lim->protect_low);
-	atomic_store(&d->limit_high, high);
-	if (high != UINT64_MAX && atomic_load(&d->usage) > high &&
-	    !reclaim_to(d, high))
-		ev_add(d, EV_HIGH, 1);
+	old = atomic_exchange(&d->limit_high, high);
+	/* The tree's count of limits: the charge path's filter. */
+	if (old == UINT64_MAX && high != UINT64_MAX)
+		atomic_fetch_add(&d->root->nr_high, 1);
+	else if (old != UINT64_MAX && high == UINT64_MAX)
+		atomic_fetch_sub(&d->root->nr_high, 1);
+	if (high != UINT64_MAX && atomic_load(&d->usage) > high) {
+		rcl__domain_drain_stocks(d);
+		if (!reclaim_to(d, high))
+			ev_add(d, EV_HIGH, 1);
+	}
 	return 0;
 }
 
@@ -1542,7 +1723,11 @@ RCL_API int rcl_domain_events(const struct rcl_domain *d, bool subtree,
 	for (c = t; c; c = subtree ? tree_next(t, c) : NULL)
 		for (i = 0; i < NR_EV_ITEMS; i++)
 			ev[i] += atomic_load_explicit(&c->ev[i],
-						      memory_order_relaxed);
+						      memory_order_relaxed) +
+				 (subtree ? atomic_load_explicit(
+						    &c->ev_gone[i],
+						    memory_order_relaxed)
+					  : 0);
 	if (subtree)
 		pthread_rwlock_unlock(&t->root->tree_lock);
 	out->low = ev[EV_LOW];
@@ -1571,6 +1756,8 @@ RCL_API int rcl_domain_vmstat_subtree(const struct rcl_domain *d,
 	for (c = t; c; c = tree_next(t, c))
 		for (i = 0; i < NR_VM_ITEMS; i++)
 			v[i] += atomic_load_explicit(&c->vm[i],
+						     memory_order_relaxed) +
+				atomic_load_explicit(&c->vm_gone[i],
 						     memory_order_relaxed);
 	pthread_rwlock_unlock(&t->root->tree_lock);
 	vmstat_fill(v, out);

@@ -85,10 +85,22 @@ struct rcl_domain {
 	uint64_t stock_cfg;
 	atomic_ullong stock_cap;
 	atomic_uint stock_max;
+	/*
+	 * The tree (issue #17), read on every charge and uncharge too:
+	 * @parent, @root and @depth never change after rcl_domain_new(); a
+	 * root is its own @root.  limit_high: UINT64_MAX when none.
+	 */
+	unsigned depth;
+	struct rcl_domain *parent, *root;
+	atomic_ullong limit_high;
+	atomic_uint nr_high;	/* in a root: domains of the tree with one */
 	char pad_usage_[64];
 
 	atomic_ullong usage;
-	/* Threads whose stock is charged to this domain (at most stock_max). */
+	/*
+	 * Threads whose stock is charged to this domain, the stock serving it
+	 * or a domain of its subtree (at most stock_max).
+	 */
 	atomic_uint nr_stocks;
 	atomic_ullong budget;
 	atomic_ullong wmin, wlow, whigh;
@@ -148,20 +160,22 @@ struct rcl_domain {
 	unsigned wbatch;
 
 	/*
-	 * The tree (issue #17).  @parent, @root and @depth never change after
-	 * rcl_domain_new(); the child list (@children, @sibling) changes under
-	 * the root's @tree_lock, for writing, and reclaim walks it holding that
-	 * lock for reading.  A root is its own @root.
+	 * The child list (@children, @sibling) changes under the root's
+	 * @tree_lock, for writing, and reclaim walks it holding that lock for
+	 * reading.
 	 */
-	struct rcl_domain *parent, *root;
-	unsigned depth;
 	struct rcl_domain *children, *sibling;	/* root's tree_lock */
 	unsigned nr_children;			/* root's tree_lock */
 	pthread_rwlock_t tree_lock;		/* used in a root only */
 	bool recursive_prot;			/* the root's flag */
-	atomic_ullong limit_high;		/* UINT64_MAX: none */
 	atomic_ullong protect_low, protect_min;
 	atomic_ullong ev[NR_EV_ITEMS];
+	/*
+	 * What freed children had counted, kept for the subtree sums (as
+	 * memory.events keeps a removed cgroup's events in its parent's).
+	 */
+	atomic_ullong ev_gone[NR_EV_ITEMS];
+	atomic_ullong vm_gone[NR_VM_ITEMS];
 
 	struct att_slot slots[];
 };
@@ -286,6 +300,16 @@ static inline struct rcl_domain *tree_next(const struct rcl_domain *target,
 		d = d->parent;
 	}
 	return NULL;
+}
+
+/* Is @d in @anc's subtree (@anc itself included)? */
+static inline bool in_subtree(const struct rcl_domain *anc,
+			      const struct rcl_domain *d)
+{
+	for (; d; d = d->parent)
+		if (d == anc)
+			return true;
+	return false;
 }
 
 /* Is @d inside a reclaim pass of its own tree, on this thread? */

@@ -189,11 +189,12 @@ static void prot_visit(struct prot_walk *w, struct rcl_domain *d,
 
 	*usage = u;
 	*emin = *elow = 0;
-	if (d != w->target && u) {
-		if (p == w->target) {
-			*emin = atomic_load(&d->protect_min);
-			*elow = atomic_load(&d->protect_low);
-		} else {
+	if (d != w->target && p == w->target) {
+		/* A child of the target: its setting (also with no usage). */
+		*emin = atomic_load(&d->protect_min);
+		*elow = atomic_load(&d->protect_low);
+	} else if (d != w->target && u) {
+		{
 			uint64_t pu = atomic_load(&p->usage);
 			unsigned k = p->depth;
 
@@ -619,8 +620,7 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 	int prio;
 
 	/* What threads hold in stocks is memory this reclaim need not free. */
-	if (!d->parent)
-		rcl__domain_drain_stocks(d);
+	rcl__domain_drain_stocks(d);
 	vm_add(d, VM_ALLOCSTALL, 1);
 	RCL_PROBE2(mm_vmscan_direct_reclaim_begin, d, goal);
 	memset(res, 0, sizeof(*res));
@@ -664,15 +664,6 @@ retry:
 			pthread_mutex_unlock(&d->root->lock);
 		}
 	}
-}
-
-/* Is @d in @anc's subtree? */
-static bool in_subtree(const struct rcl_domain *anc, const struct rcl_domain *d)
-{
-	for (; d; d = d->parent)
-		if (d == anc)
-			return true;
-	return false;
 }
 
 RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,

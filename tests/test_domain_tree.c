@@ -11,7 +11,9 @@
  * so that every figure is exact and reproducible; no test reads a clock.
  */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include <reclaim/clock.h>
 #include <reclaim/domain.h>
 #include <reclaim/lruvec.h>
 
@@ -37,7 +40,7 @@
 
 struct tobj {
 	struct rcl_lru_node lru;
-	bool cached;
+	atomic_bool cached;
 };
 
 struct tcache {
@@ -45,7 +48,7 @@ struct tcache {
 	struct rcl_domain *d;
 	struct tobj *objs;
 	unsigned n, next;
-	unsigned long evicted;
+	atomic_ulong evicted;
 };
 
 static enum rcl_evict_status tc_evict(struct rcl_lru_node *node,
@@ -54,10 +57,10 @@ static enum rcl_evict_status tc_evict(struct rcl_lru_node *node,
 	struct tobj *o = rcl_container_of(node, struct tobj, lru);
 	struct tcache *c = ctl->priv;
 
-	T_CHECK(o->cached);
-	o->cached = false;
+	T_CHECK(atomic_load(&o->cached));
+	atomic_store(&o->cached, false);
 	T_EQ(rcl_domain_uncharge(c->d, ctl->weight), 0);
-	c->evicted++;
+	atomic_fetch_add(&c->evicted, 1);
 	return RCL_EVICT_FREED;
 }
 
@@ -88,7 +91,7 @@ static int tc_insert(struct tcache *c)
 	if (err)
 		return err;
 	rcl_lru_node_init(&o->lru);
-	o->cached = true;
+	atomic_store(&o->cached, true);
 	assert_int_equal(rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE, OBJ,
 					RCL_LRU_ADD_NOBATCH),
 			 0);
@@ -108,7 +111,7 @@ static uint64_t tc_bytes(const struct tcache *c)
 	unsigned i;
 
 	for (i = 0; i < c->next; i++)
-		n += c->objs[i].cached;
+		n += atomic_load(&c->objs[i].cached);
 	return n * OBJ;
 }
 
@@ -117,11 +120,11 @@ static void tc_destroy(struct tcache *c)
 	unsigned i;
 
 	for (i = 0; i < c->next; i++) {
-		if (!c->objs[i].cached)
+		if (!atomic_load(&c->objs[i].cached))
 			continue;
 		assert_int_equal(rcl_lruvec_del(&c->lv, &c->objs[i].lru), 0);
 		assert_int_equal(rcl_domain_uncharge(c->d, OBJ), 0);
-		c->objs[i].cached = false;
+		atomic_store(&c->objs[i].cached, false);
 	}
 	assert_int_equal(rcl_domain_detach(c->d, &c->lv), 0);
 	rcl_lruvec_destroy(&c->lv);
@@ -212,6 +215,18 @@ static void test_tree_charge_is_hierarchical(void **state)
 	assert_int_equal(rcl_domain_free(r), -EBUSY);
 	assert_int_equal(rcl_domain_free(b), 0);
 	assert_int_equal(rcl_domain_free(c), 0);
+	/* A freed child's events and counters stay in the subtree sums. */
+	{
+		struct rcl_domain_events ev;
+
+		assert_int_equal(rcl_domain_events(r, true, &ev), 0);
+		assert_int_equal(ev.max, 1);
+		assert_int_equal(ev.oom, 1);
+		assert_int_equal(rcl_domain_events(a, false, &ev), 0);
+		assert_int_equal(ev.oom, 0);
+		assert_int_equal(rcl_domain_vmstat_subtree(r, &v), 0);
+		assert_int_equal(v.charge_failures, 1);
+	}
 	assert_int_equal(rcl_domain_free(a), 0);
 	assert_int_equal(rcl_domain_free(r), 0);
 }
@@ -336,6 +351,118 @@ static void test_tree_limit_high_throttles(void **state)
 	tc_destroy(&ca);
 	assert_int_equal(rcl_domain_free(a), 0);
 	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/*
+ * Stocks are the tree's: a thread charging a grandchild takes one stock,
+ * charged to every level at once, and serves the next charges from it.
+ */
+static void test_tree_stock_serves_children(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = 1024 * MiB,
+					 .charge_stock = 256 * KiB };
+	struct rcl_domain *r, *a, *b;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&cfg, &r), 0);
+	a = child(r, 0, 0, 0);
+	b = child(a, 0, 0, 0);
+	assert_int_equal(rcl_domain_charge(b, OBJ, RCL_CTX_CAPABLE, NULL), 0);
+	/* The charge and a full stock, at every level. */
+	assert_int_equal(rcl_domain_usage(b), OBJ + 256 * KiB);
+	assert_int_equal(rcl_domain_usage(a), OBJ + 256 * KiB);
+	assert_int_equal(rcl_domain_usage(r), OBJ + 256 * KiB);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(rcl_domain_charge(b, OBJ, RCL_CTX_CAPABLE, NULL),
+				 0);
+	assert_int_equal(rcl_domain_usage(r), OBJ + 256 * KiB);
+	assert_int_equal(rcl_domain_uncharge(b, OBJ), 0);
+	/* Draining the root takes back the stocks of its whole tree. */
+	assert_int_equal(rcl_domain_drain_stocks(r), 0);
+	assert_int_equal(rcl_domain_usage(b), 10 * OBJ);
+	assert_int_equal(rcl_domain_usage(a), 10 * OBJ);
+	assert_int_equal(rcl_domain_usage(r), 10 * OBJ);
+	/* A charge to the root itself hands the grandchild's stock back. */
+	assert_int_equal(rcl_domain_charge(b, OBJ, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_charge(r, OBJ, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(rcl_domain_usage(b), 11 * OBJ);
+	assert_int_equal(rcl_domain_usage(r), 12 * OBJ + 256 * KiB);
+	assert_int_equal(rcl_domain_uncharge(r, OBJ), 0);
+	assert_int_equal(rcl_domain_uncharge(b, 11 * OBJ), 0);
+	assert_int_equal(rcl_domain_drain_stocks(r), 0);
+	assert_int_equal(rcl_domain_usage(r), 0);
+	assert_int_equal(rcl_domain_free(b), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/*
+ * With stocks, every charge's answer is the one it has without them: the
+ * same random charges and uncharges on a strict child (2 MiB) of a strict
+ * root (8 MiB), with and without stocks, give the same return codes, the
+ * same usages once the stocks are drained, and the same events.
+ */
+static void test_tree_stock_outcomes_match_unstocked(void **state)
+{
+	struct rcl_domain *r[2], *a[2], *b[2];
+	struct rcl_domain_events ea[2], er[2];
+	uint64_t held[2] = { 0, 0 }, seed = 17;
+	unsigned k, i, refused = 0;
+
+	(void)state;
+	for (k = 0; k < 2; k++) {
+		struct rcl_domain_config cfg = {
+			.budget = 8 * MiB,
+			.charge_stock = k ? 64 * KiB : 0,
+		};
+
+		assert_int_equal(rcl_domain_new(&cfg, &r[k]), 0);
+		a[k] = child(r[k], 2 * MiB, 0, 0);
+		b[k] = child(a[k], 0, 0, 0);
+	}
+	for (i = 0; i < 20000; i++) {
+		uint64_t x = rng_next(&seed), amount = 1 + x % (48 * KiB);
+		bool up = (x >> 32) % 3 != 0;
+		int err[2];
+
+		for (k = 0; k < 2; k++) {
+			if (up) {
+				err[k] = rcl_domain_charge(b[k], amount,
+							   RCL_CTX_CAPABLE, NULL);
+				if (!err[k])
+					held[k] += amount;
+			} else {
+				amount = amount < held[k] ? amount : held[k];
+				err[k] = rcl_domain_uncharge(b[k], amount);
+				held[k] -= amount;
+			}
+		}
+		assert_int_equal(err[0], err[1]);
+		refused += err[0] != 0;
+		assert_int_equal(held[0], held[1]);
+	}
+	assert_true(refused > 100);	/* the child's limit was reached */
+	assert_int_equal(rcl_domain_drain_stocks(r[1]), 0);
+	for (k = 0; k < 2; k++) {
+		assert_int_equal(rcl_domain_usage(b[k]), held[k]);
+		assert_int_equal(rcl_domain_usage(a[k]), held[k]);
+		assert_int_equal(rcl_domain_usage(r[k]), held[k]);
+		ea[k] = events(a[k]);
+		er[k] = events(r[k]);
+	}
+	assert_int_equal(ea[0].max, ea[1].max);
+	assert_int_equal(ea[0].oom, ea[1].oom);
+	assert_int_equal(ea[0].oom, refused);
+	assert_int_equal(er[0].oom, er[1].oom);
+	for (k = 0; k < 2; k++) {
+		assert_int_equal(rcl_domain_uncharge(b[k], held[k]), 0);
+		assert_int_equal(rcl_domain_drain_stocks(r[k]), 0);
+		assert_int_equal(rcl_domain_usage(r[k]), 0);
+		assert_int_equal(rcl_domain_free(b[k]), 0);
+		assert_int_equal(rcl_domain_free(a[k]), 0);
+		assert_int_equal(rcl_domain_free(r[k]), 0);
+	}
 }
 
 /* ------------------------------------------------------------------------- */
@@ -553,6 +680,69 @@ static void test_tree_min_and_low_order(void **state)
 	}
 }
 
+/*
+ * The background reclaimer serves the whole tree from its root: woken by a
+ * child's charge below the root's low watermark, it reclaims the tree back
+ * to high, taking from the unprotected child and sparing the protected one.
+ */
+static void test_tree_root_reclaimer_serves_the_tree(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = 40 * MiB };
+	struct rcl_fake_clock *fc = NULL;
+	struct rcl_domain *r, *p, *u;
+	struct rcl_watermarks wm;
+	struct tcache cp, cu;
+	struct rcl_vmstat v;
+	unsigned long i;
+	unsigned k;
+
+	(void)state;
+	assert_int_equal(rcl_fake_clock_new(0, &fc), 0);
+	cfg.clock = rcl_fake_clock_clock(fc);
+	assert_int_equal(rcl_domain_new(&cfg, &r), 0);
+	p = child(r, 0, 16 * MiB, 0);
+	u = child(r, 0, 0, 0);
+	tc_init(&cp, p, 16 * MiB / OBJ);
+	tc_init(&cu, u, 40 * MiB / OBJ);
+	assert_int_equal(rcl_domain_reclaimer_start(r), 0);
+	assert_int_equal(rcl_domain_watermarks(r, &wm), 0);
+	tc_fill(&cp, 16 * MiB);
+	/*
+	 * u grows until the root's headroom falls below low (above min: no
+	 * direct reclaim), three times, each time waiting for the reclaimer
+	 * to bring it back above high and go idle.
+	 */
+	for (k = 1; k <= 3; k++) {
+		while (rcl_domain_vmstat(r, &v), v.kswapd_wakeups < k)
+			assert_int_equal(tc_insert(&cu), 0);
+		for (i = 0; i < 20000000ul; i++) {
+			rcl_domain_vmstat(r, &v);
+			if (v.pageoutrun == v.kswapd_wakeups &&
+			    rcl_fake_clock_waiters(fc) == 1)
+				break;
+			sched_yield();
+		}
+		assert_true(i < 20000000ul);
+		assert_true(rcl_domain_budget(r) - rcl_domain_usage(r) >=
+			    wm.high);
+	}
+	assert_int_equal(tc_bytes(&cp), 16 * MiB);
+	assert_int_equal(atomic_load(&cp.evicted), 0);
+	assert_int_equal(rcl_domain_vmstat(u, &v), 0);
+	assert_int_equal(v.pgsteal_kswapd, atomic_load(&cu.evicted));
+	assert_true(v.pgsteal_kswapd > 0);
+	assert_int_equal(v.pgsteal_direct, 0);
+	assert_int_equal(rcl_domain_vmstat(r, &v), 0);
+	assert_int_equal(v.pageoutrun, 3);
+	assert_int_equal(rcl_domain_reclaimer_stop(r), 0);
+	tc_destroy(&cp);
+	tc_destroy(&cu);
+	assert_int_equal(rcl_domain_free(p), 0);
+	assert_int_equal(rcl_domain_free(u), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+	rcl_fake_clock_free(fc);
+}
+
 /* ------------------------------------------------------------------------- */
 /* The kernel's test_memcg_protection()                                       */
 /* ------------------------------------------------------------------------- */
@@ -703,10 +893,13 @@ int main(void)
 		cmocka_unit_test(test_tree_max_reclaims_the_subtree_only),
 		cmocka_unit_test(test_tree_soft_child_overshoots),
 		cmocka_unit_test(test_tree_limit_high_throttles),
+		cmocka_unit_test(test_tree_stock_serves_children),
+		cmocka_unit_test(test_tree_stock_outcomes_match_unstocked),
 		cmocka_unit_test(test_tree_refusals),
 		cmocka_unit_test(test_tree_effective_protection_overcommitted),
 		cmocka_unit_test(test_tree_recursive_protection),
 		cmocka_unit_test(test_tree_min_and_low_order),
+		cmocka_unit_test(test_tree_root_reclaimer_serves_the_tree),
 		cmocka_unit_test(test_tree_memcg_protection_min),
 		cmocka_unit_test(test_tree_memcg_protection_low),
 	};

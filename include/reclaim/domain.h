@@ -155,9 +155,20 @@
  * returns -EINVAL; rcl_domain_set_watermarks() too): the root's reclaimer
  * serves the whole tree, its passes walking every domain with protection
  * relative to the root, and its watermarks are the tree's.  Charge stocks
- * are the root's: a child's charge takes one compare-and-swap per child
- * level and is then served by the root's charge path, stock included.  A
- * child may not be given charge_stock (-EINVAL).
+ * are the tree's, configured on the root (a child may not be given
+ * charge_stock: -EINVAL), and hierarchical as memcg's: a thread's stock
+ * serves one domain of the tree, and what it holds is charged to that
+ * domain and to every ancestor, taken in one step per level when it is
+ * refilled; so a charge served from it moves no shared counter at any
+ * level.  A child's stock is no larger than any ancestor's, and is refilled
+ * only while every child level stays at least 1/RCL_CHARGE_STOCKS_SHARE of
+ * its budget and of its limit_high below them (the root: its high
+ * watermark), and each level counts the stocks of its subtree against its
+ * own bound.  Before a charge finds a child level full, and before
+ * limit_high reclaim, the stocks of that level's subtree are taken back
+ * (memcg's drain_all_stock()), so that, as for a root, every charge's
+ * outcome is the one it has without stocks; a child's charge without a
+ * stock takes one compare-and-swap per child level, then the root's.
  *
  * The parent is given at creation and never changes, so a tree cannot
  * have a cycle; depth is at most RCL_DOMAIN_MAX_DEPTH (a root is at depth
@@ -230,7 +241,7 @@ enum rcl_charge_mode {
 /**
  * struct rcl_domain_config - creation parameters
  * @budget: the budget (> 0), in the application's unit
- * @nr_partitions: partitions; 0 = 1
+ * @nr_partitions: partitions; 0 = 1, for a child its parent's
  * @mode: strict or soft
  * @watermark_scale_factor: the gap between watermarks in 1/10000 of the
  *	budget, up to 10000; 0 = RCL_WATERMARK_SCALE_DEFAULT
@@ -239,7 +250,7 @@ enum rcl_charge_mode {
  * @shrink_policy: the damping policy of the domain's shrinker registry
  * @max_lruvecs: most lruvecs attached at once; 0 = 256
  * @flags: RCL_DOMAIN_NONPROPORTIONAL, RCL_DOMAIN_RECLAIM_WRITES
- * @clock: the clock; NULL = rcl_clock_monotonic()
+ * @clock: the clock; NULL = rcl_clock_monotonic(), for a child its parent's
  * @allocator: NULL = malloc
  * @flusher: the application's flusher (flusher.h), or NULL
  * @flusher_priv: passed to @flusher
@@ -253,11 +264,13 @@ enum rcl_charge_mode {
  * @charge_stock: the most a thread's charge stock holds (see the DOC
  *	above), capped at budget / RCL_CHARGE_STOCK_SHARE; 0 = no stocks.  A
  *	good size is a few dozen of the domain's typical charges (memcg's
- *	stock is 64 pages); any value is accepted.  0 for a child
+ *	stock is 64 pages); any value is accepted.  On a root, for its
+ *	whole tree; 0 for a child
  * @parent: the parent domain, or NULL for a root (see "Trees of domains"
  *	above).  It must outlive this domain; a child shares its root's
  *	clock, and its partition count must equal the root's
- * @limit_high: a child's throttle limit (memory.high); 0 = none
+ * @limit_high: the throttle limit (memory.high), of a child or of a root
+ *	(the charging thread reclaims the tree back to it); 0 = none
  * @protect_low: a child's best-effort protection (memory.low); 0 = none
  * @protect_min: a child's hard protection (memory.min); 0 = none
  *
@@ -301,14 +314,22 @@ struct rcl_watermarks {
  * @cfg: the configuration
  * @out: receives the domain (written only on success)
  *
- * Context: any thread.
- * Return: 0; -EINVAL for NULL arguments, a zero budget, too many partitions
+ * Context: any thread; with a parent, not concurrently with
+ * rcl_domain_free() of the parent (creating children of one tree from
+ * several threads at once is fine: the tree's lock orders them).
+ * Return: 0; -EINVAL for NULL arguments, a zero budget (roots), too many partitions
  * (more than RCL_SHRINKER_MAX_PARTITIONS), an unknown mode, policy or flag,
  * a swappiness above 200, a scale factor above 10000, dirty ratios above
  * 100, an unknown flush policy, a flusher without a wakeup callback,
  * @max_lruvecs above RCL_LRUVEC_MAX_IDS (no more lruvecs can exist), or an
  * allocator without both callbacks; -ENOMEM.  A @dirty_timeout_ns beyond
- * the clock's range means no timeout.
+ * the clock's range means no timeout.  With a @parent, also -EINVAL for a
+ * tree deeper than RCL_DOMAIN_MAX_DEPTH, a @charge_stock, the flag
+ * RCL_DOMAIN_RECURSIVE_PROT, a non-zero @nr_partitions other than the
+ * parent's or a @clock other than the parent's; without one, -EINVAL for
+ * a zero @budget or any protection; -EDEADLK (nothing created) for a child
+ * created from a callback of any reclaim pass (a pass holds its tree's
+ * lock for reading; the child would wait for it).
  */
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out);
@@ -320,8 +341,13 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
  * Stops the background reclaimer if it runs.
  *
  * Context: any thread, not concurrently with other calls on @d.
+ * A child's usage that is still charged when it is freed is uncharged
+ * from its ancestors.
+ *
  * Return: 0; -EBUSY (nothing freed) while lruvecs are attached, shrinkers
- * remain in its registry, or a pressure monitor holds it (pressure.h);
+ * remain in its registry, a pressure monitor holds it (pressure.h), or it
+ * has children; -EDEADLK (nothing done) for a child freed from a callback
+ * of any reclaim pass, or any domain from a callback of its own tree's;
  * -EDEADLK (nothing done, checked first) from a callback run by @d's
  * reclaimer or flusher thread, or by a write-back of @d
  * (rcl_domain_writeback_all()).
@@ -448,9 +474,9 @@ RCL_API uint64_t rcl_domain_usage(const struct rcl_domain *d);
  * rcl_domain_drain_stocks() - take back every thread's charge stock
  * @d: the domain
  *
- * Gives what every thread's stock of @d holds back to its usage and
- * detaches the stocks (a thread's next charge takes a new one if there is
- * room).  The library does this itself before anything depends on the
+ * Gives what every thread's stock of @d, or of a domain of its subtree,
+ * holds back to the usages it was charged to, and detaches the stocks (a
+ * thread's next charge takes a new one if there is room).  The library does this itself before anything depends on the
  * headroom (see the DOC above); call it for an exact rcl_domain_usage().
  * Without stocks, nothing to do.
  *
@@ -505,8 +531,10 @@ RCL_API int rcl_domain_watermarks(const struct rcl_domain *d,
  * They hold until the next rcl_domain_set_budget().
  *
  * Context: any thread.
- * Return: 0; -EINVAL for NULL, watermarks out of order, or high above the
- * budget (checked under the domain's lock, against the budget of that moment).
+ * Return: 0; -EINVAL for NULL, watermarks out of order, high above the
+ * budget (checked under the domain's lock, against the budget of that
+ * moment), or a child (a tree's watermarks are its root's; a child's
+ * rcl_domain_watermarks() are derived from its budget and used by nothing).
  */
 RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
 				      const struct rcl_watermarks *wm);
@@ -593,9 +621,10 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
  * @d: the domain
  *
  * Context: any thread.
- * Return: 0; -EINVAL for NULL; -EBUSY if it runs already; -EAGAIN if the
+ * Return: 0; -EINVAL for NULL, or for a child (a tree's background
+ * reclaimer is its root's); -EBUSY if it runs already; -EAGAIN if the
  * thread cannot be created (nothing changes: no wakeup is left pending or
- * counted).
+ * counted).  rcl_domain_reclaimer_stop() of a child returns 0 (none runs).
  */
 RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d);
 
@@ -615,7 +644,8 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d);
  * Context: any thread.
  * Return: 0; -EINVAL for NULL.
  *
- * Bad input: Without a running reclaimer it only clears the hopeless state.
+ * Bad input: Without a running reclaimer it only clears the hopeless state;
+ * on a child (which has none), only the child's own, which nothing uses.
  */
 RCL_API int rcl_domain_wakeup(struct rcl_domain *d);
 
@@ -791,12 +821,15 @@ RCL_API int rcl_domain_effective_protection(const struct rcl_domain *target,
 
 /**
  * struct rcl_domain_events - memory.events of a domain
- * @low: reclaim passes that reclaimed it while it was at or below its
- *	effective protect_low (nothing else was reclaimable)
+ * @low: reclaim sweeps (one priority over the subtree) that reclaimed it
+ *	while it was at or below its effective protect_low, because nothing
+ *	else was reclaimable
  * @high: charges that left it above its limit_high
- * @max: charges that found it at its budget and reclaimed its subtree
- * @oom: charges it refused after reclaim (strict) or admitted over its
- *	budget (soft)
+ * @max: charges that found it (a child) at its budget, so that its subtree
+ *	was reclaimed, counted once per charge; and budget changes it could
+ *	not reclaim down to
+ * @oom: charges it refused (strict; after reclaim where reclaim could
+ *	help) or admitted over its budget (soft)
  */
 struct rcl_domain_events {
 	uint64_t low;
@@ -811,6 +844,10 @@ struct rcl_domain_events {
  * @subtree: false: its own (memory.events.local); true: summed over its
  *	subtree (memory.events)
  * @out: receives them
+ *
+ * The subtree sums keep the events of freed descendants, as memory.events
+ * keeps a removed cgroup's in its parent's; the counters of
+ * rcl_domain_vmstat_subtree() likewise.
  *
  * Context: lock-free for its own; the subtree takes the tree's lock for
  * reading.
