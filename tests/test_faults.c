@@ -2345,6 +2345,109 @@ static void test_faults_charge_stock_allocation_is_unstocked(void **state)
 	assert_int_equal(rcl_domain_free(a.d), 0);
 }
 
+/*
+ * Trees of domains: a child's charge is served by the tree's stocks (the
+ * root's charge_stock), so a thread's first charge through a child is now
+ * what allocates its stock.  When that allocation fails, every charge
+ * through the child is made unstocked and exact at every level, none
+ * fails; once it succeeds, the stock taken is charged to the child and to
+ * each ancestor; when the thread exits it goes back to all of them.
+ */
+struct tree_stock_fault_arg {
+	struct rcl_domain *root, *mid, *leaf;
+	int bad;
+	unsigned refused;	/* allocations refused (the stock's) */
+};
+
+static bool refuse_alloc_counted(void *ctx, enum rcl__fault_site site,
+				 size_t size)
+{
+	(void)size;
+	if (site != RCL__FAULT_ALLOC)
+		return false;
+	++*(unsigned *)ctx;
+	return true;
+}
+
+static bool tree_levels_are(const struct tree_stock_fault_arg *a, uint64_t v)
+{
+	return rcl_domain_usage(a->leaf) == v && rcl_domain_usage(a->mid) == v &&
+	       rcl_domain_usage(a->root) == v;
+}
+
+static void *tree_stock_fault_thread(void *arg)
+{
+	struct tree_stock_fault_arg *a = arg;
+	uint64_t charged = 0;
+	unsigned i;
+
+	rcl__fault_set(refuse_alloc_counted, &a->refused);
+	for (i = 0; i < 600; i++) {
+		if (rcl_domain_charge(a->leaf, 10, RCL_CTX_CAPABLE, NULL))
+			a->bad |= 1;
+		charged += 10;
+		if (!tree_levels_are(a, charged))
+			a->bad |= 2;
+	}
+	for (i = 0; i < 300; i++) {
+		if (rcl_domain_uncharge(a->leaf, 10))
+			a->bad |= 4;
+		charged -= 10;
+		if (!tree_levels_are(a, charged))
+			a->bad |= 8;
+	}
+	rcl__fault_set(NULL, NULL);
+	for (i = 0; i < 300; i++) {
+		if (rcl_domain_charge(a->leaf, 10, RCL_CTX_CAPABLE, NULL))
+			a->bad |= 16;
+		charged += 10;
+	}
+	/* A stock now, charged to the leaf and to each ancestor alike. */
+	if (rcl_domain_usage(a->leaf) <= charged ||
+	    rcl_domain_usage(a->mid) != rcl_domain_usage(a->leaf) ||
+	    rcl_domain_usage(a->root) != rcl_domain_usage(a->leaf))
+		a->bad |= 32;
+	return NULL;
+}
+
+static void test_faults_child_charge_stock_allocation_is_unstocked(void **state)
+{
+	struct rcl_domain_config rc = { .budget = 1u << 20, .charge_stock = 4096 };
+	struct rcl_domain_config cc = { .budget = 1u << 19 };
+	struct tree_stock_fault_arg a = { 0 };
+	struct rcl_domain *lv[3];
+	pthread_t t;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&rc, &a.root), 0);
+	cc.parent = a.root;
+	assert_int_equal(rcl_domain_new(&cc, &a.mid), 0);
+	cc.parent = a.mid;
+	cc.budget = 0;
+	assert_int_equal(rcl_domain_new(&cc, &a.leaf), 0);
+	assert_int_equal(pthread_create(&t, NULL, tree_stock_fault_thread, &a), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(a.bad, 0);
+	assert_true(a.refused >= 1);	/* the child's charges asked for a stock */
+	/* The thread exited: its stock went back to every level. */
+	lv[0] = a.leaf;
+	lv[1] = a.mid;
+	lv[2] = a.root;
+	for (i = 0; i < 3; i++) {
+		struct rcl_vmstat vm;
+
+		assert_int_equal(rcl_domain_usage(lv[i]), 600 * 10);
+		assert_int_equal(rcl_domain_vmstat(lv[i], &vm), 0);
+		assert_int_equal(vm.charge_failures, 0);
+	}
+	assert_int_equal(rcl_domain_uncharge(a.leaf, 600 * 10), 0);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(rcl_domain_usage(lv[i]), 0);
+		assert_int_equal(rcl_domain_free(lv[i]), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2352,6 +2455,7 @@ int main(void)
 		cmocka_unit_test(test_faults_shrinker_every_allocation),
 		cmocka_unit_test(test_faults_domain_every_allocation),
 		cmocka_unit_test(test_faults_charge_stock_allocation_is_unstocked),
+		cmocka_unit_test(test_faults_child_charge_stock_allocation_is_unstocked),
 		cmocka_unit_test(test_faults_objcache_every_allocation),
 		cmocka_unit_test(test_faults_reclaimer_start_failure_changes_nothing),
 		cmocka_unit_test(test_faults_flusher_start_failure_keeps_request),
