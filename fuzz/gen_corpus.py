@@ -297,10 +297,11 @@ tree_seed("soft-full",
           hdr(d0=FLUSHER, b0=30))
 
 # 23. reclaim of the root's lruvecs from a child's charge, with evict
-# callbacks that try what a pass of the tree refuses (mode bit 5)
+# callbacks that try what a pass refuses (mode bit 5), in its tree and in
+# the other
 tree_seed("callbacks",
           op("ATTACH", 0, 0, 0) + op("ATTACH", 0, 1, 0) +
-          kid(0, 0, pmin=2, plow=2) + kid(1, NDOM + 0) +
+          kid(0, 0, pmin=2, plow=2) + kid(1, NDOM + 0) + kid(2, 1) +
           b"".join(add(i, i % 2, w=6, mode=0) for i in range(12)) +
           b"".join(op("SET_MODE", i, 0x20 | (i % 2)) for i in range(12)) +
           top("CHARGE", 1, 63, 1) + top("CHARGE", 0, 63, 1) +

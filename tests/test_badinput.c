@@ -2584,8 +2584,8 @@ static void test_badinput_domain_tree_free_busy(void **state)
 	assert_int_equal(rcl_domain_free(root), -EBUSY);	/* mid remains */
 	/*
 	 * A child freed while it holds charges: what it holds leaves its
-	 * ancestors too (UNDOCUMENTED, F18), so each stays the sum of what is
-	 * charged through it.
+	 * ancestors too (F18, now in the header), so each stays the sum of
+	 * what is charged through it.
 	 */
 	assert_int_equal(rcl_domain_charge(mid, 30, RCL_CTX_CAPABLE, NULL), 0);
 	assert_int_equal(rcl_domain_charge(root, 5, RCL_CTX_CAPABLE, NULL), 0);
@@ -2729,7 +2729,8 @@ static void test_badinput_domain_set_limits(void **state)
 static struct rcl_domain *sl_target[3];
 static struct rcl_domain_limits sl_lim, sl_root_lim;
 static atomic_int sl_rc[3], sl_done, sl_free_rc, sl_new_rc;
-static struct rcl_domain *sl_leaf, *sl_new_out;
+static atomic_int sl_ofree_rc, sl_onew_rc;
+static struct rcl_domain *sl_leaf, *sl_new_out, *sl_other_leaf;
 
 static enum rcl_evict_status evict_set_limits(struct rcl_lru_node *node,
 					      struct rcl_evict_control *ctl)
@@ -2743,13 +2744,17 @@ static enum rcl_evict_status evict_set_limits(struct rcl_lru_node *node,
 				     rcl_domain_set_limits(sl_target[i],
 							   i == 1 ? &sl_root_lim
 								  : &sl_lim));
-		/* UNDOCUMENTED (F19): free and new in the tree refuse too. */
+		/* Free and new in the tree refuse too (F19, now in the header). */
 		{
 			struct rcl_domain_config cfg = { .budget = 10,
 							 .parent = sl_target[0] };
 
 			atomic_store(&sl_free_rc, rcl_domain_free(sl_leaf));
 			atomic_store(&sl_new_rc, rcl_domain_new(&cfg, &sl_new_out));
+			/* A child of another tree: refused from any pass. */
+			cfg.parent = sl_target[2];
+			atomic_store(&sl_onew_rc, rcl_domain_new(&cfg, &sl_new_out));
+			atomic_store(&sl_ofree_rc, rcl_domain_free(sl_other_leaf));
 		}
 		atomic_store(&sl_done, 1);
 	}
@@ -2763,6 +2768,7 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 	struct rcl_domain *other = domain_new(1000);
 	struct rcl_domain *other_child = child_new(other, 0);
 	struct rcl_domain *leaf = child_new(root, 0);
+	struct rcl_domain *other_leaf = child_new(other, 0);
 	struct rcl_domain_limits lc, lr, got;
 	struct rcl_lruvec lv;
 	struct obj o[4];
@@ -2770,6 +2776,7 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 
 	(void)state;
 	sl_leaf = leaf;
+	sl_other_leaf = other_leaf;
 	memset(o, 0, sizeof(o));
 	lc = (struct rcl_domain_limits){ .limit_high = 900, .protect_low = 5,
 					 .protect_min = 3 };
@@ -2806,8 +2813,11 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 		assert_int_equal(atomic_load(&sl_rc[2]), 0);
 		assert_int_equal(atomic_load(&sl_free_rc), -EDEADLK);
 		assert_int_equal(atomic_load(&sl_new_rc), -EDEADLK);
+		assert_int_equal(atomic_load(&sl_ofree_rc), -EDEADLK);
+		assert_int_equal(atomic_load(&sl_onew_rc), -EDEADLK);
 		assert_null(sl_new_out);
 		assert_ptr_equal(rcl_domain_parent(leaf), root);
+		assert_ptr_equal(rcl_domain_parent(other_leaf), other);
 		/* Nothing changed in the tree; the other tree took its values. */
 		assert_int_equal(rcl_domain_limits(child, &got), 0);
 		assert_memory_equal(&got, &lc, sizeof(got));
@@ -2824,6 +2834,7 @@ static void test_badinput_domain_set_limits_from_reclaim(void **state)
 	assert_int_equal(rcl_domain_detach(child, &lv), 0);
 	assert_int_equal(rcl_domain_uncharge(child, 4 * W), 0);
 	lv_fini(&lv, o, 4);
+	assert_int_equal(rcl_domain_free(other_leaf), 0);
 	assert_int_equal(rcl_domain_free(other_child), 0);
 	assert_int_equal(rcl_domain_free(other), 0);
 	assert_int_equal(rcl_domain_free(leaf), 0);
@@ -2887,10 +2898,10 @@ static void test_badinput_domain_effective_protection(void **state)
 	assert_int_equal(emin, 200);
 	assert_int_equal(elow, 300);
 	/*
-	 * BUG: see docs/bad-input-audit.md (F20).  Also a child that has no
-	 * usage: the header says a child of the target gets its setting;
-	 * prot_visit() (lib/vmscan.c) gives 0 and 0 to any domain whose usage
-	 * is 0.  Recorded here, asserted after the clean-up.
+	 * BUG: see docs/bad-input-audit.md (F20, fixed in 0b36d1b).  Also a
+	 * child that has no usage gets its setting; prot_visit() gave 0 and 0
+	 * to any domain whose usage was 0.  Recorded here, asserted after the
+	 * clean-up.
 	 */
 	assert_int_equal(rcl_domain_set_limits(b, &lim), 0);
 	assert_int_equal(rcl_domain_usage(b), 0);
@@ -2944,7 +2955,33 @@ static void test_badinput_domain_events_subtree(void **state)
 	assert_int_equal(rcl_domain_vmstat(child, &own), 0);
 	assert_memory_equal(&vm, &own, sizeof(vm));
 
-	assert_int_equal(rcl_domain_free(child), 0);
+	/*
+	 * The subtree sums keep a freed descendant's events and counters
+	 * (F23): the child's refused charge (an oom event, a charge failure)
+	 * and its high event stay in the root's after the child is freed.
+	 */
+	{
+		struct rcl_domain_limits lim = { .limit_high = 10 };
+		struct rcl_domain_events before, after;
+		struct rcl_vmstat vb, va;
+
+		assert_int_equal(rcl_domain_set_limits(child, &lim), 0);
+		assert_int_equal(rcl_domain_charge(child, 101, RCL_CTX_CAPABLE, NULL),
+				 -ENOMEM);
+		assert_int_equal(rcl_domain_charge(child, 20, RCL_CTX_CAPABLE, NULL), 0);
+		assert_int_equal(rcl_domain_events(child, false, &ev), 0);
+		assert_true(ev.oom >= 1 && ev.high >= 1);
+		assert_int_equal(rcl_domain_events(root, true, &before), 0);
+		assert_int_equal(rcl_domain_vmstat_subtree(root, &vb), 0);
+		assert_true(vb.charge_failures >= 1);
+		assert_int_equal(rcl_domain_uncharge(child, 20), 0);
+		assert_int_equal(rcl_domain_free(child), 0);
+		assert_int_equal(rcl_domain_events(root, true, &after), 0);
+		assert_memory_equal(&after, &before, sizeof(after));
+		assert_int_equal(rcl_domain_vmstat_subtree(root, &va), 0);
+		assert_int_equal(va.charge_failures, vb.charge_failures);
+		assert_int_equal(va.charge_overshoots, vb.charge_overshoots);
+	}
 	assert_int_equal(rcl_domain_free(root), 0);
 }
 
@@ -3027,9 +3064,9 @@ static void test_badinput_domain_tree_uncharge_more_than_charged(void **state)
 	assert_int_equal(rcl_domain_charge(sib, 600, RCL_CTX_CAPABLE, NULL), 0);
 	assert_int_equal(rcl_domain_usage(root), 750);
 	/*
-	 * BUG: see docs/bad-input-audit.md (F17).  Each level clamps on its
-	 * own (rcl_domain_uncharge() in lib/domain.c takes the full amount
-	 * from every level): mid reads 0 and the root 500, below the 650 that
+	 * BUG: see docs/bad-input-audit.md (F17, fixed in 0b36d1b).  Each
+	 * level clamped on its own (rcl_domain_uncharge() took the full amount
+	 * from every level): mid read 0 and the root 500, below the 650 that
 	 * sib (600) and mid's own charge (50) still hold.
 	 */
 	assert_int_equal(rcl_domain_uncharge(child, 250), 0);
