@@ -539,10 +539,10 @@ const struct sim_policy sim_policy_arc = {
  *
  * libCacheSim (Ain-size-ratio=0.25, Aout-size-ratio=0.5): Kin and Kout are
  * the capacity times 0.25 and 0.5 rounded down; Am is a cache of its own of
- * capacity - Kin keys that evicts its own tail to make room (which, once the
- * cache has filled, happens only when the whole cache is full, where the
- * paper evicts the same key); with Kin = 0 (capacities below 4) nothing is
- * ever cached.
+ * capacity - Kin keys that evicts its own tail when full (which never
+ * happens: no key reaches Am before the cache has filled, and from then on
+ * A1in holds at least Kin keys); with Kin = 0 (capacities below 4) nothing
+ * is ever cached.
  */
 enum { TWOQ_OUT, TWOQ_AIN, TWOQ_AOUT, TWOQ_AM };
 
@@ -673,9 +673,10 @@ const struct sim_policy sim_policy_2q = {
  * rounded down, and the cache capacity keys; a new key goes to the lowest
  * segment that has room (so, while the cache fills, to upper segments too),
  * and to segment 0 when none has, even over segment 0's size; eviction takes
- * the tail of the lowest non-empty segment.  When a hit makes segment 0
- * overflow (which the rounding keeps possible), segment 0 is evicted down
- * to its size, leaving room in the cache.
+ * the tail of the lowest non-empty segment.  When a hit's cascade reaches
+ * segment 0 while it holds more than its size (the rounding's remainder),
+ * segment 0 is evicted down to its size, leaving room that the next misses
+ * refill (counter hit_evicted).
  */
 #define SLRU_MAX_SEG 16
 
@@ -690,6 +691,7 @@ struct slru_cache {
 	unsigned nr_seg;
 	uint64_t capacity, seg_size, count;
 	uint64_t evicted, promoted, demoted;
+	uint64_t hit_evicted;	/* evicted by a hit's cascade (libCacheSim) */
 };
 
 static void slru_destroy(struct sim_cache *c)
@@ -745,6 +747,7 @@ static void slru_cool(struct slru_cache *s, unsigned i)
 
 	if (i == 0) {
 		slru_evict(s);
+		s->hit_evicted++;
 		return;
 	}
 	k = peer_pop_tail(&s->nodes, &s->seg[i]);
@@ -793,7 +796,7 @@ static size_t slru_counters(struct sim_cache *c, struct sim_counter *out,
 {
 	struct slru_cache *s = (struct slru_cache *)c;
 
-	if (max < 3)
+	if (max < 4)
 		return 0;
 	out[0].name = "evicted";
 	out[0].value = s->evicted;
@@ -801,7 +804,9 @@ static size_t slru_counters(struct sim_cache *c, struct sim_counter *out,
 	out[1].value = s->promoted;
 	out[2].name = "demoted";
 	out[2].value = s->demoted;
-	return 3;
+	out[3].name = "hit_evicted";
+	out[3].value = s->hit_evicted;
+	return 4;
 }
 
 static const struct slru_config slru4_config = { .nr_seg = 4 };
