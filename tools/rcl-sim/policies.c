@@ -19,6 +19,7 @@
  * the index and answers FREED.
  */
 #include "policies.h"
+#include "peers_lfu.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -465,5 +466,6 @@ const struct sim_policy *const sim_policies[] = {
 	&policy_default,
 	&policy_kernel,
 	&policy_twolist,
+	&sim_policy_s3fifo,
 	NULL,
 };

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * peers_lfu.h - peer policies of rcl-sim that keep more than recency,
+ * each with the semantics and parameters of the libCacheSim runs behind the
+ * reference table (see peers_lfu.c and README.md).
+ */
+#ifndef RCL_SIM_PEERS_LFU_H
+#define RCL_SIM_PEERS_LFU_H
+
+#include "policies.h"
+
+/* s3fifo: small FIFO 10 %, main FIFO with a 2-bit clock, ghost FIFO 90 %. */
+extern const struct sim_policy sim_policy_s3fifo;
+
+#endif /* RCL_SIM_PEERS_LFU_H */
