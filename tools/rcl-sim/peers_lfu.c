@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * peers_lfu.c - S3-FIFO (and, to come, LIRS and W-TinyLFU) as rcl-sim
+ * peers_lfu.c - S3-FIFO and LIRS (and, to come, W-TinyLFU) as rcl-sim
  * policies.
  *
  * These are the peers of the reference table that keep more than recency,
@@ -16,6 +16,13 @@
  * M, any other miss to S.  Evicting from S moves an object accessed at
  * least twice to M and sends any other to G; evicting from M reinserts an
  * accessed object with its counter decremented.
+ *
+ * lirs (Jiang and Zhang, SIGMETRICS '02): the recency stack S holds LIR
+ * blocks and recently seen HIR blocks, resident or not; the list Q holds
+ * the resident HIR blocks, 1 % of the capacity.  A block re-referenced
+ * while still on S (its reuse distance shorter than the recency of the
+ * oldest LIR block, at S's bottom) becomes LIR, and that oldest one moves
+ * to Q.
  */
 #include "peers_lfu.h"
 
@@ -85,6 +92,14 @@ static void klist_del(struct klist *l, uint32_t k)
 	else
 		l->tail = p;
 	l->count--;
+}
+
+static void klist_move_head(struct klist *l, uint32_t k)
+{
+	if (l->head == k)
+		return;
+	klist_del(l, k);
+	klist_push_head(l, k);
 }
 
 static void *oom(const struct sim_policy *p, char *err, size_t errlen)
@@ -305,4 +320,352 @@ const struct sim_policy sim_policy_s3fifo = {
 	.counters = s3fifo_counters,
 	.destroy = s3fifo_destroy,
 	.config = &s3fifo_config,
+};
+
+/* ------------------------------------------------------------------------- */
+/* lirs                                                                       */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * After libCacheSim's LIRS.c, which keeps the paper's structure (stack S,
+ * list Q of resident HIR blocks, stack pruning) with these departures:
+ * - Q has max(1, floor(0.01 x capacity)) objects (the authors' program:
+ *   at least 2), the LIR set the rest;
+ * - S is bounded: after each request, while S holds more than twice the
+ *   capacity, the non-resident HIR block that became non-resident first
+ *   leaves S (the paper's S is unbounded; the authors' program bounds it
+ *   far above any trace);
+ * - a hit on a resident HIR block that is not in S (only in Q) first
+ *   demotes LIR blocks from the bottom of S to Q while the LIR set is full,
+ *   as for a block that becomes LIR, and then puts the block on S as HIR
+ *   (the paper leaves the LIR set alone).  When Q holds a single object,
+ *   that demotion pushes the accessed block itself out of Q: it stays on S
+ *   as a resident HIR block counted in neither set (it is still a hit, and
+ *   becomes LIR on its next hit);
+ * - the counts of LIR and HIR blocks are what the decisions read, so the
+ *   block that leaves (a demoted LIR block, a Q victim) is chosen by them
+ *   and by position, as in that code.
+ * Each block's S entry and Q entry carry their own flags, as in that code's
+ * two LRU lists.
+ */
+struct lirs_config {
+	double hir_ratio;	/* Q, as a share of the capacity */
+	uint64_t hir_min;	/* Q's least size */
+	uint64_t stack_factor;	/* S holds at most this x capacity entries */
+};
+
+struct lirs_cache {
+	struct sim_cache base;
+	const struct lirs_config *cfg;
+	uint64_t capacity, lir_limit, hir_limit;
+	uint64_t lir_count, hir_count, occupied;
+	struct klist s, q, nh;	/* nh: non-resident blocks of S, by age */
+	uint8_t *flags;
+	uint64_t demoted, hir_evicted, pruned, trimmed, orphaned;
+};
+
+/* flags[] bits */
+#define LIRS_IN_S	0x01
+#define LIRS_S_LIR	0x02	/* the S entry is LIR */
+#define LIRS_S_RES	0x04	/* the S entry is resident */
+#define LIRS_IN_Q	0x08	/* on Q: always resident, never LIR */
+#define LIRS_IN_NH	0x10
+
+static void lirs_destroy(struct sim_cache *sc)
+{
+	struct lirs_cache *c = (struct lirs_cache *)sc;
+
+	if (!c)
+		return;
+	klist_free(&c->s);
+	klist_free(&c->q);
+	klist_free(&c->nh);
+	free(c->flags);
+	free(c);
+}
+
+static struct sim_cache *lirs_create(const struct sim_policy *p,
+				     uint64_t capacity, uint32_t nr_keys,
+				     char *err, size_t errlen)
+{
+	struct lirs_cache *c = calloc(1, sizeof(*c));
+	int r = 0;
+
+	if (!c)
+		return oom(p, err, errlen);
+	r |= klist_init(&c->s, nr_keys);
+	r |= klist_init(&c->q, nr_keys);
+	r |= klist_init(&c->nh, nr_keys);
+	c->flags = calloc(nr_keys ? nr_keys : 1, 1);
+	if (r || !c->flags) {
+		lirs_destroy(&c->base);
+		return oom(p, err, errlen);
+	}
+	c->base.policy = p;
+	c->cfg = p->config;
+	c->capacity = capacity;
+	c->hir_limit = (uint64_t)(c->cfg->hir_ratio * (double)capacity);
+	if (c->hir_limit < c->cfg->hir_min)
+		c->hir_limit = c->cfg->hir_min;
+	c->lir_limit = capacity > c->hir_limit ? capacity - c->hir_limit : 0;
+	return &c->base;
+}
+
+static int lirs_fail(struct lirs_cache *c, const char *what)
+{
+	snprintf(c->base.err, sizeof(c->base.err),
+		 "%s: %s (LIR %llu/%llu, HIR %llu/%llu, S %llu)",
+		 c->base.policy->name, what,
+		 (unsigned long long)c->lir_count,
+		 (unsigned long long)c->lir_limit,
+		 (unsigned long long)c->hir_count,
+		 (unsigned long long)c->hir_limit,
+		 (unsigned long long)c->s.count);
+	return -1;
+}
+
+static void lirs_s_del(struct lirs_cache *c, uint32_t k)
+{
+	klist_del(&c->s, k);
+	c->flags[k] &= ~(LIRS_IN_S | LIRS_S_LIR | LIRS_S_RES);
+}
+
+static void lirs_nh_del(struct lirs_cache *c, uint32_t k)
+{
+	if (c->flags[k] & LIRS_IN_NH) {
+		klist_del(&c->nh, k);
+		c->flags[k] &= ~LIRS_IN_NH;
+	}
+}
+
+/* Drop the HIR blocks at the bottom of S, down to its oldest LIR block. */
+static void lirs_prune(struct lirs_cache *c)
+{
+	while (c->s.tail != c->s.head) {
+		uint32_t k = c->s.tail;
+
+		if (c->flags[k] & LIRS_S_LIR)
+			break;
+		if (!(c->flags[k] & LIRS_S_RES))
+			lirs_nh_del(c, k);
+		lirs_s_del(c, k);
+		c->pruned++;
+	}
+}
+
+/* Evict the resident HIR block at the front of Q. */
+static int lirs_evict_hir(struct lirs_cache *c)
+{
+	uint32_t k = c->q.tail;
+
+	if (k == NIL)
+		return lirs_fail(c, "Q is empty where a HIR block must go");
+	klist_del(&c->q, k);
+	c->flags[k] &= ~LIRS_IN_Q;
+	c->hir_count--;
+	c->occupied--;
+	if (c->flags[k] & LIRS_IN_S) {
+		if (c->flags[k] & LIRS_IN_NH)
+			return lirs_fail(c, "a block already non-resident");
+		c->flags[k] &= ~LIRS_S_RES;
+		klist_push_head(&c->nh, k);
+		c->flags[k] |= LIRS_IN_NH;
+	}
+	c->hir_evicted++;
+	return 0;
+}
+
+/* Demote the block at the bottom of S to the end of Q, then prune. */
+static int lirs_evict_lir(struct lirs_cache *c)
+{
+	uint32_t k = c->s.tail;
+
+	if (k == NIL)
+		return lirs_fail(c, "S is empty where a LIR block must go");
+	if ((c->flags[k] & (LIRS_S_LIR | LIRS_IN_Q)) != LIRS_S_LIR)
+		return lirs_fail(c, "the bottom of S is not a LIR block");
+	lirs_s_del(c, k);
+	c->lir_count--;
+	while (c->hir_count + 1 > c->hir_limit) {
+		if (lirs_evict_hir(c))
+			return -1;
+	}
+	klist_push_head(&c->q, k);
+	c->flags[k] |= LIRS_IN_Q;
+	c->hir_count++;
+	c->demoted++;
+	lirs_prune(c);
+	return 0;
+}
+
+/* Make room in the LIR set for one more block. */
+static int lirs_make_lir_room(struct lirs_cache *c)
+{
+	while (c->lir_count + 1 > c->lir_limit) {
+		if (lirs_evict_lir(c))
+			return -1;
+	}
+	return 0;
+}
+
+static void lirs_trim_stack(struct lirs_cache *c)
+{
+	while (c->s.count > c->cfg->stack_factor * c->capacity &&
+	       c->nh.tail != NIL) {
+		uint32_t k = c->nh.tail;
+
+		lirs_nh_del(c, k);
+		if (c->flags[k] & LIRS_IN_S)
+			lirs_s_del(c, k);
+		c->trimmed++;
+	}
+}
+
+/* The lookup: 1 hit, 0 miss, -1 error. */
+static int lirs_lookup(struct lirs_cache *c, uint32_t key)
+{
+	uint8_t f = c->flags[key];
+
+	if (f & LIRS_IN_S)
+		klist_move_head(&c->s, key);
+	if (f & LIRS_IN_Q)
+		klist_move_head(&c->q, key);
+	if (f & LIRS_IN_S) {
+		if (f & LIRS_S_LIR) {
+			lirs_prune(c);
+			return 1;
+		}
+		if (!(f & LIRS_S_RES))
+			return 0;
+		/* A resident HIR block in S becomes LIR. */
+		if (f & LIRS_IN_Q) {
+			klist_del(&c->q, key);
+			c->flags[key] &= ~LIRS_IN_Q;
+			c->hir_count--;
+			c->occupied--;
+		}
+		if (lirs_make_lir_room(c))
+			return -1;
+		c->flags[key] |= LIRS_S_LIR;
+		c->lir_count++;
+		c->occupied++;
+		return 1;
+	}
+	if (f & LIRS_IN_Q) {
+		/* A resident HIR block only in Q: back on S, still HIR. */
+		if (lirs_make_lir_room(c))
+			return -1;
+		if (!(c->flags[key] & LIRS_IN_Q))
+			c->orphaned++;	/* the demotion pushed it out of Q */
+		klist_push_head(&c->s, key);
+		c->flags[key] |= LIRS_IN_S | LIRS_S_RES;
+		return 1;
+	}
+	return 0;
+}
+
+static int lirs_access(struct sim_cache *sc, uint32_t key)
+{
+	struct lirs_cache *c = (struct lirs_cache *)sc;
+	bool in_s;
+	int r;
+
+	r = lirs_lookup(c, key);
+	if (r)
+		goto out;
+	/* A miss: a non-resident HIR block of S, or a block new to S and Q. */
+	in_s = c->flags[key] & LIRS_IN_S;
+	if (in_s) {
+		if (lirs_make_lir_room(c))
+			return -1;
+		lirs_nh_del(c, key);
+	} else if (c->lir_limit < 1 || c->hir_limit < 1) {
+		goto out;	/* libCacheSim caches nothing then */
+	} else if (c->lir_count + 1 > c->lir_limit &&
+		   c->hir_count + 1 > c->hir_limit) {
+		while (c->hir_count + 1 > c->hir_limit) {
+			if (lirs_evict_hir(c))
+				return -1;
+		}
+	}
+	while (c->occupied + 1 > c->capacity) {
+		uint64_t before = c->occupied + c->hir_count + c->lir_count;
+
+		if (in_s) {
+			while (c->hir_count >= c->hir_limit) {
+				if (lirs_evict_hir(c))
+					return -1;
+			}
+			if (lirs_evict_lir(c))
+				return -1;
+		} else if (c->lir_count + 1 > c->lir_limit &&
+			   c->hir_count + 1 > c->hir_limit) {
+			if (lirs_evict_hir(c))
+				return -1;
+		}
+		if (!in_s && before == c->occupied + c->hir_count +
+					       c->lir_count)
+			return lirs_fail(c, "full, and nothing to evict");
+	}
+	if (in_s) {
+		/* A non-resident HIR block of S comes back as LIR. */
+		c->flags[key] |= LIRS_S_LIR | LIRS_S_RES;
+		c->lir_count++;
+	} else if (c->lir_count + 1 <= c->lir_limit) {
+		/* Until the LIR set is full, every new block is LIR. */
+		klist_push_head(&c->s, key);
+		c->flags[key] |= LIRS_IN_S | LIRS_S_LIR | LIRS_S_RES;
+		c->lir_count++;
+	} else {
+		klist_push_head(&c->s, key);
+		klist_push_head(&c->q, key);
+		c->flags[key] |= LIRS_IN_S | LIRS_S_RES | LIRS_IN_Q;
+		c->hir_count++;
+	}
+	c->occupied++;
+	r = 0;
+out:
+	lirs_trim_stack(c);
+	return r;
+}
+
+static size_t lirs_counters(struct sim_cache *sc, struct sim_counter *out,
+			    size_t max)
+{
+	struct lirs_cache *c = (struct lirs_cache *)sc;
+	const struct sim_counter all[] = {
+		{ "hir_capacity", c->hir_limit },
+		{ "demoted", c->demoted },
+		{ "hir_evicted", c->hir_evicted },
+		{ "pruned", c->pruned },
+		{ "stack_trimmed", c->trimmed },
+		{ "hir_orphaned", c->orphaned },
+		{ "nr_lir", c->lir_count },
+		{ "nr_hir", c->hir_count },
+		{ "nr_stack", c->s.count },
+		{ "nr_nonresident", c->nh.count },
+	};
+	size_t n = sizeof(all) / sizeof(all[0]);
+
+	if (max < n)
+		return 0;
+	memcpy(out, all, sizeof(all));
+	return n;
+}
+
+static const struct lirs_config lirs_config = {
+	.hir_ratio = 0.01,
+	.hir_min = 1,
+	.stack_factor = 2,
+};
+
+const struct sim_policy sim_policy_lirs = {
+	.name = "lirs",
+	.help = "LIRS: resident HIR share 1 % (at least 1), stack bounded at "
+		"2x the capacity (libCacheSim's)",
+	.create = lirs_create,
+	.access = lirs_access,
+	.counters = lirs_counters,
+	.destroy = lirs_destroy,
+	.config = &lirs_config,
 };

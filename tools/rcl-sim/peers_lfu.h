@@ -12,4 +12,7 @@
 /* s3fifo: small FIFO 10 %, main FIFO with a 2-bit clock, ghost FIFO 90 %. */
 extern const struct sim_policy sim_policy_s3fifo;
 
+/* lirs: LIR set and a resident HIR share of 1 % (at least one object). */
+extern const struct sim_policy sim_policy_lirs;
+
 #endif /* RCL_SIM_PEERS_LFU_H */

@@ -467,5 +467,6 @@ const struct sim_policy *const sim_policies[] = {
 	&policy_kernel,
 	&policy_twolist,
 	&sim_policy_s3fifo,
+	&sim_policy_lirs,
 	NULL,
 };
