@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * peers_lfu.c - S3-FIFO and LIRS (and, to come, W-TinyLFU) as rcl-sim
- * policies.
+ * peers_lfu.c - S3-FIFO, LIRS and W-TinyLFU as rcl-sim policies.
  *
  * These are the peers of the reference table that keep more than recency,
  * written after their papers and, where the implementation behind the
@@ -23,9 +22,16 @@
  * while still on S (its reuse distance shorter than the recency of the
  * oldest LIR block, at S's bottom) becomes LIR, and that oldest one moves
  * to Q.
+ *
+ * wtinylfu (Einziger et al., ACM ToS '17): every miss enters a 1 % LRU
+ * window; the window's LRU victim enters the main cache, a segmented LRU
+ * (probation 20 %, protected 80 %), only if a frequency sketch counts it
+ * more often than the main cache's own victim.
  */
 #include "peers_lfu.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -668,4 +674,344 @@ const struct sim_policy sim_policy_lirs = {
 	.counters = lirs_counters,
 	.destroy = lirs_destroy,
 	.config = &lirs_config,
+};
+
+/* ------------------------------------------------------------------------- */
+/* wtinylfu                                                                   */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * After libCacheSim's WTinyLFU.c with main-cache=SLRU (its SLRU.c with
+ * segments 1:4) and its counting Bloom filter (minimalIncrementCBF.c).
+ * Departures from the paper:
+ * - the window has floor(0.01 x capacity) objects, the main cache the rest,
+ *   and the segments floor(1/5) and floor(4/5) of the main cache; with an
+ *   empty window (capacities below 100) nothing is cached;
+ * - the sketch is one array of ceil(b x main) unbounded counters, b =
+ *   -ln(0.001) / ln(2)^2, with ceil(b ln 2) = 10 indexes per key by double
+ *   hashing; an add increments all of them (not only the smallest), the
+ *   estimate is their minimum; no doorkeeper;
+ * - the sketch counts a miss (its insertion into the window), a hit in the
+ *   main cache (not a hit in the window), and every window victim once
+ *   each time it is considered; it is halved after every 32 x main hits in
+ *   the main cache (the paper: after W additions, W = 10 x capacity);
+ * - the window grows past its share until the cache is full: a miss
+ *   evicts only when window and main together are full, and the eviction
+ *   first moves window victims into the main cache while it has room;
+ * - a window victim replaces the main cache's victim (probation's LRU, or
+ *   protected's when probation is empty) only if its estimate is strictly
+ *   larger; the main cache inserts into the lowest segment with room
+ *   (protected too, while the cache fills); a hit in probation moves the
+ *   object to protected, whose overflow goes back to probation's head, and
+ *   probation's overflow leaves the cache.
+ * The sketch's hash is not libCacheSim's (XXH64 of the original key, which
+ * rcl-sim no longer has after renumbering), so the figures match only
+ * approximately.
+ */
+/* ln 2 and its square, to the digits libCacheSim sizes its sketch with. */
+#define SKETCH_LN2	0.693147180559945
+#define SKETCH_LN2_SQ	0.480453013918201
+
+struct wtlfu_config {
+	double window_ratio;	/* the window, as a share of the capacity */
+	unsigned seg_probation;	/* segment weights of the main SLRU */
+	unsigned seg_protected;
+	double sketch_error;	/* the counting Bloom filter's error rate */
+	uint64_t reset_factor;	/* halve after this x main hits in main */
+};
+
+enum { WT_NONE, WT_WINDOW, WT_PROBATION, WT_PROTECTED };
+
+struct wtlfu_cache {
+	struct sim_cache base;
+	const struct wtlfu_config *cfg;
+	uint64_t capacity, window_cap, main_cap;
+	uint64_t seg_max[2];
+	struct klist window, seg[2];	/* seg[0] probation, seg[1] protected */
+	uint8_t *where;
+	/* the sketch */
+	uint32_t *counters;
+	uint32_t nr_counters;
+	unsigned nr_hashes;
+	uint64_t main_hits, reset_period;
+	/* counted */
+	uint64_t admitted, rejected, moved, resets, main_evicted;
+};
+
+static void wtlfu_destroy(struct sim_cache *sc)
+{
+	struct wtlfu_cache *c = (struct wtlfu_cache *)sc;
+
+	if (!c)
+		return;
+	klist_free(&c->window);
+	klist_free(&c->seg[0]);
+	klist_free(&c->seg[1]);
+	free(c->where);
+	free(c->counters);
+	free(c);
+}
+
+static struct sim_cache *wtlfu_create(const struct sim_policy *p,
+				      uint64_t capacity, uint32_t nr_keys,
+				      char *err, size_t errlen)
+{
+	struct wtlfu_cache *c = calloc(1, sizeof(*c));
+	const struct wtlfu_config *cfg = p->config;
+	double bpe, nc;
+	unsigned sum = cfg->seg_probation + cfg->seg_protected;
+	int r = 0;
+
+	if (!c)
+		return oom(p, err, errlen);
+	r |= klist_init(&c->window, nr_keys);
+	r |= klist_init(&c->seg[0], nr_keys);
+	r |= klist_init(&c->seg[1], nr_keys);
+	c->where = calloc(nr_keys ? nr_keys : 1, 1);
+	if (r || !c->where) {
+		wtlfu_destroy(&c->base);
+		return oom(p, err, errlen);
+	}
+	c->base.policy = p;
+	c->cfg = cfg;
+	c->capacity = capacity;
+	c->window_cap = (uint64_t)((double)capacity * cfg->window_ratio);
+	c->main_cap = capacity - c->window_cap;
+	c->seg_max[0] = (uint64_t)((double)cfg->seg_probation / sum *
+				   (double)c->main_cap);
+	c->seg_max[1] = (uint64_t)((double)cfg->seg_protected / sum *
+				   (double)c->main_cap);
+
+	/*
+	 * Sized for main_cap entries at the error rate: b counters per entry
+	 * and b ln 2 hashes, b = -ln(error) / ln(2)^2.
+	 */
+	bpe = -log(cfg->sketch_error) / SKETCH_LN2_SQ;
+	c->nr_hashes = (unsigned)ceil(SKETCH_LN2 * bpe);
+	nc = ceil(bpe * (double)c->main_cap);
+	c->nr_counters = nc > INT_MAX ? INT_MAX : (uint32_t)nc;
+	if (c->nr_counters < c->nr_hashes)
+		c->nr_counters = 2 * c->nr_hashes;
+	c->counters = calloc(c->nr_counters, sizeof(*c->counters));
+	if (!c->counters) {
+		wtlfu_destroy(&c->base);
+		return oom(p, err, errlen);
+	}
+	c->reset_period = cfg->reset_factor * c->main_cap;
+	return &c->base;
+}
+
+/* A 64-bit finaliser (splitmix64's): two seeds give the two hashes. */
+static uint64_t wtlfu_mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+/* The sketch's estimate for @key; with @add, count it once first. */
+static uint32_t wtlfu_sketch(struct wtlfu_cache *c, uint32_t key, bool add)
+{
+	uint32_t a = (uint32_t)wtlfu_mix(key + 0x9e3779b97f4a7c15ULL);
+	uint32_t b = (uint32_t)wtlfu_mix(key + 0x632be59bd9b4e019ULL);
+	uint32_t min = UINT32_MAX;
+	unsigned i;
+
+	for (i = 0; i < c->nr_hashes; i++) {
+		uint32_t x = (a + i * b) % c->nr_counters;
+
+		if (c->counters[x] < min)
+			min = c->counters[x];
+	}
+	if (add) {
+		for (i = 0; i < c->nr_hashes; i++)
+			c->counters[(a + i * b) % c->nr_counters]++;
+		min++;
+	}
+	return min;
+}
+
+static void wtlfu_halve(struct wtlfu_cache *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nr_counters; i++)
+		c->counters[i] >>= 1;
+	c->resets++;
+}
+
+static uint64_t wtlfu_main_count(const struct wtlfu_cache *c)
+{
+	return c->seg[0].count + c->seg[1].count;
+}
+
+/* The main cache's victim: the LRU end of its lowest non-empty segment. */
+static uint32_t wtlfu_main_victim(const struct wtlfu_cache *c)
+{
+	return c->seg[0].count ? c->seg[0].tail : c->seg[1].tail;
+}
+
+static void wtlfu_main_evict(struct wtlfu_cache *c)
+{
+	uint32_t k = wtlfu_main_victim(c);
+	int s = c->where[k] - WT_PROBATION;
+
+	klist_del(&c->seg[s], k);
+	c->where[k] = WT_NONE;
+	c->main_evicted++;
+}
+
+/* Move the LRU object of segment @s down one segment (out, from 0). */
+static void wtlfu_cool(struct wtlfu_cache *c, int s)
+{
+	uint32_t k;
+
+	if (s == 0) {
+		wtlfu_main_evict(c);
+		return;
+	}
+	k = c->seg[s].tail;
+	klist_del(&c->seg[s], k);
+	klist_push_head(&c->seg[s - 1], k);
+	c->where[k] = WT_PROBATION + s - 1;
+	while (c->seg[s - 1].count > c->seg_max[s - 1])
+		wtlfu_cool(c, s - 1);
+}
+
+static void wtlfu_main_insert(struct wtlfu_cache *c, uint32_t k)
+{
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		if (c->seg[s].count + 1 <= c->seg_max[s])
+			break;
+	}
+	if (s == 2) {
+		while (wtlfu_main_count(c) + 1 > c->main_cap)
+			wtlfu_main_evict(c);
+		s = 0;
+	}
+	klist_push_head(&c->seg[s], k);
+	c->where[k] = WT_PROBATION + s;
+}
+
+static void wtlfu_main_hit(struct wtlfu_cache *c, uint32_t k)
+{
+	if (c->where[k] == WT_PROTECTED) {
+		klist_move_head(&c->seg[1], k);
+	} else {
+		klist_del(&c->seg[0], k);
+		klist_push_head(&c->seg[1], k);
+		c->where[k] = WT_PROTECTED;
+		while (c->seg[1].count > c->seg_max[1])
+			wtlfu_cool(c, 1);
+	}
+	wtlfu_sketch(c, k, true);
+	if (++c->main_hits >= c->reset_period) {
+		c->main_hits = 0;
+		wtlfu_halve(c);
+	}
+}
+
+/* Make room for one object: the window's victim meets the main cache's. */
+static void wtlfu_evict(struct wtlfu_cache *c)
+{
+	for (;;) {
+		uint32_t v;
+
+		if (!c->window.count) {
+			wtlfu_main_evict(c);
+			return;
+		}
+		v = c->window.tail;
+		klist_del(&c->window, v);
+		c->where[v] = WT_NONE;
+		if (wtlfu_main_count(c) + 1 <= c->main_cap) {
+			wtlfu_main_insert(c, v);
+			wtlfu_sketch(c, v, true);
+			c->moved++;
+			continue;
+		}
+		if (wtlfu_sketch(c, v, false) >
+		    wtlfu_sketch(c, wtlfu_main_victim(c), false)) {
+			wtlfu_main_evict(c);
+			wtlfu_main_insert(c, v);
+			c->admitted++;
+		} else {
+			c->rejected++;
+		}
+		wtlfu_sketch(c, v, true);
+		return;
+	}
+}
+
+static int wtlfu_access(struct sim_cache *sc, uint32_t key)
+{
+	struct wtlfu_cache *c = (struct wtlfu_cache *)sc;
+
+	switch (c->where[key]) {
+	case WT_WINDOW:
+		klist_move_head(&c->window, key);
+		return 1;
+	case WT_PROBATION:
+	case WT_PROTECTED:
+		wtlfu_main_hit(c, key);
+		return 1;
+	}
+	/* An object larger than the window or probation is not cached. */
+	if (c->window_cap < 1 || c->seg_max[0] < 1)
+		return 0;
+	while (c->window.count + wtlfu_main_count(c) + 1 > c->capacity)
+		wtlfu_evict(c);
+	klist_push_head(&c->window, key);
+	c->where[key] = WT_WINDOW;
+	wtlfu_sketch(c, key, true);
+	return 0;
+}
+
+static size_t wtlfu_counters(struct sim_cache *sc, struct sim_counter *out,
+			     size_t max)
+{
+	struct wtlfu_cache *c = (struct wtlfu_cache *)sc;
+	const struct sim_counter all[] = {
+		{ "window_capacity", c->window_cap },
+		{ "sketch_counters", c->nr_counters },
+		{ "sketch_hashes", c->nr_hashes },
+		{ "moved_to_main", c->moved },
+		{ "admitted", c->admitted },
+		{ "rejected", c->rejected },
+		{ "main_evicted", c->main_evicted },
+		{ "sketch_halved", c->resets },
+		{ "nr_window", c->window.count },
+		{ "nr_probation", c->seg[0].count },
+		{ "nr_protected", c->seg[1].count },
+	};
+	size_t n = sizeof(all) / sizeof(all[0]);
+
+	if (max < n)
+		return 0;
+	memcpy(out, all, sizeof(all));
+	return n;
+}
+
+static const struct wtlfu_config wtlfu_config = {
+	.window_ratio = 0.01,
+	.seg_probation = 1,
+	.seg_protected = 4,
+	.sketch_error = 0.001,
+	.reset_factor = 32,
+};
+
+const struct sim_policy sim_policy_wtinylfu = {
+	.name = "wtinylfu",
+	.help = "W-TinyLFU: 1 % LRU window, main SLRU 20/80 %, counting "
+		"sketch admission (libCacheSim's)",
+	.create = wtlfu_create,
+	.access = wtlfu_access,
+	.counters = wtlfu_counters,
+	.destroy = wtlfu_destroy,
+	.config = &wtlfu_config,
 };

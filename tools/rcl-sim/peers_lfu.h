@@ -15,4 +15,7 @@ extern const struct sim_policy sim_policy_s3fifo;
 /* lirs: LIR set and a resident HIR share of 1 % (at least one object). */
 extern const struct sim_policy sim_policy_lirs;
 
+/* wtinylfu: a 1 % LRU window, a main SLRU 1:4, a counting sketch. */
+extern const struct sim_policy sim_policy_wtinylfu;
+
 #endif /* RCL_SIM_PEERS_LFU_H */

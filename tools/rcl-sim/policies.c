@@ -468,5 +468,6 @@ const struct sim_policy *const sim_policies[] = {
 	&policy_twolist,
 	&sim_policy_s3fifo,
 	&sim_policy_lirs,
+	&sim_policy_wtinylfu,
 	NULL,
 };
