@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,7 +70,8 @@ static void usage(FILE *f)
 "Replay a trace through caches and print their miss ratios.\n"
 "\n"
 "  -p, --policy P[,P...]    policies to compare (default: " DEFAULT_POLICIES ");\n"
-"                           --list-policies lists them\n"
+"                           --list-policies lists them, 'all' means every\n"
+"                           one; names are matched without regard to case\n"
 "  -f, --format F           trace format (default: keys); --list-formats\n"
 "  -c, --capacity C[,C...]  capacities: objects (5000) or percentages of the\n"
 "                           trace's unique keys (1%%,5%%); a percentage is\n"
@@ -98,18 +100,34 @@ static void usage(FILE *f)
 		DEFAULT_CAPACITIES, MRC_DEFAULT_POINTS, MRC_DEFAULT_POINTS);
 }
 
+/* Policy names are matched without regard to case ("ARC", "wtinyLFU"). */
 static const struct sim_policy *find_policy(const char *name, size_t n)
 {
 	size_t i;
 
 	for (i = 0; sim_policies[i]; i++) {
 		if (strlen(sim_policies[i]->name) == n &&
-		    strncmp(sim_policies[i]->name, name, n) == 0)
+		    strncasecmp(sim_policies[i]->name, name, n) == 0)
 			return sim_policies[i];
 	}
 	return NULL;
 }
 
+static int add_policy(struct options *o, const struct sim_policy *p)
+{
+	const struct sim_policy **np;
+
+	np = realloc(o->policies, (o->nr_policies + 1) * sizeof(*np));
+	if (!np) {
+		fprintf(stderr, "rcl-sim: out of memory\n");
+		return -1;
+	}
+	o->policies = np;
+	o->policies[o->nr_policies++] = p;
+	return 0;
+}
+
+/* "P[,P...]"; "all" stands for every entry of sim_policies[], in order. */
 static int parse_policies(const char *arg, struct options *o)
 {
 	const char *s = arg;
@@ -121,21 +139,21 @@ static int parse_policies(const char *arg, struct options *o)
 		const char *comma = strchr(s, ',');
 		size_t n = comma ? (size_t)(comma - s) : strlen(s);
 		const struct sim_policy *p = find_policy(s, n);
-		const struct sim_policy **np;
 
-		if (!p) {
+		if (!p && n == 3 && strncasecmp(s, "all", 3) == 0) {
+			size_t i;
+
+			for (i = 0; sim_policies[i]; i++) {
+				if (add_policy(o, sim_policies[i]))
+					return -1;
+			}
+		} else if (!p) {
 			fprintf(stderr, "rcl-sim: unknown policy \"%.*s\" "
 				"(see --list-policies)\n", (int)n, s);
 			return -1;
-		}
-		np = realloc(o->policies,
-			     (o->nr_policies + 1) * sizeof(*np));
-		if (!np) {
-			fprintf(stderr, "rcl-sim: out of memory\n");
+		} else if (add_policy(o, p)) {
 			return -1;
 		}
-		o->policies = np;
-		o->policies[o->nr_policies++] = p;
 		if (!comma)
 			return 0;
 		s = comma + 1;
@@ -428,12 +446,17 @@ static void print_json(const struct options *o, const struct trace *t,
 static void print_table(const struct options *o, const struct trace *t,
 			const struct run *runs, size_t nr_runs)
 {
+	int w = 10;	/* the policy column: wider for longer names */
 	size_t i;
 
+	for (i = 0; i < o->nr_policies; i++) {
+		if ((int)strlen(o->policies[i]->name) > w)
+			w = (int)strlen(o->policies[i]->name);
+	}
 	printf("trace %s (format %s): %zu requests, %" PRIu32
 	       " unique keys\n\n", o->path, o->topt.format, t->nr_requests,
 	       t->nr_unique);
-	printf("%-10s %12s %8s %12s %10s %12s %12s\n", "policy", "capacity",
+	printf("%-*s %12s %8s %12s %10s %12s %12s\n", w, "policy", "capacity",
 	       "pct", "misses", "miss_ratio", "activated", "deactivated");
 	for (i = 0; i < nr_runs; i++) {
 		const struct run *r = &runs[i];
@@ -454,8 +477,8 @@ static void print_table(const struct options *o, const struct trace *t,
 				snprintf(deact, sizeof(deact), "%" PRIu64,
 					 r->counters[k].value);
 		}
-		printf("%-10s %12" PRIu64 " %8s %12" PRIu64 " %10.4f %12s %12s\n",
-		       r->policy->name, r->cap.objects, pct, r->misses,
+		printf("%-*s %12" PRIu64 " %8s %12" PRIu64 " %10.4f %12s %12s\n",
+		       w, r->policy->name, r->cap.objects, pct, r->misses,
 		       (double)r->misses / (double)t->nr_requests, act, deact);
 	}
 }
@@ -685,7 +708,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			size_t k;
 
 			for (k = 0; sim_policies[k]; k++)
-				printf("%-10s %s\n", sim_policies[k]->name,
+				printf("%-14s %s\n", sim_policies[k]->name,
 				       sim_policies[k]->help);
 			return 0;
 		} else if (opt_is(a, "--list-formats", NULL)) {

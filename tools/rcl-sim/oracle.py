@@ -2,16 +2,25 @@
 # SPDX-License-Identifier: MIT
 """rcl-sim's correctness oracle.
 
-usage: oracle.py RCL_SIM TRACES_DIR [--snia] [--jobs N]
+usage: oracle.py RCL_SIM TRACES_DIR [--policy P[,P...]] [--tolerance P=T[,P=T...]]
+                 [--snia] [--jobs=N]
 
-Runs `rcl-sim --policy lru --json` over every shared trace (other than the
+Runs `rcl-sim --policy P,... --json` over every shared trace (other than the
 SNIA samples, unless --snia) at every percentage of the reference table
-TRACES_DIR/reference-miss-ratios.tsv, and checks that the capacity in objects
-and the miss ratio at 4 decimals equal every `lru` row of the table, and that
-the request and unique-key counts equal those of TRACES_DIR/README.md.
-Prints each mismatch.  Exit status: 0 all rows match, 1 a mismatch or a
-failure, 77 (skipped) when TRACES_DIR (or the environment variable
-RCL_TRACES_DIR, which takes precedence) does not exist.
+TRACES_DIR/reference-miss-ratios.tsv, and checks every row of each policy
+(default: lru): the capacity in objects, the miss ratio against the row's
+within the policy's tolerance (absolute, on the miss ratio rounded to the
+table's 4 decimals), and the request and unique-key counts of
+TRACES_DIR/README.md.  A policy's rows are those whose `algo` is its name,
+case-insensitively (rcl-sim `wtinylfu` is the table's `wtinyLFU`), or the
+name ALGO below gives it.  Tolerances: lru and fifo 0 (exact at 4
+decimals), wtinylfu 0.01, any other policy 0.005; --tolerance P=T sets
+policy P's (the last "=" separates the name: slru:n-seg=2=0).  Prints each
+row out of tolerance and, per policy, the rows exact at 4 decimals, the rows
+within tolerance and the worst difference.  Exit status: 0 every row within
+tolerance, 1 a row out of tolerance or a failure, 2 bad usage, 77 (skipped)
+when TRACES_DIR (or the environment variable RCL_TRACES_DIR, which takes
+precedence) does not exist.
 """
 import concurrent.futures
 import json
@@ -52,27 +61,51 @@ SNIA = {
 }
 
 
+# rcl-sim policy -> the table's algo, where the name alone (without regard to
+# case) does not give it.
+ALGO = {}
+
+# Tolerances on the miss ratio (absolute); any other policy: DEFAULT_TOLERANCE.
+TOLERANCE = {"lru": 0.0, "fifo": 0.0, "wtinylfu": 0.01}
+DEFAULT_TOLERANCE = 0.005
+
+# The reference rows are libCacheSim's, apart from the LIRS authors' programs
+# (algo lirs-ref, clockpro-ref), which no rcl-sim policy claims by name.
+EPS = 1e-9
+
+
 def read_reference(path):
-    """{trace: {pct: (cache_objects, miss_ratio_text)}} of the lru rows."""
+    """{algo (lower case): {trace: {pct: (cache_objects, miss_ratio_text)}}}."""
     ref = {}
     with open(path, encoding="utf-8") as f:
         header = f.readline().rstrip("\n").split("\t")
         col = {name: i for i, name in enumerate(header)}
         for line in f:
             fields = line.rstrip("\n").split("\t")
-            if len(fields) != len(header) or fields[col["algo"]] != "lru":
+            if len(fields) != len(header):
                 continue
-            ref.setdefault(fields[col["trace"]], {})[fields[col["pct"]]] = (
-                int(fields[col["cache_objects"]]), fields[col["miss_ratio"]])
+            algo = fields[col["algo"]].lower()
+            ref.setdefault(algo, {}).setdefault(fields[col["trace"]], {})[
+                fields[col["pct"]]] = (int(fields[col["cache_objects"]]),
+                                       fields[col["miss_ratio"]])
     return ref
 
 
-def check_trace(rcl_sim, traces_dir, name, spec, rows):
-    """Run one trace; returns (list of problems, rows matched, seconds)."""
+def algo_of(policy):
+    return ALGO.get(policy.lower(), policy).lower()
+
+
+def check_trace(rcl_sim, traces_dir, name, spec, policies, rows, tolerance):
+    """Run one trace with every policy.
+
+    @rows: {policy: {pct: (objects, ratio)}} of this trace.  Returns (list of
+    problems, {policy: [(pct, difference, exact, within)]}, seconds).
+    """
     rel, fmt, requests, unique = spec
-    pcts = sorted(rows, key=float)
-    cmd = [rcl_sim, "--policy", "lru", "--format", fmt, "--json", "--quiet",
-           "--jobs", "1", "--capacity", ",".join(p + "%" for p in pcts),
+    pcts = sorted({p for r in rows.values() for p in r}, key=float)
+    cmd = [rcl_sim, "--policy", ",".join(policies), "--format", fmt, "--json",
+           "--quiet", "--jobs", "1",
+           "--capacity", ",".join(p + "%" for p in pcts),
            os.path.join(traces_dir, rel)]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -80,7 +113,7 @@ def check_trace(rcl_sim, traces_dir, name, spec, rows):
     seconds = time.monotonic() - t0
     if proc.returncode != 0:
         return ["%s: rcl-sim failed (exit %d): %s" % (name, proc.returncode,
-                                                     proc.stderr.strip())], 0, seconds
+                                                     proc.stderr.strip())], {}, seconds
     problems = []
     results = {}
     for line in proc.stdout.splitlines():
@@ -89,43 +122,93 @@ def check_trace(rcl_sim, traces_dir, name, spec, rows):
         except ValueError:
             problems.append("%s: not a JSON line on standard output: %r" % (name, line))
             continue
-        results["%g" % obj["capacity_pct"]] = obj
-    matched = 0
-    for pct in pcts:
-        objects, ratio = rows[pct]
-        obj = results.get("%g" % float(pct))
-        if obj is None:
-            problems.append("%s %s%%: no result" % (name, pct))
-            continue
-        ok = True
-        if obj["requests"] != requests or obj["unique"] != unique:
-            problems.append("%s: %d requests, %d unique keys; the README says %d, %d"
-                            % (name, obj["requests"], obj["unique"], requests, unique))
-            ok = False
-        if obj["capacity"] != objects:
-            problems.append("%s %s%%: capacity %d objects, reference %d"
-                            % (name, pct, obj["capacity"], objects))
-            ok = False
-        got = "%.4f" % obj["miss_ratio"]
-        if got != ratio:
-            problems.append("%s %s%%: lru miss ratio %s (%.6f), reference %s"
-                            % (name, pct, got, obj["miss_ratio"], ratio))
-            ok = False
-        matched += ok
-    return problems, matched, seconds
+        results[(obj["policy"].lower(), "%g" % obj["capacity_pct"])] = obj
+    cells = {}
+    counted = False
+    for pol in policies:
+        cells[pol] = []
+        for pct in sorted(rows[pol], key=float):
+            objects, ratio = rows[pol][pct]
+            obj = results.get((pol.lower(), "%g" % float(pct)))
+            if obj is None:
+                problems.append("%s %s%% %s: no result" % (name, pct, pol))
+                continue
+            ok = True
+            if not counted and (obj["requests"] != requests or obj["unique"] != unique):
+                problems.append("%s: %d requests, %d unique keys; the README says %d, %d"
+                                % (name, obj["requests"], obj["unique"], requests, unique))
+            counted = True
+            if obj["capacity"] != objects:
+                problems.append("%s %s%% %s: capacity %d objects, reference %d"
+                                % (name, pct, pol, obj["capacity"], objects))
+                ok = False
+            got = "%.4f" % obj["miss_ratio"]
+            diff = abs(float(got) - float(ratio))
+            exact = got == ratio
+            within = ok and diff <= tolerance[pol] + EPS
+            if not within:
+                problems.append("%s %s%%: %s miss ratio %s (%.6f), reference %s, "
+                                "difference %.4f, tolerance %g"
+                                % (name, pct, pol, got, obj["miss_ratio"], ratio,
+                                   diff, tolerance[pol]))
+            cells[pol].append((pct, diff, ok and exact, within))
+    return problems, cells, seconds
+
+
+def parse_args(argv):
+    """(rcl_sim, traces_dir, policies, tolerance, snia, jobs) or None."""
+    pos = []
+    policies = ["lru"]
+    overrides = {}
+    snia = False
+    jobs = os.cpu_count() or 1
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--policy", "--tolerance", "--jobs"):
+            if i + 1 >= len(argv):
+                return None
+            a, v = a, argv[i + 1]
+            i += 1
+        elif "=" in a and a.split("=", 1)[0] in ("--policy", "--tolerance", "--jobs"):
+            a, v = a.split("=", 1)
+        else:
+            v = None
+        if a == "--policy":
+            policies = [p for p in v.split(",") if p]
+        elif a == "--tolerance":
+            for item in v.split(","):
+                if "=" not in item:
+                    return None
+                pol, tol = item.rsplit("=", 1)
+                overrides[pol.lower()] = float(tol)
+        elif a == "--jobs":
+            jobs = int(v)
+        elif a == "--snia":
+            snia = True
+        elif a.startswith("--"):
+            return None
+        else:
+            pos.append(a)
+        i += 1
+    if len(pos) != 2 or not policies or jobs < 1:
+        return None
+    tolerance = {}
+    for p in policies:
+        tolerance[p] = overrides.get(p.lower(),
+                                     TOLERANCE.get(p.lower(), DEFAULT_TOLERANCE))
+    return pos[0], pos[1], policies, tolerance, snia, jobs
 
 
 def main(argv):
-    args = [a for a in argv[1:] if not a.startswith("--")]
-    snia = "--snia" in argv
-    jobs = os.cpu_count() or 1
-    for a in argv[1:]:
-        if a.startswith("--jobs="):
-            jobs = int(a.split("=", 1)[1])
-    if len(args) != 2:
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+    try:
+        args = parse_args(argv)
+    except ValueError:
+        args = None
+    if args is None:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    rcl_sim, traces_dir = args
+    rcl_sim, traces_dir, policies, tolerance, snia, jobs = args
     traces_dir = os.environ.get("RCL_TRACES_DIR") or traces_dir
     table = os.path.join(traces_dir, "reference-miss-ratios.tsv")
     if not os.path.isfile(table):
@@ -137,38 +220,70 @@ def main(argv):
     if snia:
         specs.update(SNIA)
     problems = []
-    unknown = sorted(set(ref) - set(TRACES) - set(SNIA))
+    known = set(TRACES) | set(SNIA)
+    unknown = sorted({t for a in ref.values() for t in a} - known)
     for name in unknown:
         problems.append("%s: a trace of the reference table that the oracle "
                         "does not know" % name)
-    missing = sorted(set(TRACES) - set(ref))
-    for name in missing:
-        problems.append("%s: no lru rows in the reference table" % name)
-    names = [n for n in specs if n in ref]
-    total = sum(len(ref[n]) for n in names)
+    for pol in policies:
+        if algo_of(pol) not in ref:
+            problems.append("%s: no rows (algo %s) in the reference table"
+                            % (pol, algo_of(pol)))
+            continue
+        for name in sorted(set(TRACES) - set(ref[algo_of(pol)])):
+            problems.append("%s: no %s rows in the reference table" % (name, pol))
+    # {trace: {policy: rows}}, the traces that have rows of some policy
+    work = {}
+    for name in specs:
+        rows = {p: ref[algo_of(p)][name] for p in policies
+                if algo_of(p) in ref and name in ref[algo_of(p)]}
+        if rows:
+            work[name] = rows
+    names = sorted(work, key=lambda n: -specs[n][2])  # largest traces first
+    total = {p: sum(len(work[n].get(p, {})) for n in names) for p in policies}
 
     t0 = time.monotonic()
-    matched = 0
-    # The largest traces first, so that the pool finishes early.
-    names.sort(key=lambda n: -specs[n][2])
+    cells = {p: [] for p in policies}  # (trace, pct, difference, exact, within)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(check_trace, rcl_sim, traces_dir, n, specs[n], ref[n]): n
+        futures = {pool.submit(check_trace, rcl_sim, traces_dir, n, specs[n],
+                               [p for p in policies if p in work[n]], work[n],
+                               tolerance): n
                    for n in names}
         for fut in concurrent.futures.as_completed(futures):
             name = futures[fut]
-            p, m, seconds = fut.result()
+            p, c, seconds = fut.result()
             problems.extend(p)
-            matched += m
-            print("%-22s %d/%d rows match  (%.2f s)" % (name, m, len(ref[name]), seconds))
+            nrows = sum(len(r) for r in work[name].values())
+            good = 0
+            for pol, lst in c.items():
+                for pct, diff, exact, within in lst:
+                    cells[pol].append((name, pct, diff, exact, within))
+                    good += within
+            print("%-22s %d/%d rows within tolerance  (%.2f s)"
+                  % (name, good, nrows, seconds))
             sys.stdout.flush()
     elapsed = time.monotonic() - t0
 
     for p in sorted(problems):
         print("MISMATCH " + p)
-    print("lru oracle: %d/%d reference rows match on %d traces in %.1f s%s"
-          % (matched, total, len(names), elapsed,
-             "" if snia else " (SNIA samples not checked)"))
-    return 0 if not problems and matched == total else 1
+    ok = not problems
+    print("%-14s %7s %7s %9s %8s  %s" % ("policy", "exact", "within", "tolerance",
+                                        "worst", "where"))
+    for pol in policies:
+        lst = cells[pol]
+        exact = sum(1 for c in lst if c[3])
+        within = sum(1 for c in lst if c[4])
+        worst = max(lst, key=lambda c: c[2]) if lst else None
+        print("%-14s %3d/%-3d %3d/%-3d %9g %8.4f  %s"
+              % (pol, exact, total[pol], within, total[pol], tolerance[pol],
+                 worst[2] if worst else 0.0,
+                 "%s@%s%%" % (worst[0], worst[1]) if worst and worst[2] > 0 else "-"))
+        ok = ok and within == total[pol]
+    print("oracle: %s: %d reference rows on %d traces in %.1f s%s: %s"
+          % (",".join(policies), sum(total.values()), len(names), elapsed,
+             "" if snia else " (SNIA samples not checked)",
+             "all within tolerance" if ok else "FAILED"))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
  * the index and answers FREED.
  */
 #include "policies.h"
+#include "peers.h"
 #include "peers_lfu.h"
 
 #include <errno.h>
@@ -466,6 +467,14 @@ const struct sim_policy *const sim_policies[] = {
 	&policy_default,
 	&policy_kernel,
 	&policy_twolist,
+	/* peers (peers.c) */
+	&sim_policy_clock,
+	&sim_policy_sieve,
+	&sim_policy_arc,
+	&sim_policy_2q,
+	&sim_policy_slru,
+	&sim_policy_slru2,
+	/* peers that keep more than recency (peers_lfu.c) */
 	&sim_policy_s3fifo,
 	&sim_policy_lirs,
 	&sim_policy_wtinylfu,
