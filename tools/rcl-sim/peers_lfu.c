@@ -687,14 +687,16 @@ const struct sim_policy sim_policy_lirs = {
  * - the window has floor(0.01 x capacity) objects, the main cache the rest,
  *   and the segments floor(1/5) and floor(4/5) of the main cache; with an
  *   empty window (capacities below 100) nothing is cached;
- * - the sketch is one array of ceil(b x main) unbounded counters, b =
+ * - the sketch is one array of ceil(b x main) 32-bit counters, b =
  *   -ln(0.001) / ln(2)^2, with ceil(b ln 2) = 10 indexes per key by double
- *   hashing; an add increments all of them (not only the smallest), the
- *   estimate is their minimum; no doorkeeper;
+ *   hashing; an add increments all of them (not only the smallest, as a
+ *   minimal-increment filter would), the estimate is their minimum; no
+ *   doorkeeper (the paper: small counters and a doorkeeper);
  * - the sketch counts a miss (its insertion into the window), a hit in the
  *   main cache (not a hit in the window), and every window victim once
  *   each time it is considered; it is halved after every 32 x main hits in
- *   the main cache (the paper: after W additions, W = 10 x capacity);
+ *   the main cache (the paper: every access counts, halved after a sample
+ *   of W accesses);
  * - the window grows past its share until the cache is full: a miss
  *   evicts only when window and main together are full, and the eviction
  *   first moves window victims into the main cache while it has room;
