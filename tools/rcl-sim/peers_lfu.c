@@ -368,6 +368,7 @@ struct lirs_cache {
 	struct klist s, q, nh;	/* nh: non-resident blocks of S, by age */
 	uint8_t *flags;
 	uint64_t demoted, hir_evicted, pruned, trimmed, orphaned;
+	uint64_t bottom_pruned;	/* see lirs_evict_lir() */
 };
 
 /* flags[] bits */
@@ -486,6 +487,17 @@ static int lirs_evict_lir(struct lirs_cache *c)
 {
 	uint32_t k = c->s.tail;
 
+	/*
+	 * S's bottom is a LIR block after every pruning; it is not only when
+	 * the whole LIR set was demoted and a new LIR block went on S's top
+	 * (a LIR set of 1 or 2 blocks).  libCacheSim would demote that HIR
+	 * block as if it were LIR, leaving its counts wrong; prune first.
+	 */
+	if (k != NIL && !(c->flags[k] & LIRS_S_LIR)) {
+		lirs_prune(c);
+		k = c->s.tail;
+		c->bottom_pruned++;
+	}
 	if (k == NIL)
 		return lirs_fail(c, "S is empty where a LIR block must go");
 	if ((c->flags[k] & (LIRS_S_LIR | LIRS_IN_Q)) != LIRS_S_LIR)
@@ -646,6 +658,7 @@ static size_t lirs_counters(struct sim_cache *sc, struct sim_counter *out,
 		{ "pruned", c->pruned },
 		{ "stack_trimmed", c->trimmed },
 		{ "hir_orphaned", c->orphaned },
+		{ "bottom_pruned", c->bottom_pruned },
 		{ "nr_lir", c->lir_count },
 		{ "nr_hir", c->hir_count },
 		{ "nr_stack", c->s.count },
