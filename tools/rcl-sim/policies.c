@@ -20,6 +20,7 @@
  */
 #include "policies.h"
 #include "peers.h"
+#include "peers_lfu.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -473,5 +474,9 @@ const struct sim_policy *const sim_policies[] = {
 	&sim_policy_2q,
 	&sim_policy_slru,
 	&sim_policy_slru2,
+	/* peers that keep more than recency (peers_lfu.c) */
+	&sim_policy_s3fifo,
+	&sim_policy_lirs,
+	&sim_policy_wtinylfu,
 	NULL,
 };
