@@ -753,6 +753,17 @@ int main(int argc, char **argv)
 		deleted += w->deleted;
 	}
 
+	/*
+	 * Every worker has exited, but the background reclaimer may still be
+	 * in a pass that the workers' last charges woke: between its evict
+	 * calls and the end of the pass, the lists, the library's counters
+	 * and the index disagree by that pass's objects.  Stop it before
+	 * counting (rcl_domain_reclaimer_stop() joins it; cache_destroy()'s
+	 * call is then a no-op).
+	 */
+	err = rcl_domain_reclaimer_stop(cache.dom);
+	if (err)
+		lib_error(&cache, "rcl_domain_reclaimer_stop()", err);
 	/* Every thread has exited: their add batches reached the lists. */
 	rcl_lruvec_drain(&cache.lru);
 	in_nr = rcl_lruvec_count(&cache.lru, RCL_LRU_LIST(RCL_LRU_FILE, 0),
