@@ -116,18 +116,19 @@ static void store_watermarks(struct rcl_domain *d, const struct rcl_watermarks *
 /* ------------------------------------------------------------------------- */
 
 /*
- * A child level's part of a charge (page_counter_try_charge()): by CAS,
- * only what fits the level's budget unless @force (a soft level that gave
- * up reclaiming), so that a strict level never exceeds its budget.
+ * A level's part of a charge (page_counter_try_charge()): by CAS, only if
+ * usage stays at most @limit (a child's budget; UINT64_MAX for a soft level
+ * that gave up reclaiming; less for a stock), so that a strict level never
+ * exceeds its budget.
  */
-static int level_charge(struct rcl_domain *c, uint64_t amount, bool force)
+static int level_charge(struct rcl_domain *c, uint64_t amount, uint64_t limit)
 {
 	unsigned long long u = atomic_load(&c->usage);
 
 	do {
 		if (u + amount < u)
 			return -EOVERFLOW;
-		if (!force && u + amount > atomic_load(&c->budget))
+		if (u + amount > limit)
 			return -ENOMEM;
 	} while (!atomic_compare_exchange_weak(&c->usage, &u, u + amount));
 	return 0;
@@ -159,15 +160,6 @@ static uint64_t path_uncharge(struct rcl_domain *d, struct rcl_domain *stop,
 	for (; d != stop; d = d->parent)
 		amount = level_uncharge(d, amount);
 	return amount;
-}
-
-/*
- * Is this thread inside a reclaim pass of @d's tree?  (A pass of @d itself
- * is one: rcl__tls_pass_domain is only ever set inside a tree's pass.)
- */
-static inline bool in_pass(const struct rcl_domain *d)
-{
-	return in_tree_pass(d);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -656,31 +648,19 @@ static RCL__TLS unsigned tls_stock_retry;
 static bool stock_take(struct rcl_domain *d, uint64_t amount)
 {
 	struct rcl_domain *c, *u;
-	unsigned long long v;
 	uint64_t limit, high;
 
 	for (c = d; c->parent; c = c->parent) {
 		limit = RCL_MIN((uint64_t)atomic_load(&c->budget),
 				(uint64_t)atomic_load(&c->limit_high));
-		limit -= limit / RCL_CHARGE_STOCKS_SHARE;
-		v = atomic_load(&c->usage);
-		do {
-			if (amount > limit || v > limit - amount)
-				goto undo;
-		} while (!atomic_compare_exchange_weak(&c->usage, &v,
-						       v + amount));
+		if (level_charge(c, amount,
+				 limit - limit / RCL_CHARGE_STOCKS_SHARE))
+			goto undo;
 	}
-	v = atomic_load(&c->usage);
 	limit = atomic_load(&c->budget);
 	high = atomic_load(&c->whigh);
-	if (high >= limit)
-		goto undo;
-	limit -= high;
-	do {
-		if (amount > limit || v > limit - amount)
-			goto undo;
-	} while (!atomic_compare_exchange_weak(&c->usage, &v, v + amount));
-	return true;
+	if (high < limit && !level_charge(c, amount, limit - high))
+		return true;
 undo:
 	for (u = d; u != c; u = u->parent)
 		level_uncharge(u, amount);
@@ -1103,7 +1083,7 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 	bool drained = false;
 	unsigned tries;
 
-	if (!(context & RCL_CTX_MAY_BLOCK) || in_pass(d))
+	if (!(context & RCL_CTX_MAY_BLOCK) || in_tree_pass(d))
 		return;
 	for (tries = 0; tries < CHARGE_RECLAIM_TRIES; tries++) {
 		struct rcl_reclaim_result res;
@@ -1150,7 +1130,7 @@ static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 	 * reclaimer's charges and uncharges move usage itself, so that the
 	 * pass sees its progress.
 	 */
-	stocked = may_stock && d->stock_cfg && !in_pass(d);
+	stocked = may_stock && d->stock_cfg && !in_tree_pass(d);
 	if (stocked && stock_consume(d, amount))
 		return 1;
 	budget = atomic_load(&d->budget);
@@ -1224,7 +1204,7 @@ static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 
 		if ((woke || (atomic_load(&d->wake_pending) &&
 			      room < min + (low - min) / 2)) &&
-		    (context & RCL_CTX_MAY_BLOCK) && !in_pass(d) &&
+		    (context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(d) &&
 		    rcl__tls_reclaimer_of != d)
 			sched_yield();
 	}
@@ -1268,7 +1248,7 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
 				continue;
 		}
 		ev_add(c, EV_HIGH, 1);
-		if ((context & RCL_CTX_MAY_BLOCK) && !in_pass(c) &&
+		if ((context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(c) &&
 		    rcl__tls_reclaimer_of != c->root) {
 			struct rcl_reclaim_result res;
 
@@ -1310,7 +1290,9 @@ static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
 		err = 0;
 		for (c = d; c->parent; c = c->parent) {
 			err = level_charge(c, amount,
-					   forced & (1u << c->depth));
+					   (forced & (1u << c->depth))
+						   ? UINT64_MAX
+						   : atomic_load(&c->budget));
 			if (err)
 				break;
 		}
@@ -1406,10 +1388,10 @@ static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
 	int err;
 
 	/* A stock for @d, charged to every level at once (refill_stock()). */
-	if (d->stock_cfg && !in_pass(d) && stock_refill(d, amount))
+	if (d->stock_cfg && !in_tree_pass(d) && stock_refill(d, amount))
 		goto done;
 	for (c = d; c->parent; c = c->parent)
-		if (level_charge(c, amount, false))
+		if (level_charge(c, amount, atomic_load(&c->budget)))
 			break;
 	if (c->parent) {
 		for (u = d; u != c; u = u->parent)
@@ -1440,7 +1422,7 @@ RCL_API int rcl_domain_charge(struct rcl_domain *d, uint64_t amount,
 	if (!d)
 		return -EINVAL;
 	/* The fast path, with nothing to set up: from the thread's stock. */
-	if (d->stock_cfg && !in_pass(d) && stock_consume(d, amount))
+	if (d->stock_cfg && !in_tree_pass(d) && stock_consume(d, amount))
 		return 0;
 	if (unlikely(d->parent))
 		return tree_charge(d, amount, context, overshoot);
@@ -1481,7 +1463,7 @@ RCL_API int rcl_domain_uncharge(struct rcl_domain *d, uint64_t amount)
 {
 	if (!d)
 		return -EINVAL;
-	if (d->stock_cfg && !in_pass(d) && stock_refund(d, amount))
+	if (d->stock_cfg && !in_tree_pass(d) && stock_refund(d, amount))
 		return 0;
 	if (unlikely(d->parent))
 		tree_uncharge(d, amount);
@@ -1508,7 +1490,7 @@ static bool reclaim_to(struct rcl_domain *d, uint64_t level)
 {
 	unsigned tries;
 
-	if (in_pass(d))
+	if (in_tree_pass(d))
 		return atomic_load(&d->usage) <= level;
 	for (tries = 0; tries < CHARGE_RECLAIM_TRIES; tries++) {
 		uint64_t u = atomic_load(&d->usage);
@@ -1590,7 +1572,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	if (headroom(d) < wm.low) {
 		if (bg) {
 			rcl__domain_wake_reclaimer(d);
-		} else if (!in_pass(d)) {
+		} else if (!in_tree_pass(d)) {
 			struct rcl_reclaim_result res;
 
 			rcl__domain_direct_reclaim(

@@ -189,24 +189,20 @@ static void prot_visit(struct prot_walk *w, struct rcl_domain *d,
 
 	*usage = u;
 	*emin = *elow = 0;
-	if (d != w->target && p == w->target) {
+	if (d == w->target) {
+		/* The target's own protection does not count. */
+	} else if (p == w->target) {
 		/* A child of the target: its setting (also with no usage). */
 		*emin = atomic_load(&d->protect_min);
 		*elow = atomic_load(&d->protect_low);
-	} else if (d != w->target && u) {
-		{
-			uint64_t pu = atomic_load(&p->usage);
-			unsigned k = p->depth;
+	} else if (u) {
+		uint64_t pu = atomic_load(&p->usage);
+		unsigned k = p->depth;
 
-			*emin = effective_protection(u, pu,
-						     atomic_load(&d->protect_min),
-						     w->emin[k], w->cmin[k],
-						     w->recursive);
-			*elow = effective_protection(u, pu,
-						     atomic_load(&d->protect_low),
-						     w->elow[k], w->clow[k],
-						     w->recursive);
-		}
+		*emin = effective_protection(u, pu, atomic_load(&d->protect_min),
+					     w->emin[k], w->cmin[k], w->recursive);
+		*elow = effective_protection(u, pu, atomic_load(&d->protect_low),
+					     w->elow[k], w->clow[k], w->recursive);
 	}
 	for (c = d->children; c; c = c->sibling) {
 		uint64_t cu = atomic_load(&c->usage);
@@ -678,7 +674,7 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 	 * attached to @d however it is being shrunk: the reclaim would
 	 * shrink that lruvec again from inside its own callback.
 	 */
-	if (rcl__tls_pass_domain == d || in_tree_pass(d) ||
+	if (in_tree_pass(d) ||
 	    (rcl__tls_evicting &&
 	     in_subtree(d, atomic_load_explicit(&rcl__tls_evicting->__domain,
 						memory_order_relaxed))))
