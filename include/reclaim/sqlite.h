@@ -81,7 +81,7 @@ struct sqlite3;
  * Charged with each page on top of szPage + szExtra (LP64; the value is
  * checked at compile time against the page header's size).
  */
-#define RCL_SQLITE_PAGE_OVERHEAD 80u
+#define RCL_SQLITE_PAGE_OVERHEAD 64u
 
 /**
  * struct rcl_sqlite_config - what rcl_sqlite_install() needs

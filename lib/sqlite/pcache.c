@@ -46,22 +46,23 @@ struct rsq_cache;
 
 /*
  * The page header, followed in the same allocation by szPage bytes of page
- * buffer and szExtra bytes of extra area.  80 bytes on LP64
+ * buffer and szExtra bytes of extra area.  64 bytes on LP64
  * (RCL_SQLITE_PAGE_OVERHEAD), a multiple of 16 so that the buffer is as
- * aligned as the allocation.
+ * aligned as the allocation.  What a lookup reads of every page on its
+ * chain (the chain link, the key, the pin flag) comes first, in 16 bytes,
+ * next to what xFetch returns: each step of a chain touches one cache line
+ * of a page allocation that is otherwise cold, not two.
  */
 struct rsq_page {
-	sqlite3_pcache_page base;	/* pBuf, pExtra: what xFetch returns */
-	struct rcl_lru_node lru;
 	struct rsq_page *hnext;		/* index chain */
-	struct rsq_cache *cache;
-	uint64_t shadow;		/* a refault's shadow, until first unpin */
 	unsigned key;
 	uint8_t pinned;			/* SQLite holds it (not counted) */
 	uint8_t hashed;			/* in the index */
 	uint8_t on_lru;			/* added to the lruvec, not yet deleted */
 	uint8_t hot;			/* aging at the last pin: 0 new, 1 cold, 2 hot */
-	uint64_t pad;
+	sqlite3_pcache_page base;	/* pBuf, pExtra: what xFetch returns */
+	struct rcl_lru_node lru;
+	uint64_t shadow;		/* a refault's shadow, until first unpin */
 };
 
 _Static_assert(sizeof(void *) != 8 ||
@@ -459,7 +460,6 @@ static struct rsq_page *rsq_page_new(struct rsq_cache *c, unsigned key,
 	/* pcache.c tells a new page by a NULL first pointer of the extra area
 	 * (as pcache1 leaves it); the whole area starts zeroed. */
 	memset(p->base.pExtra, 0, c->sz_extra);
-	p->cache = c;
 	p->key = key;
 	CNT_ADD(g_charged, c->charge);
 	CNT_ADD(g_pages, 1);
