@@ -5,9 +5,10 @@
  * These are the peers of the reference table that keep more than recency,
  * written after their papers and, where the implementation behind the
  * table's rows (libCacheSim at aa0fc40) departs from the paper, after that
- * implementation, so that the rows can serve as a check.  Every object has
- * size 1 and capacities are in objects, as in the rest of rcl-sim.  The
- * departures are listed at each policy and in README.md.
+ * implementation, so that the rows can serve as a check.  In object mode
+ * every object has size 1 and capacities are in objects, as in the table;
+ * byte mode is below.  The departures are listed at each policy and in
+ * README.md.
  *
  * s3fifo (Yang et al., SOSP '23): a small FIFO S of 10 % of the capacity,
  * a main FIFO M of the rest with a 2-bit reinsertion counter, and a ghost
