@@ -6,9 +6,9 @@
  * (a miss inserts the object, first evicting the oldest - least recently
  * used, or first inserted - until it fits: in object mode every object has
  * size 1; in byte mode each is charged its size, and one larger than the
- * capacity is not inserted).  The lru rows of the shared traces' reference table
- * are the correctness oracle of the whole simulator (decoding, capacities,
- * counting).
+ * capacity is not inserted).  The lru rows of the shared traces' reference
+ * table are the correctness oracle of the whole simulator (decoding,
+ * capacities, counting).
  *
  * default, kernel: a cache built on the library, as an application would
  * build one: one lruvec with the default types, every object of type

@@ -14,10 +14,11 @@
  * ghost lists), as libCacheSim does without --ignore-obj-size; an object
  * larger than the capacity (or than the part of the cache it must enter) is
  * a miss and is not inserted.  The same code serves both modes: in byte mode
- * with every size 1 a policy makes the decisions of object mode.  Keys are the dense ids of
- * trace.h (0 .. nr_keys - 1), so a policy may index arrays by key.  To add a
- * policy, write these four functions in policies.c and add an entry to the
- * table there.
+ * with every size 1 a policy makes the decisions of object mode.
+ *
+ * Keys are the dense ids of trace.h (0 .. nr_keys - 1), so a policy may
+ * index arrays by key.  To add a policy, write these four functions in
+ * policies.c and add an entry to the table there.
  */
 #ifndef RCL_SIM_POLICIES_H
 #define RCL_SIM_POLICIES_H
