@@ -44,9 +44,15 @@ extern char **environ;
 /* Options                                                                    */
 /* ------------------------------------------------------------------------- */
 
+/*
+ * A capacity: in objects (object mode: every object counts 1) or in bytes
+ * (byte mode: every object is charged its size).  A percentage is of the
+ * trace's unique keys (N%) or of its unique bytes (N%b).
+ */
 struct capacity_spec {
-	uint64_t objects;	/* resolved capacity */
+	uint64_t objects;	/* resolved capacity, in objects or bytes */
 	double pct;		/* < 0: given as an absolute count */
+	bool bytes;		/* byte mode */
 };
 
 struct options {
@@ -55,6 +61,7 @@ struct options {
 	const struct sim_policy **policies;
 	size_t nr_policies;
 	const char *capacities;	/* NULL: the default (or the MRC range) */
+	bool sized;		/* the trace's format has sizes */
 	bool json;
 	bool quiet;
 	unsigned jobs;
@@ -76,12 +83,19 @@ static void usage(FILE *f)
 "  -c, --capacity C[,C...]  capacities: objects (5000) or percentages of the\n"
 "                           trace's unique keys (1%%,5%%); a percentage is\n"
 "                           round(pct x unique / 100), at least 2\n"
-"                           (default: %s)\n"
+"                           (default: %s).\n"
+"                           For a trace with sizes, also bytes: 64MiB,\n"
+"                           1.5GiB, 4096B (B, KiB, MiB, GiB, TiB; KB, MB,\n"
+"                           GB, TB are powers of 1000) or a percentage of\n"
+"                           its unique bytes (5%%b); every object is then\n"
+"                           charged its size\n"
 "      --json               one JSON object per (policy, capacity) line on\n"
 "                           standard output, nothing else\n"
 "      --csv-key-col N      csv: the key is column N (1-based)\n"
 "      --csv-header         csv: skip the first line\n"
 "      --csv-sep C          csv: field separator (default ',')\n"
+"      --csv-size-col N     csv: column N (1-based) is the object's size in\n"
+"                           bytes (a trace with sizes)\n"
 "      --mrc FILE.csv       miss-ratio curves: write capacity,capacity_pct\n"
 "                           and one miss-ratio column per policy; with\n"
 "                           gnuplot in PATH, also plot FILE.svg.  Without\n"
@@ -184,10 +198,114 @@ static uint64_t pct_capacity(double pct, uint32_t unique)
 	return c < 2 ? 2 : (uint64_t)c;
 }
 
+/* The byte capacity for a percentage: round(pct x bytes / 100), >= 1. */
+static uint64_t pct_byte_capacity(double pct, uint64_t unique_bytes)
+{
+	double c = floor(pct * (double)unique_bytes / 100.0 + 0.5);
+
+	if (c >= 18446744073709551615.0)
+		return UINT64_MAX;
+	return c < 1 ? 1 : (uint64_t)c;
+}
+
+/* A positive decimal number (digits, one optional '.'), no sign or exponent. */
+static bool parse_decimal(const char *s, size_t n, double *out)
+{
+	char buf[64], *end;
+	size_t i, dots = 0;
+
+	if (n == 0 || n >= sizeof(buf) || s[0] < '0' || s[0] > '9')
+		return false;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '.')
+			dots++;
+		else if (s[i] < '0' || s[i] > '9')
+			return false;
+	}
+	if (dots > 1 || s[n - 1] == '.')
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	errno = 0;
+	*out = strtod(buf, &end);
+	return !errno && *end == '\0' && isfinite(*out) && *out > 0;
+}
+
+/* The byte units of --capacity, longest first. */
+static const struct {
+	const char *suffix;
+	double mult;
+} byte_units[] = {
+	{ "KiB", 1024.0 },
+	{ "MiB", 1024.0 * 1024 },
+	{ "GiB", 1024.0 * 1024 * 1024 },
+	{ "TiB", 1024.0 * 1024 * 1024 * 1024 },
+	{ "KB", 1e3 },
+	{ "MB", 1e6 },
+	{ "GB", 1e9 },
+	{ "TB", 1e12 },
+	{ "B", 1.0 },
+};
+
 /*
- * Parse "5000,1%,2.5%" into specs (percentages are resolved later, by
- * resolve_capacities()).  Returns the number of specs (> 0), or 0 after a
- * message.
+ * One capacity of --capacity: "5000" (objects), "5%" (of the unique keys),
+ * "5%b" (of the unique bytes), or a number with a byte unit ("64MiB",
+ * "1.5GiB": rounded to the nearest byte, at least 1).  False if it is none.
+ */
+static bool parse_capacity(const char *s, size_t len, struct capacity_spec *cs)
+{
+	double v;
+	size_t i;
+
+	memset(cs, 0, sizeof(*cs));
+	cs->pct = -1;
+	if (len >= 2 && s[len - 2] == '%' && s[len - 1] == 'b') {
+		if (!parse_decimal(s, len - 2, &v))
+			return false;
+		cs->pct = v;
+		cs->bytes = true;
+		return true;
+	}
+	if (len >= 1 && s[len - 1] == '%') {
+		if (!parse_decimal(s, len - 1, &v))
+			return false;
+		cs->pct = v;
+		return true;
+	}
+	for (i = 0; i < sizeof(byte_units) / sizeof(byte_units[0]); i++) {
+		size_t k = strlen(byte_units[i].suffix);
+		double b;
+
+		if (len <= k || memcmp(s + len - k, byte_units[i].suffix, k))
+			continue;
+		if (!parse_decimal(s, len - k, &v))
+			return false;
+		b = floor(v * byte_units[i].mult + 0.5);
+		if (b < 1 || b >= 18446744073709551615.0)
+			return false;
+		cs->objects = (uint64_t)b;
+		cs->bytes = true;
+		return true;
+	}
+	{
+		char buf[32];
+		unsigned long long c;
+
+		if (len >= sizeof(buf))
+			return false;
+		memcpy(buf, s, len);
+		buf[len] = '\0';
+		if (!parse_uint(buf, UINT64_MAX, &c) || c == 0)
+			return false;
+		cs->objects = c;
+		return true;
+	}
+}
+
+/*
+ * Parse "5000,1%,2.5%,64MiB,5%b" into specs (percentages are resolved
+ * later, by resolve_capacities()).  Returns the number of specs (> 0), or 0
+ * after a message.
  */
 static size_t parse_capacities(const char *arg, struct capacity_spec **out)
 {
@@ -198,31 +316,13 @@ static size_t parse_capacities(const char *arg, struct capacity_spec **out)
 	for (;;) {
 		const char *comma = strchr(s, ',');
 		size_t len = comma ? (size_t)(comma - s) : strlen(s);
-		char buf[64];
 		struct capacity_spec cs;
 		struct capacity_spec *nv;
 
-		if (len == 0 || len >= sizeof(buf))
+		if (!parse_capacity(s, len, &cs)) {
+			fprintf(stderr, "rcl-sim: bad capacity \"%.*s\" in "
+				"\"%s\"\n", (int)len, s, arg);
 			goto bad;
-		memcpy(buf, s, len);
-		buf[len] = '\0';
-		if (buf[len - 1] == '%') {
-			char *end;
-
-			buf[len - 1] = '\0';
-			errno = 0;
-			cs.pct = strtod(buf, &end);
-			if (errno || end == buf || *end || !(cs.pct > 0) ||
-			    !isfinite(cs.pct) || buf[0] < '0' || buf[0] > '9')
-				goto bad;
-			cs.objects = 0;
-		} else {
-			unsigned long long c;
-
-			if (!parse_uint(buf, UINT64_MAX, &c) || c == 0)
-				goto bad;
-			cs.objects = c;
-			cs.pct = -1;
 		}
 		nv = realloc(v, (n + 1) * sizeof(*v));
 		if (!nv) {
@@ -239,21 +339,32 @@ static size_t parse_capacities(const char *arg, struct capacity_spec **out)
 	*out = v;
 	return n;
 bad:
-	fprintf(stderr, "rcl-sim: bad capacity in \"%s\": a positive object "
-		"count or a positive percentage such as 5%%\n", arg);
+	fprintf(stderr, "rcl-sim: a capacity is a positive object count "
+		"(5000), a positive percentage of the unique keys (5%%), or, "
+		"for a trace with sizes, bytes (64MiB, 1.5GiB, 4096B; units B, "
+		"KiB, MiB, GiB, TiB, KB, MB, GB, TB) or a percentage of the "
+		"unique bytes (5%%b)\n");
 	free(v);
 	return 0;
 }
 
 static void resolve_capacities(struct capacity_spec *v, size_t n,
-			       uint32_t unique)
+			       const struct trace *t)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (v[i].pct >= 0)
-			v[i].objects = pct_capacity(v[i].pct, unique);
+		if (v[i].pct >= 0 && v[i].bytes)
+			v[i].objects = pct_byte_capacity(v[i].pct,
+							 t->unique_bytes);
+		else if (v[i].pct >= 0)
+			v[i].objects = pct_capacity(v[i].pct, t->nr_unique);
 	}
+}
+
+static const char *cap_unit(const struct capacity_spec *c)
+{
+	return c->bytes ? "bytes" : "objects";
 }
 
 /* ------------------------------------------------------------------------- */
@@ -264,6 +375,8 @@ struct run {
 	const struct sim_policy *policy;
 	struct capacity_spec cap;
 	uint64_t misses;
+	uint64_t miss_bytes;	/* a trace with sizes: bytes of the misses */
+	uint64_t too_large;	/* byte mode: misses larger than the capacity */
 	struct sim_counter counters[SIM_MAX_COUNTERS];
 	size_t nr_counters;
 	double seconds;
@@ -296,22 +409,49 @@ static void run_one(const struct trace *t, struct run *r)
 	double t0 = now();
 	size_t i;
 
-	c = r->policy->create(r->policy, r->cap.objects, t->nr_unique, r->err,
-			      sizeof(r->err));
+	c = r->policy->create(r->policy, r->cap.objects, t->nr_unique,
+			      r->cap.bytes, r->err, sizeof(r->err));
 	if (!c) {
 		r->failed = true;
 		return;
 	}
-	for (i = 0; i < t->nr_requests; i++) {
-		int h = r->policy->access(c, t->ids[i]);
+	if (!t->sizes) {
+		for (i = 0; i < t->nr_requests; i++) {
+			int h = r->policy->access(c, t->ids[i], 1);
 
-		if (h < 0) {
-			snprintf(r->err, sizeof(r->err), "request %zu: %s",
-				 i + 1, c->err);
-			r->failed = true;
-			break;
+			if (h < 0) {
+				snprintf(r->err, sizeof(r->err),
+					 "request %zu: %s", i + 1, c->err);
+				r->failed = true;
+				break;
+			}
+			misses += (h == 0);
 		}
-		misses += (h == 0);
+	} else {
+		/*
+		 * A trace with sizes: the byte miss ratio in either mode;
+		 * byte mode presents each request's size to the policy.
+		 */
+		uint64_t miss_bytes = 0, too_large = 0;
+
+		for (i = 0; i < t->nr_requests; i++) {
+			uint32_t size = r->cap.bytes ? t->sizes[i] : 1;
+			int h = r->policy->access(c, t->ids[i], size);
+
+			if (h < 0) {
+				snprintf(r->err, sizeof(r->err),
+					 "request %zu: %s", i + 1, c->err);
+				r->failed = true;
+				break;
+			}
+			if (h == 0) {
+				misses++;
+				miss_bytes += t->sizes[i];
+				too_large += size > r->cap.objects;
+			}
+		}
+		r->miss_bytes = miss_bytes;
+		r->too_large = too_large;
 	}
 	r->misses = misses;
 	if (!r->failed)
@@ -337,9 +477,9 @@ static void *worker(void *arg)
 		p->done++;
 		if (!p->quiet && !r->failed)
 			fprintf(stderr, "rcl-sim: [%zu/%zu] %s, %" PRIu64
-				" objects: miss ratio %.4f (%.2f s)\n",
+				" %s: miss ratio %.4f (%.2f s)\n",
 				p->done, p->nr_runs, r->policy->name,
-				r->cap.objects,
+				r->cap.objects, cap_unit(&r->cap),
 				(double)r->misses /
 					(double)p->t->nr_requests,
 				r->seconds);
@@ -430,17 +570,63 @@ static void print_json(const struct options *o, const struct trace *t,
 	fputs(",\"policy\":", stdout);
 	json_string(stdout, r->policy->name);
 	printf(",\"capacity\":%" PRIu64, r->cap.objects);
+	if (o->sized)
+		printf(",\"capacity_unit\":\"%s\"", cap_unit(&r->cap));
 	if (r->cap.pct >= 0)
 		printf(",\"capacity_pct\":%.15g", r->cap.pct);
 	printf(",\"requests\":%zu,\"unique\":%" PRIu32 ",\"misses\":%" PRIu64
-	       ",\"hits\":%" PRIu64 ",\"miss_ratio\":%.17g,\"counters\":{",
+	       ",\"hits\":%" PRIu64 ",\"miss_ratio\":%.17g",
 	       t->nr_requests, t->nr_unique, r->misses,
 	       (uint64_t)t->nr_requests - r->misses,
 	       (double)r->misses / (double)t->nr_requests);
+	if (o->sized)
+		printf(",\"request_bytes\":%" PRIu64 ",\"unique_bytes\":%"
+		       PRIu64 ",\"miss_bytes\":%" PRIu64 ",\"byte_miss_ratio\":"
+		       "%.17g,\"too_large\":%" PRIu64, t->request_bytes,
+		       t->unique_bytes, r->miss_bytes,
+		       (double)r->miss_bytes / (double)t->request_bytes,
+		       r->too_large);
+	fputs(",\"counters\":{", stdout);
 	for (i = 0; i < r->nr_counters; i++)
 		printf("%s\"%s\":%" PRIu64, i ? "," : "", r->counters[i].name,
 		       r->counters[i].value);
 	printf("},\"seconds\":%.3f}\n", r->seconds);
+}
+
+/* The share of the trace a capacity is: of its unique keys or bytes. */
+static double cap_pct(const struct capacity_spec *c, const struct trace *t)
+{
+	if (c->pct >= 0)
+		return c->pct;
+	return 100.0 * (double)c->objects /
+	       (c->bytes ? (double)t->unique_bytes : (double)t->nr_unique);
+}
+
+/* The table of a trace with sizes: object and byte miss ratios. */
+static void print_table_sized(const struct options *o, const struct trace *t,
+			      const struct run *runs, size_t nr_runs, int w)
+{
+	size_t i;
+
+	(void)o;
+	printf("%-*s %14s %9s %12s %10s %10s %10s\n", w, "policy",
+	       "capacity", "pct", "misses", "miss_ratio", "byte_mr",
+	       "too_large");
+	for (i = 0; i < nr_runs; i++) {
+		const struct run *r = &runs[i];
+		char cap[40], pct[32];
+
+		snprintf(cap, sizeof(cap), "%" PRIu64 "%s", r->cap.objects,
+			 r->cap.bytes ? "B" : "");
+		snprintf(pct, sizeof(pct), r->cap.pct >= 0 ? "%g%%%s" :
+			 "%.2f%%%s", cap_pct(&r->cap, t),
+			 r->cap.bytes ? "b" : "");
+		printf("%-*s %14s %9s %12" PRIu64 " %10.4f %10.4f %10" PRIu64
+		       "\n", w, r->policy->name, cap, pct, r->misses,
+		       (double)r->misses / (double)t->nr_requests,
+		       (double)r->miss_bytes / (double)t->request_bytes,
+		       r->too_large);
+	}
 }
 
 static void print_table(const struct options *o, const struct trace *t,
@@ -454,8 +640,16 @@ static void print_table(const struct options *o, const struct trace *t,
 			w = (int)strlen(o->policies[i]->name);
 	}
 	printf("trace %s (format %s): %zu requests, %" PRIu32
-	       " unique keys\n\n", o->path, o->topt.format, t->nr_requests,
+	       " unique keys", o->path, o->topt.format, t->nr_requests,
 	       t->nr_unique);
+	if (o->sized)
+		printf(", %" PRIu64 " bytes requested, %" PRIu64 " unique "
+		       "bytes", t->request_bytes, t->unique_bytes);
+	fputs("\n\n", stdout);
+	if (o->sized) {
+		print_table_sized(o, t, runs, nr_runs, w);
+		return;
+	}
 	printf("%-*s %12s %8s %12s %10s %12s %12s\n", w, "policy", "capacity",
 	       "pct", "misses", "miss_ratio", "activated", "deactivated");
 	for (i = 0; i < nr_runs; i++) {
@@ -600,8 +794,10 @@ static int mrc_write(const struct options *o, const struct trace *t,
 		const struct run *r0 = &runs[i * o->nr_policies];
 
 		fprintf(f, "%" PRIu64 ",%.6g", r0->cap.objects,
-			100.0 * (double)r0->cap.objects /
-				(double)t->nr_unique);
+			r0->cap.bytes ? 100.0 * (double)r0->cap.objects /
+						(double)t->unique_bytes :
+					100.0 * (double)r0->cap.objects /
+						(double)t->nr_unique);
 		for (j = 0; j < o->nr_policies; j++)
 			fprintf(f, ",%.6f",
 				(double)r0[j].misses /
@@ -645,6 +841,7 @@ enum {
 	OPT_CSV_KEY_COL,
 	OPT_CSV_HEADER,
 	OPT_CSV_SEP,
+	OPT_CSV_SIZE_COL,
 	OPT_MRC,
 	OPT_MRC_POINTS,
 	OPT_LIST_POLICIES,
@@ -744,6 +941,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 2;
 			}
 			o->topt.csv_key_col = (unsigned)n;
+		} else if (opt_is(a, "--csv-size-col", NULL)) {
+			if (!(v = opt_value(argc, argv, &i, a,
+					    "--csv-size-col")))
+				return 2;
+			if (!parse_uint(v, 100000, &n) || n == 0) {
+				fprintf(stderr, "rcl-sim: bad --csv-size-col "
+					"\"%s\" (1-based)\n", v);
+				return 2;
+			}
+			o->topt.csv_size_col = (unsigned)n;
 		} else if (opt_is(a, "--csv-header", NULL)) {
 			o->topt.csv_header = true;
 		} else if (opt_is(a, "--csv-sep", NULL)) {
@@ -831,11 +1038,24 @@ int main(int argc, char **argv)
 	/* Check the capacities before the (possibly long) decoding. */
 	caps_arg = o.capacities ? o.capacities :
 				  (o.mrc ? NULL : DEFAULT_CAPACITIES);
+	o.sized = trace_has_sizes(&o.topt);
 	if (caps_arg) {
 		nr_caps = parse_capacities(caps_arg, &caps);
 		if (nr_caps == 0) {
 			free(o.policies);
 			return 2;
+		}
+		for (i = 0; i < nr_caps && !o.sized; i++) {
+			if (caps[i].bytes) {
+				fprintf(stderr, "rcl-sim: byte capacities "
+					"(64MiB, 5%%b) need a trace with "
+					"sizes: --format adapt_size, "
+					"oracleGeneral, or csv with "
+					"--csv-size-col N\n");
+				free(caps);
+				free(o.policies);
+				return 2;
+			}
 		}
 	}
 
@@ -858,7 +1078,7 @@ int main(int argc, char **argv)
 	}
 
 	if (caps_arg) {
-		resolve_capacities(caps, nr_caps, t.nr_unique);
+		resolve_capacities(caps, nr_caps, &t);
 	} else {
 		nr_caps = mrc_capacities(t.nr_unique, o.mrc_points, &caps);
 		if (nr_caps == 0) {
@@ -889,9 +1109,9 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < nr_runs; i++) {
 		if (runs[i].failed) {
-			fprintf(stderr, "rcl-sim: %s, %" PRIu64 " objects: %s\n",
+			fprintf(stderr, "rcl-sim: %s, %" PRIu64 " %s: %s\n",
 				runs[i].policy->name, runs[i].cap.objects,
-				runs[i].err);
+				cap_unit(&runs[i].cap), runs[i].err);
 			failed = 1;
 		}
 	}

@@ -13,6 +13,13 @@
  * key: a key is on at most one list of a policy at a time, so one pair of
  * prev/next arrays serves all of the policy's lists, and a byte per key says
  * which list (or none) holds it.
+ *
+ * Byte mode: every list counts the bytes of its keys beside their number,
+ * and the policies compare bytes where object mode compared numbers (in
+ * object mode the two are the same: every key has size 1).  A key's size is
+ * set when it enters the policy from nowhere (not cached, not a ghost) and
+ * kept while it is on any list, ghost lists included, as in libCacheSim,
+ * whose ghosts keep their object's size.
  */
 #include "peers.h"
 
@@ -35,18 +42,35 @@
 struct peer_list {
 	uint32_t head, tail;
 	uint64_t len;
+	uint64_t bytes;		/* the sizes of its keys (= len, object mode) */
 };
 
 /* The links of every list of one cache, and which list holds each key. */
 struct peer_nodes {
 	uint32_t *prev, *next;	/* prev: toward the head; next: the tail */
 	uint8_t *where;		/* PEER_NONE, or the policy's list number */
+	uint32_t *size;		/* byte mode: each key's size; NULL: all 1 */
 };
+
+/* The size of key @k (1 in object mode). */
+static inline uint64_t peer_size(const struct peer_nodes *n, uint32_t k)
+{
+	return n->size ? n->size[k] : 1;
+}
+
+/* Give @k, on no list, the size @size (byte mode; no-op in object mode). */
+static inline void peer_set_size(struct peer_nodes *n, uint32_t k,
+				 uint32_t size)
+{
+	if (n->size)
+		n->size[k] = size;
+}
 
 static void peer_list_init(struct peer_list *l)
 {
 	l->head = l->tail = PEER_NIL;
 	l->len = 0;
+	l->bytes = 0;
 }
 
 static void peer_push_head(struct peer_nodes *n, struct peer_list *l,
@@ -60,6 +84,7 @@ static void peer_push_head(struct peer_nodes *n, struct peer_list *l,
 		l->tail = k;
 	l->head = k;
 	l->len++;
+	l->bytes += peer_size(n, k);
 	n->where[k] = where;
 }
 
@@ -76,6 +101,7 @@ static void peer_unlink(struct peer_nodes *n, struct peer_list *l, uint32_t k)
 	else
 		l->tail = p;
 	l->len--;
+	l->bytes -= peer_size(n, k);
 	n->where[k] = PEER_NONE;
 }
 
@@ -104,16 +130,19 @@ static void peer_nodes_free(struct peer_nodes *n)
 	free(n->prev);
 	free(n->next);
 	free(n->where);
+	free(n->size);
 }
 
-static int peer_nodes_alloc(struct peer_nodes *n, uint32_t nr_keys)
+static int peer_nodes_alloc(struct peer_nodes *n, uint32_t nr_keys,
+			    bool bytes)
 {
 	size_t nr = nr_keys ? nr_keys : 1;
 
 	n->prev = malloc(nr * sizeof(*n->prev));
 	n->next = malloc(nr * sizeof(*n->next));
 	n->where = calloc(nr, sizeof(*n->where));
-	if (!n->prev || !n->next || !n->where) {
+	n->size = bytes ? malloc(nr * sizeof(*n->size)) : NULL;
+	if (!n->prev || !n->next || !n->where || (bytes && !n->size)) {
 		peer_nodes_free(n);
 		memset(n, 0, sizeof(*n));
 		return -1;
@@ -124,13 +153,14 @@ static int peer_nodes_alloc(struct peer_nodes *n, uint32_t nr_keys)
 /* calloc() @size bytes of cache state and its nodes; NULL after a message. */
 static void *peer_cache_alloc(const struct sim_policy *p, size_t size,
 			      struct peer_nodes **nodes, size_t nodes_off,
-			      uint32_t nr_keys, char *err, size_t errlen)
+			      uint32_t nr_keys, bool bytes, char *err,
+			      size_t errlen)
 {
 	char *c = calloc(1, size);
 
 	if (c) {
 		*nodes = (struct peer_nodes *)(c + nodes_off);
-		if (peer_nodes_alloc(*nodes, nr_keys)) {
+		if (peer_nodes_alloc(*nodes, nr_keys, bytes)) {
 			free(c);
 			c = NULL;
 		}
@@ -155,6 +185,11 @@ static void *peer_cache_alloc(const struct sim_policy *p, size_t size,
  * with its bit clear.  libCacheSim keeps the same order in a FIFO list that
  * moves a referenced tail to the head (n-bit-counter=1: the counter is one
  * bit); the two are the same policy, eviction for eviction.
+ *
+ * Byte mode uses that list (slots cannot hold objects of different sizes):
+ * a miss evicts until the new object fits, each eviction taking the tail,
+ * or moving a referenced tail to the head with its bit cleared.  With every
+ * size 1 it makes object mode's decisions (a test holds it to that).
  */
 enum { CLOCK_OUT, CLOCK_IN, CLOCK_REF };
 
@@ -164,8 +199,11 @@ struct clock_cache {
 	uint64_t count;
 	uint64_t hand;
 	uint64_t evicted, second_chances;
-	uint32_t *slot;		/* min(capacity, nr_keys) slots */
+	uint32_t *slot;		/* object mode: min(capacity, nr_keys) slots */
 	uint8_t *state;		/* per key: CLOCK_OUT, CLOCK_IN, CLOCK_REF */
+	bool bytes;
+	struct peer_nodes nodes; /* byte mode: the FIFO list */
+	struct peer_list q;
 };
 
 static void clock_destroy(struct sim_cache *c)
@@ -176,32 +214,66 @@ static void clock_destroy(struct sim_cache *c)
 		return;
 	free(k->slot);
 	free(k->state);
+	peer_nodes_free(&k->nodes);
 	free(k);
 }
 
 static struct sim_cache *clock_create(const struct sim_policy *p,
 				      uint64_t capacity, uint32_t nr_keys,
-				      char *err, size_t errlen)
+				      bool bytes, char *err, size_t errlen)
 {
 	struct clock_cache *k = calloc(1, sizeof(*k));
 	/* More slots than keys are never filled. */
 	uint64_t slots = capacity < nr_keys ? capacity : nr_keys;
+	int r = 0;
 
 	if (k) {
-		k->slot = malloc((slots ? slots : 1) * sizeof(*k->slot));
+		if (bytes)
+			r = peer_nodes_alloc(&k->nodes, nr_keys, true);
+		else
+			k->slot = malloc((slots ? slots : 1) *
+					 sizeof(*k->slot));
 		k->state = calloc(nr_keys ? nr_keys : 1, sizeof(*k->state));
 	}
-	if (!k || !k->slot || !k->state) {
+	if (!k || r || (!bytes && !k->slot) || !k->state) {
 		clock_destroy(k ? &k->base : NULL);
 		snprintf(err, errlen, "%s: out of memory", p->name);
 		return NULL;
 	}
 	k->base.policy = p;
 	k->capacity = capacity;
+	k->bytes = bytes;
+	peer_list_init(&k->q);
 	return &k->base;
 }
 
-static int clock_access(struct sim_cache *c, uint32_t key)
+/* Byte mode: a miss on @key of @size bytes, with the FIFO list. */
+static int clock_miss_bytes(struct clock_cache *k, uint32_t key,
+			    uint32_t size)
+{
+	struct peer_nodes *n = &k->nodes;
+
+	if (size > k->capacity)
+		return 0;	/* too large: not inserted */
+	while (k->q.bytes + size > k->capacity) {
+		uint32_t victim = peer_pop_tail(n, &k->q);
+
+		if (k->state[victim] == CLOCK_REF) {
+			k->state[victim] = CLOCK_IN;
+			k->second_chances++;
+			peer_push_head(n, &k->q, victim, 1);
+			continue;
+		}
+		k->state[victim] = CLOCK_OUT;
+		k->evicted++;
+	}
+	peer_set_size(n, key, size);
+	peer_push_head(n, &k->q, key, 1);
+	k->state[key] = CLOCK_IN;
+	return 0;
+}
+
+static int clock_access(struct sim_cache *c, uint32_t key, uint32_t size)
 {
 	struct clock_cache *k = (struct clock_cache *)c;
 	uint32_t victim;
@@ -210,6 +282,8 @@ static int clock_access(struct sim_cache *c, uint32_t key)
 		k->state[key] = CLOCK_REF;
 		return 1;
 	}
+	if (k->bytes)
+		return clock_miss_bytes(k, key, size);
 	if (k->count < k->capacity) {
 		/* Filling up: the hand stays on slot 0, the oldest key. */
 		k->slot[k->count++] = key;
@@ -295,11 +369,11 @@ static void sieve_destroy(struct sim_cache *c)
 
 static struct sim_cache *sieve_create(const struct sim_policy *p,
 				      uint64_t capacity, uint32_t nr_keys,
-				      char *err, size_t errlen)
+				      bool bytes, char *err, size_t errlen)
 {
 	struct peer_nodes *n;
 	struct sieve_cache *s = peer_cache_alloc(p, sizeof(*s), &n,
-			offsetof(struct sieve_cache, nodes), nr_keys, err,
+			offsetof(struct sieve_cache, nodes), nr_keys, bytes, err,
 			errlen);
 
 	if (!s)
@@ -316,7 +390,7 @@ static struct sim_cache *sieve_create(const struct sim_policy *p,
 	return &s->base;
 }
 
-static int sieve_access(struct sim_cache *c, uint32_t key)
+static int sieve_access(struct sim_cache *c, uint32_t key, uint32_t size)
 {
 	struct sieve_cache *s = (struct sieve_cache *)c;
 	struct peer_nodes *n = &s->nodes;
@@ -325,7 +399,9 @@ static int sieve_access(struct sim_cache *c, uint32_t key)
 		s->visited[key] = 1;
 		return 1;
 	}
-	if (s->q.len >= s->capacity) {
+	if (size > s->capacity)
+		return 0;	/* too large: not inserted */
+	while (s->q.bytes + size > s->capacity) {
 		uint32_t o = s->hand != PEER_NIL ? s->hand : s->q.tail;
 
 		while (s->visited[o]) {
@@ -336,6 +412,7 @@ static int sieve_access(struct sim_cache *c, uint32_t key)
 		peer_unlink(n, &s->q, o);
 		s->evicted++;
 	}
+	peer_set_size(n, key, size);
 	peer_push_head(n, &s->q, key, SIEVE_IN);
 	s->visited[key] = 0;
 	return 0;
@@ -380,6 +457,13 @@ const struct sim_policy sim_policy_sieve = {
  * this open); REPLACE also takes T1's tail when T2 is empty; case IV (A)
  * tests "B1 not empty" for "|T1| < c".  With objects of size 1 the last two
  * are the paper's rule.
+ *
+ * Byte mode, libCacheSim's: the sizes of T1, T2, B1, B2, c and p are in
+ * bytes; the deltas are still max(|B2| / |B1|, 1) with the lists in bytes,
+ * so a ghost hit moves p by about one byte; a miss repeats the eviction
+ * step (REPLACE after a ghost hit, case IV otherwise, where "L1 holds c"
+ * reads T1 + B1 + the new object's size > c) until the object fits, and
+ * case IV (B) drops B2's tail only when B2 is not empty.
  */
 enum { ARC_OUT, ARC_T1, ARC_T2, ARC_B1, ARC_B2 };
 
@@ -404,11 +488,11 @@ static void arc_destroy(struct sim_cache *c)
 
 static struct sim_cache *arc_create(const struct sim_policy *p,
 				    uint64_t capacity, uint32_t nr_keys,
-				    char *err, size_t errlen)
+				    bool bytes, char *err, size_t errlen)
 {
 	struct peer_nodes *n;
 	struct arc_cache *a = peer_cache_alloc(p, sizeof(*a), &n,
-			offsetof(struct arc_cache, nodes), nr_keys, err,
+			offsetof(struct arc_cache, nodes), nr_keys, bytes, err,
 			errlen);
 
 	if (!a)
@@ -425,7 +509,7 @@ static struct sim_cache *arc_create(const struct sim_policy *p,
 static void arc_replace(struct arc_cache *a, bool in_b2)
 {
 	struct peer_nodes *n = &a->nodes;
-	double t1 = (double)a->t1.len;
+	double t1 = (double)a->t1.bytes;
 	uint32_t k;
 
 	if ((a->t1.len > 0 && (t1 > a->p || (t1 == a->p && in_b2))) ||
@@ -439,7 +523,7 @@ static void arc_replace(struct arc_cache *a, bool in_b2)
 	a->evicted++;
 }
 
-static int arc_access(struct sim_cache *c, uint32_t key)
+static int arc_access(struct sim_cache *c, uint32_t key, uint32_t size)
 {
 	struct arc_cache *a = (struct arc_cache *)c;
 	struct peer_nodes *n = &a->nodes;
@@ -455,7 +539,7 @@ static int arc_access(struct sim_cache *c, uint32_t key)
 		peer_move_head(n, &a->t2, key);
 		return 1;
 	case ARC_B1:	/* case II */
-		delta = (double)a->b2.len / (double)a->b1.len;
+		delta = (double)a->b2.bytes / (double)a->b1.bytes;
 		if (delta < 1)
 			delta = 1;
 		a->p = a->p + delta < cap ? a->p + delta : cap;
@@ -463,7 +547,7 @@ static int arc_access(struct sim_cache *c, uint32_t key)
 		a->ghost_hits++;
 		break;
 	case ARC_B2:	/* case III */
-		delta = (double)a->b1.len / (double)a->b2.len;
+		delta = (double)a->b1.bytes / (double)a->b2.bytes;
 		if (delta < 1)
 			delta = 1;
 		a->p = a->p - delta > 0 ? a->p - delta : 0;
@@ -472,10 +556,13 @@ static int arc_access(struct sim_cache *c, uint32_t key)
 		break;
 	}
 
-	if (a->t1.len + a->t2.len >= a->capacity) {
+	if (size > a->capacity)
+		return 0;	/* too large: not inserted (the ghost is gone) */
+	peer_set_size(n, key, size);
+	while (a->t1.bytes + a->t2.bytes + size > a->capacity) {
 		if (where != ARC_OUT) {
 			arc_replace(a, where == ARC_B2);
-		} else if (a->t1.len + a->b1.len >= a->capacity) {
+		} else if (a->t1.bytes + a->b1.bytes + size > a->capacity) {
 			/* case IV (A): L1 holds c keys */
 			if (a->b1.len > 0) {
 				peer_pop_tail(n, &a->b1);
@@ -486,8 +573,8 @@ static int arc_access(struct sim_cache *c, uint32_t key)
 			}
 		} else {
 			/* case IV (B) */
-			if (a->t1.len + a->b1.len + a->t2.len + a->b2.len >=
-			    2 * a->capacity && a->b2.len > 0)
+			if (a->t1.bytes + a->b1.bytes + a->t2.bytes +
+			    a->b2.bytes >= 2 * a->capacity && a->b2.len > 0)
 				peer_pop_tail(n, &a->b2);
 			arc_replace(a, false);
 		}
@@ -543,6 +630,11 @@ const struct sim_policy sim_policy_arc = {
  * happens: no key reaches Am before the cache has filled, and from then on
  * A1in holds at least Kin keys); with Kin = 0 (capacities below 4) nothing
  * is ever cached.
+ *
+ * Byte mode, libCacheSim's: Kin, Kout and Am's capacity are in bytes; an
+ * object larger than Kin is not cached; a key leaving A1in enters A1out only
+ * if its size is at most Kout, A1out dropping its oldest keys until it fits;
+ * A1in may hold more than Kin bytes (only eviction trims it).
  */
 enum { TWOQ_OUT, TWOQ_AIN, TWOQ_AOUT, TWOQ_AM };
 
@@ -567,11 +659,11 @@ static void twoq_destroy(struct sim_cache *c)
 
 static struct sim_cache *twoq_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     char *err, size_t errlen)
+				     bool bytes, char *err, size_t errlen)
 {
 	struct peer_nodes *n;
 	struct twoq_cache *q = peer_cache_alloc(p, sizeof(*q), &n,
-			offsetof(struct twoq_cache, nodes), nr_keys, err,
+			offsetof(struct twoq_cache, nodes), nr_keys, bytes, err,
 			errlen);
 
 	if (!q)
@@ -586,7 +678,7 @@ static struct sim_cache *twoq_create(const struct sim_policy *p,
 	return &q->base;
 }
 
-static int twoq_access(struct sim_cache *c, uint32_t key)
+static int twoq_access(struct sim_cache *c, uint32_t key, uint32_t size)
 {
 	struct twoq_cache *q = (struct twoq_cache *)c;
 	struct peer_nodes *n = &q->nodes;
@@ -605,15 +697,18 @@ static int twoq_access(struct sim_cache *c, uint32_t key)
 		q->ghost_hits++;
 		break;
 	}
-	if (q->kin == 0)	/* libCacheSim: A1in cannot hold a key */
+	/* libCacheSim: an object must fit in A1in (none does when Kin = 0) */
+	if (size > q->kin || size > q->capacity)
 		return 0;
+	peer_set_size(n, key, size);
 
 	/* reclaimfor() */
-	while (q->ain.len + q->am.len >= q->capacity) {
-		if (q->ain.len > q->kin) {
+	while (q->ain.bytes + q->am.bytes + size > q->capacity) {
+		if (q->ain.bytes > q->kin) {
 			k = peer_pop_tail(n, &q->ain);
-			if (q->kout > 0) {
-				if (q->aout.len >= q->kout)
+			if (peer_size(n, k) <= q->kout) {
+				while (q->aout.bytes + peer_size(n, k) >
+				       q->kout)
 					peer_pop_tail(n, &q->aout);
 				peer_push_head(n, &q->aout, k, TWOQ_AOUT);
 			}
@@ -623,7 +718,7 @@ static int twoq_access(struct sim_cache *c, uint32_t key)
 		q->evicted++;
 	}
 	if (ghost) {
-		while (q->am.len >= q->am_capacity) {
+		while (q->am.bytes + size > q->am_capacity) {
 			peer_pop_tail(n, &q->am);
 			q->evicted++;
 		}
@@ -677,6 +772,10 @@ const struct sim_policy sim_policy_2q = {
  * segment 0 while it holds more than its size (the rounding's remainder),
  * segment 0 is evicted down to its size, leaving room that the next misses
  * refill (counter hit_evicted).
+ *
+ * Byte mode, libCacheSim's: the segments and the cache hold bytes; an
+ * object larger than a segment is not cached; a new object goes to the
+ * lowest segment with room for its size.
  */
 #define SLRU_MAX_SEG 16
 
@@ -689,7 +788,7 @@ struct slru_cache {
 	struct peer_nodes nodes;	/* where[]: segment + 1 */
 	struct peer_list seg[SLRU_MAX_SEG];
 	unsigned nr_seg;
-	uint64_t capacity, seg_size, count;
+	uint64_t capacity, seg_size, used;
 	uint64_t evicted, promoted, demoted;
 	uint64_t hit_evicted;	/* evicted by a hit's cascade (libCacheSim) */
 };
@@ -706,12 +805,12 @@ static void slru_destroy(struct sim_cache *c)
 
 static struct sim_cache *slru_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     char *err, size_t errlen)
+				     bool bytes, char *err, size_t errlen)
 {
 	const struct slru_config *cfg = p->config;
 	struct peer_nodes *n;
 	struct slru_cache *s = peer_cache_alloc(p, sizeof(*s), &n,
-			offsetof(struct slru_cache, nodes), nr_keys, err,
+			offsetof(struct slru_cache, nodes), nr_keys, bytes, err,
 			errlen);
 	unsigned i;
 
@@ -732,8 +831,9 @@ static void slru_evict(struct slru_cache *s)
 
 	for (i = 0; i < s->nr_seg; i++) {
 		if (s->seg[i].len) {
-			peer_pop_tail(&s->nodes, &s->seg[i]);
-			s->count--;
+			uint32_t k = peer_pop_tail(&s->nodes, &s->seg[i]);
+
+			s->used -= peer_size(&s->nodes, k);
 			s->evicted++;
 			return;
 		}
@@ -753,11 +853,11 @@ static void slru_cool(struct slru_cache *s, unsigned i)
 	k = peer_pop_tail(&s->nodes, &s->seg[i]);
 	peer_push_head(&s->nodes, &s->seg[i - 1], k, (uint8_t)i);
 	s->demoted++;
-	while (s->seg[i - 1].len > s->seg_size)
+	while (s->seg[i - 1].bytes > s->seg_size)
 		slru_cool(s, i - 1);
 }
 
-static int slru_access(struct sim_cache *c, uint32_t key)
+static int slru_access(struct sim_cache *c, uint32_t key, uint32_t size)
 {
 	struct slru_cache *s = (struct slru_cache *)c;
 	struct peer_nodes *n = &s->nodes;
@@ -772,22 +872,24 @@ static int slru_access(struct sim_cache *c, uint32_t key)
 		peer_unlink(n, &s->seg[i], key);
 		peer_push_head(n, &s->seg[i + 1], key, (uint8_t)(i + 2));
 		s->promoted++;
-		while (s->seg[n->where[key] - 1].len > s->seg_size)
+		while (s->seg[n->where[key] - 1].bytes > s->seg_size)
 			slru_cool(s, n->where[key] - 1);
 		return 1;
 	}
-	if (s->seg_size == 0)	/* libCacheSim: segment 0 cannot hold a key */
+	/* libCacheSim: an object must fit in a segment (none when 0) */
+	if (size > s->seg_size || size > s->capacity)
 		return 0;
-	while (s->count >= s->capacity)
+	while (s->used + size > s->capacity)
 		slru_evict(s);
 	for (i = 0; i < s->nr_seg; i++) {
-		if (s->seg[i].len < s->seg_size)
+		if (s->seg[i].bytes + size <= s->seg_size)
 			break;
 	}
 	if (i == s->nr_seg)
 		i = 0;
+	peer_set_size(n, key, size);
 	peer_push_head(n, &s->seg[i], key, (uint8_t)(i + 1));
-	s->count++;
+	s->used += size;
 	return 0;
 }
 

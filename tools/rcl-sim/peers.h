@@ -5,8 +5,10 @@
  * departs from the paper, after libCacheSim, so that rcl-sim reproduces the
  * table's rows (README.md, "Peer policies", lists the departures).
  *
- * Every object has size 1 and the capacity is in objects, as in the table.
- * The objects are entries of sim_policies[] (policies.c).
+ * In object mode every object has size 1 and the capacity is in objects, as
+ * in the table; in byte mode (policies.h) objects are charged their sizes
+ * with libCacheSim's byte semantics (README.md, "Byte budgets").  The
+ * objects are entries of sim_policies[] (policies.c).
  */
 #ifndef RCL_SIM_PEERS_H
 #define RCL_SIM_PEERS_H

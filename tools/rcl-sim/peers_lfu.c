@@ -5,9 +5,10 @@
  * These are the peers of the reference table that keep more than recency,
  * written after their papers and, where the implementation behind the
  * table's rows (libCacheSim at aa0fc40) departs from the paper, after that
- * implementation, so that the rows can serve as a check.  Every object has
- * size 1 and capacities are in objects, as in the rest of rcl-sim.  The
- * departures are listed at each policy and in README.md.
+ * implementation, so that the rows can serve as a check.  In object mode
+ * every object has size 1 and capacities are in objects, as in the table;
+ * byte mode is below.  The departures are listed at each policy and in
+ * README.md.
  *
  * s3fifo (Yang et al., SOSP '23): a small FIFO S of 10 % of the capacity,
  * a main FIFO M of the rest with a 2-bit reinsertion counter, and a ghost
@@ -27,6 +28,13 @@
  * window; the window's LRU victim enters the main cache, a segmented LRU
  * (probation 20 %, protected 80 %), only if a frequency sketch counts it
  * more often than the main cache's own victim.
+ *
+ * Byte mode: each list counts the bytes of its keys beside their number,
+ * and every share and comparison that object mode makes in objects is made
+ * in bytes, as libCacheSim does without --ignore-obj-size (in object mode
+ * the two are the same).  A key's size is set when it enters the policy
+ * from nowhere and kept while it is on any list (ghosts and LIRS's
+ * non-resident blocks included).
  */
 #include "peers_lfu.h"
 
@@ -53,7 +61,14 @@ struct klist {
 	uint32_t *prev, *next;
 	uint32_t head, tail;
 	uint64_t count;
+	uint64_t bytes;		/* the sizes of its keys (= count, objects) */
+	const uint32_t *size;	/* byte mode: each key's size; NULL: all 1 */
 };
+
+static inline uint64_t klist_size(const struct klist *l, uint32_t k)
+{
+	return l->size ? l->size[k] : 1;
+}
 
 static int klist_init(struct klist *l, uint32_t nr_keys)
 {
@@ -63,6 +78,8 @@ static int klist_init(struct klist *l, uint32_t nr_keys)
 	l->next = malloc(n * sizeof(*l->next));
 	l->head = l->tail = NIL;
 	l->count = 0;
+	l->bytes = 0;
+	l->size = NULL;
 	return l->prev && l->next ? 0 : -1;
 }
 
@@ -83,6 +100,7 @@ static void klist_push_head(struct klist *l, uint32_t k)
 		l->tail = k;
 	l->head = k;
 	l->count++;
+	l->bytes += klist_size(l, k);
 }
 
 static void klist_del(struct klist *l, uint32_t k)
@@ -98,6 +116,7 @@ static void klist_del(struct klist *l, uint32_t k)
 	else
 		l->tail = p;
 	l->count--;
+	l->bytes -= klist_size(l, k);
 }
 
 static void klist_move_head(struct klist *l, uint32_t k)
@@ -112,6 +131,35 @@ static void *oom(const struct sim_policy *p, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "%s: out of memory", p->name);
 	return NULL;
+}
+
+/* Byte mode: a size per key, shared by @nr lists; NULL in object mode. */
+static int sizes_init(uint32_t **size, bool bytes, uint32_t nr_keys,
+		      struct klist *lists[], size_t nr)
+{
+	size_t i;
+
+	*size = NULL;
+	if (!bytes)
+		return 0;
+	*size = malloc((nr_keys ? nr_keys : 1) * sizeof(**size));
+	if (!*size)
+		return -1;
+	for (i = 0; i < nr; i++)
+		lists[i]->size = *size;
+	return 0;
+}
+
+/* The size of @k: 1 in object mode. */
+static inline uint64_t key_size(const uint32_t *size, uint32_t k)
+{
+	return size ? size[k] : 1;
+}
+
+static inline void set_size(uint32_t *size, uint32_t k, uint32_t v)
+{
+	if (size)
+		size[k] = v;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -130,6 +178,10 @@ static void *oom(const struct sim_policy *p, char *err, size_t errlen)
  *   eviction then takes from M);
  * - an object moved from S to M starts in M with a counter of 0;
  * - M is evicted from when it holds more than its share or S is empty.
+ * Byte mode (libCacheSim's): the shares are in bytes; an object larger than
+ * S is not cached; a new object enters S only if it is smaller than S; a
+ * key leaving S enters G only if its size is at most G's, G dropping its
+ * oldest keys until it fits.
  */
 struct s3fifo_config {
 	double small_ratio;	/* S, as a share of the capacity */
@@ -148,6 +200,7 @@ struct s3fifo_cache {
 	uint8_t *where;		/* S3_NONE, S3_SMALL or S3_MAIN */
 	uint8_t *freq;
 	uint8_t *ghosted;	/* 1 if the key is in G */
+	uint32_t *size;		/* byte mode: each key's size */
 	uint64_t moved, reinserted, ghost_admits, small_evicted, main_evicted;
 };
 
@@ -163,12 +216,13 @@ static void s3fifo_destroy(struct sim_cache *sc)
 	free(c->where);
 	free(c->freq);
 	free(c->ghosted);
+	free(c->size);
 	free(c);
 }
 
 static struct sim_cache *s3fifo_create(const struct sim_policy *p,
 				       uint64_t capacity, uint32_t nr_keys,
-				       char *err, size_t errlen)
+				       bool bytes, char *err, size_t errlen)
 {
 	struct s3fifo_cache *c = calloc(1, sizeof(*c));
 	size_t n = nr_keys ? nr_keys : 1;
@@ -179,6 +233,11 @@ static struct sim_cache *s3fifo_create(const struct sim_policy *p,
 	r |= klist_init(&c->small, nr_keys);
 	r |= klist_init(&c->main, nr_keys);
 	r |= klist_init(&c->ghost, nr_keys);
+	{
+		struct klist *l[] = { &c->small, &c->main, &c->ghost };
+
+		r |= sizes_init(&c->size, bytes, nr_keys, l, 3);
+	}
 	c->where = calloc(n, 1);
 	c->freq = calloc(n, 1);
 	c->ghosted = calloc(n, 1);
@@ -198,9 +257,11 @@ static struct sim_cache *s3fifo_create(const struct sim_policy *p,
 
 static void s3fifo_ghost_add(struct s3fifo_cache *c, uint32_t k)
 {
-	if (!c->ghost_cap)
+	uint64_t sz = key_size(c->size, k);
+
+	if (sz > c->ghost_cap)
 		return;
-	while (c->ghost.count + 1 > c->ghost_cap) {
+	while (c->ghost.bytes + sz > c->ghost_cap) {
 		uint32_t old = c->ghost.tail;
 
 		klist_del(&c->ghost, old);
@@ -250,7 +311,7 @@ static void s3fifo_evict_main(struct s3fifo_cache *c)
 	}
 }
 
-static int s3fifo_access(struct sim_cache *sc, uint32_t key)
+static int s3fifo_access(struct sim_cache *sc, uint32_t key, uint32_t size)
 {
 	struct s3fifo_cache *c = (struct s3fifo_cache *)sc;
 	bool ghost_hit = false;
@@ -266,10 +327,11 @@ static int s3fifo_access(struct sim_cache *sc, uint32_t key)
 		ghost_hit = true;
 	}
 	/* Only an object no larger than S can be cached at all. */
-	if (c->small_cap < 1)
+	if (size > c->small_cap || size > c->capacity)
 		return 0;
-	while (c->small.count + c->main.count + 1 > c->capacity) {
-		if (c->main.count > c->main_cap || !c->small.count)
+	set_size(c->size, key, size);
+	while (c->small.bytes + c->main.bytes + size > c->capacity) {
+		if (c->main.bytes > c->main_cap || !c->small.count)
 			s3fifo_evict_main(c);
 		else
 			s3fifo_evict_small(c);
@@ -278,7 +340,7 @@ static int s3fifo_access(struct sim_cache *sc, uint32_t key)
 		klist_push_head(&c->main, key);
 		c->where[key] = S3_MAIN;
 		c->ghost_admits++;
-	} else if (c->small_cap > 1) {
+	} else if (size < c->small_cap) {
 		/* An object as large as S is not admitted to it. */
 		klist_push_head(&c->small, key);
 		c->where[key] = S3_SMALL;
@@ -353,6 +415,10 @@ const struct sim_policy sim_policy_s3fifo = {
  *   and by position, as in that code.
  * Each block's S entry and Q entry carry their own flags, as in that code's
  * two LRU lists.
+ * Byte mode (libCacheSim's): the LIR set, Q, the cache and S's bound (twice
+ * the capacity) are in bytes; a new block larger than the LIR set or Q is
+ * not cached; a demoted LIR block larger than Q leaves the cache instead of
+ * entering Q; a non-resident block of S comes back with the size it had.
  */
 struct lirs_config {
 	double hir_ratio;	/* Q, as a share of the capacity */
@@ -367,6 +433,7 @@ struct lirs_cache {
 	uint64_t lir_count, hir_count, occupied;
 	struct klist s, q, nh;	/* nh: non-resident blocks of S, by age */
 	uint8_t *flags;
+	uint32_t *size;		/* byte mode: each key's size */
 	uint64_t demoted, hir_evicted, pruned, trimmed, orphaned;
 	uint64_t bottom_pruned;	/* see lirs_evict_lir() */
 };
@@ -388,12 +455,13 @@ static void lirs_destroy(struct sim_cache *sc)
 	klist_free(&c->q);
 	klist_free(&c->nh);
 	free(c->flags);
+	free(c->size);
 	free(c);
 }
 
 static struct sim_cache *lirs_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     char *err, size_t errlen)
+				     bool bytes, char *err, size_t errlen)
 {
 	struct lirs_cache *c = calloc(1, sizeof(*c));
 	int r = 0;
@@ -403,6 +471,11 @@ static struct sim_cache *lirs_create(const struct sim_policy *p,
 	r |= klist_init(&c->s, nr_keys);
 	r |= klist_init(&c->q, nr_keys);
 	r |= klist_init(&c->nh, nr_keys);
+	{
+		struct klist *l[] = { &c->s, &c->q, &c->nh };
+
+		r |= sizes_init(&c->size, bytes, nr_keys, l, 3);
+	}
 	c->flags = calloc(nr_keys ? nr_keys : 1, 1);
 	if (r || !c->flags) {
 		lirs_destroy(&c->base);
@@ -469,8 +542,8 @@ static int lirs_evict_hir(struct lirs_cache *c)
 		return lirs_fail(c, "Q is empty where a HIR block must go");
 	klist_del(&c->q, k);
 	c->flags[k] &= ~LIRS_IN_Q;
-	c->hir_count--;
-	c->occupied--;
+	c->hir_count -= key_size(c->size, k);
+	c->occupied -= key_size(c->size, k);
 	if (c->flags[k] & LIRS_IN_S) {
 		if (c->flags[k] & LIRS_IN_NH)
 			return lirs_fail(c, "a block already non-resident");
@@ -503,23 +576,30 @@ static int lirs_evict_lir(struct lirs_cache *c)
 	if ((c->flags[k] & (LIRS_S_LIR | LIRS_IN_Q)) != LIRS_S_LIR)
 		return lirs_fail(c, "the bottom of S is not a LIR block");
 	lirs_s_del(c, k);
-	c->lir_count--;
-	while (c->hir_count + 1 > c->hir_limit) {
+	c->lir_count -= key_size(c->size, k);
+	if (key_size(c->size, k) > c->hir_limit) {
+		/* byte mode: larger than Q, it leaves the cache */
+		c->occupied -= key_size(c->size, k);
+		c->hir_evicted++;
+		lirs_prune(c);
+		return 0;
+	}
+	while (c->hir_count + key_size(c->size, k) > c->hir_limit) {
 		if (lirs_evict_hir(c))
 			return -1;
 	}
 	klist_push_head(&c->q, k);
 	c->flags[k] |= LIRS_IN_Q;
-	c->hir_count++;
+	c->hir_count += key_size(c->size, k);
 	c->demoted++;
 	lirs_prune(c);
 	return 0;
 }
 
-/* Make room in the LIR set for one more block. */
-static int lirs_make_lir_room(struct lirs_cache *c)
+/* Make room in the LIR set for a block of @size. */
+static int lirs_make_lir_room(struct lirs_cache *c, uint64_t size)
 {
-	while (c->lir_count + 1 > c->lir_limit) {
+	while (c->lir_count + size > c->lir_limit) {
 		if (lirs_evict_lir(c))
 			return -1;
 	}
@@ -528,7 +608,7 @@ static int lirs_make_lir_room(struct lirs_cache *c)
 
 static void lirs_trim_stack(struct lirs_cache *c)
 {
-	while (c->s.count > c->cfg->stack_factor * c->capacity &&
+	while (c->s.bytes > c->cfg->stack_factor * c->capacity &&
 	       c->nh.tail != NIL) {
 		uint32_t k = c->nh.tail;
 
@@ -543,6 +623,7 @@ static void lirs_trim_stack(struct lirs_cache *c)
 static int lirs_lookup(struct lirs_cache *c, uint32_t key)
 {
 	uint8_t f = c->flags[key];
+	uint64_t sz = key_size(c->size, key);
 
 	if (f & LIRS_IN_S)
 		klist_move_head(&c->s, key);
@@ -559,19 +640,19 @@ static int lirs_lookup(struct lirs_cache *c, uint32_t key)
 		if (f & LIRS_IN_Q) {
 			klist_del(&c->q, key);
 			c->flags[key] &= ~LIRS_IN_Q;
-			c->hir_count--;
-			c->occupied--;
+			c->hir_count -= sz;
+			c->occupied -= sz;
 		}
-		if (lirs_make_lir_room(c))
+		if (lirs_make_lir_room(c, sz))
 			return -1;
 		c->flags[key] |= LIRS_S_LIR;
-		c->lir_count++;
-		c->occupied++;
+		c->lir_count += sz;
+		c->occupied += sz;
 		return 1;
 	}
 	if (f & LIRS_IN_Q) {
 		/* A resident HIR block only in Q: back on S, still HIR. */
-		if (lirs_make_lir_room(c))
+		if (lirs_make_lir_room(c, sz))
 			return -1;
 		if (!(c->flags[key] & LIRS_IN_Q))
 			c->orphaned++;	/* the demotion pushed it out of Q */
@@ -582,9 +663,10 @@ static int lirs_lookup(struct lirs_cache *c, uint32_t key)
 	return 0;
 }
 
-static int lirs_access(struct sim_cache *sc, uint32_t key)
+static int lirs_access(struct sim_cache *sc, uint32_t key, uint32_t size)
 {
 	struct lirs_cache *c = (struct lirs_cache *)sc;
+	uint64_t sz;
 	bool in_s;
 	int r;
 
@@ -593,20 +675,26 @@ static int lirs_access(struct sim_cache *sc, uint32_t key)
 		goto out;
 	/* A miss: a non-resident HIR block of S, or a block new to S and Q. */
 	in_s = c->flags[key] & LIRS_IN_S;
-	if (in_s) {
-		if (lirs_make_lir_room(c))
+	/* A block still on S keeps its size; a new one takes the request's. */
+	sz = in_s ? key_size(c->size, key) : size;
+	if (sz > c->capacity) {
+		goto out;	/* too large: not inserted */
+	} else if (in_s) {
+		if (lirs_make_lir_room(c, sz))
 			return -1;
 		lirs_nh_del(c, key);
-	} else if (c->lir_limit < 1 || c->hir_limit < 1) {
+	} else if (sz > c->lir_limit || sz > c->hir_limit) {
 		goto out;	/* libCacheSim caches nothing then */
-	} else if (c->lir_count + 1 > c->lir_limit &&
-		   c->hir_count + 1 > c->hir_limit) {
-		while (c->hir_count + 1 > c->hir_limit) {
+	} else if (c->lir_count + sz > c->lir_limit &&
+		   c->hir_count + sz > c->hir_limit) {
+		while (c->hir_count + sz > c->hir_limit) {
 			if (lirs_evict_hir(c))
 				return -1;
 		}
 	}
-	while (c->occupied + 1 > c->capacity) {
+	if (!in_s)
+		set_size(c->size, key, size);
+	while (c->occupied + sz > c->capacity) {
 		uint64_t before = c->occupied + c->hir_count + c->lir_count;
 
 		if (in_s) {
@@ -616,8 +704,8 @@ static int lirs_access(struct sim_cache *sc, uint32_t key)
 			}
 			if (lirs_evict_lir(c))
 				return -1;
-		} else if (c->lir_count + 1 > c->lir_limit &&
-			   c->hir_count + 1 > c->hir_limit) {
+		} else if (c->lir_count + sz > c->lir_limit &&
+			   c->hir_count + sz > c->hir_limit) {
 			if (lirs_evict_hir(c))
 				return -1;
 		}
@@ -628,19 +716,19 @@ static int lirs_access(struct sim_cache *sc, uint32_t key)
 	if (in_s) {
 		/* A non-resident HIR block of S comes back as LIR. */
 		c->flags[key] |= LIRS_S_LIR | LIRS_S_RES;
-		c->lir_count++;
-	} else if (c->lir_count + 1 <= c->lir_limit) {
+		c->lir_count += sz;
+	} else if (c->lir_count + sz <= c->lir_limit) {
 		/* Until the LIR set is full, every new block is LIR. */
 		klist_push_head(&c->s, key);
 		c->flags[key] |= LIRS_IN_S | LIRS_S_LIR | LIRS_S_RES;
-		c->lir_count++;
+		c->lir_count += sz;
 	} else {
 		klist_push_head(&c->s, key);
 		klist_push_head(&c->q, key);
 		c->flags[key] |= LIRS_IN_S | LIRS_S_RES | LIRS_IN_Q;
-		c->hir_count++;
+		c->hir_count += sz;
 	}
-	c->occupied++;
+	c->occupied += sz;
 	r = 0;
 out:
 	lirs_trim_stack(c);
@@ -722,6 +810,14 @@ const struct sim_policy sim_policy_lirs = {
  * The sketch's hash is not libCacheSim's (XXH64 of the original key, which
  * rcl-sim no longer has after renumbering), so the figures match only
  * approximately.
+ * Byte mode (libCacheSim's): the window, the main cache and its segments
+ * are in bytes; an object larger than the window or than probation is not
+ * cached; the halving period is 32 x the main cache's bytes of main-cache
+ * hits.  One departure: libCacheSim sizes the sketch for as many entries as
+ * the main cache has bytes (14 counters a byte: gigabytes at the shared
+ * traces' larger capacities); rcl-sim sizes it for min(main bytes, the
+ * trace's unique keys) entries, which the main cache never exceeds, so the
+ * sketch keeps the error rate it was sized for.
  */
 /* ln 2 and its square, to the digits libCacheSim sizes its sketch with. */
 #define SKETCH_LN2	0.693147180559945
@@ -744,6 +840,7 @@ struct wtlfu_cache {
 	uint64_t seg_max[2];
 	struct klist window, seg[2];	/* seg[0] probation, seg[1] protected */
 	uint8_t *where;
+	uint32_t *size;		/* byte mode: each key's size */
 	/* the sketch */
 	uint32_t *counters;
 	uint32_t nr_counters;
@@ -763,13 +860,14 @@ static void wtlfu_destroy(struct sim_cache *sc)
 	klist_free(&c->seg[0]);
 	klist_free(&c->seg[1]);
 	free(c->where);
+	free(c->size);
 	free(c->counters);
 	free(c);
 }
 
 static struct sim_cache *wtlfu_create(const struct sim_policy *p,
 				      uint64_t capacity, uint32_t nr_keys,
-				      char *err, size_t errlen)
+				      bool bytes, char *err, size_t errlen)
 {
 	struct wtlfu_cache *c = calloc(1, sizeof(*c));
 	const struct wtlfu_config *cfg = p->config;
@@ -783,6 +881,11 @@ static struct sim_cache *wtlfu_create(const struct sim_policy *p,
 	r |= klist_init(&c->seg[0], nr_keys);
 	r |= klist_init(&c->seg[1], nr_keys);
 	c->where = calloc(nr_keys ? nr_keys : 1, 1);
+	{
+		struct klist *l[] = { &c->window, &c->seg[0], &c->seg[1] };
+
+		r |= sizes_init(&c->size, bytes, nr_keys, l, 3);
+	}
 	if (r || !c->where) {
 		wtlfu_destroy(&c->base);
 		return oom(p, err, errlen);
@@ -803,7 +906,8 @@ static struct sim_cache *wtlfu_create(const struct sim_policy *p,
 	 */
 	bpe = -log(cfg->sketch_error) / SKETCH_LN2_SQ;
 	c->nr_hashes = (unsigned)ceil(SKETCH_LN2 * bpe);
-	nc = ceil(bpe * (double)c->main_cap);
+	nc = ceil(bpe * (double)(bytes && c->main_cap > nr_keys ? nr_keys :
+							      c->main_cap));
 	c->nr_counters = nc > INT_MAX ? INT_MAX : (uint32_t)nc;
 	if (c->nr_counters < c->nr_hashes)
 		c->nr_counters = 2 * c->nr_hashes;
@@ -858,9 +962,10 @@ static void wtlfu_halve(struct wtlfu_cache *c)
 	c->resets++;
 }
 
+/* The main cache's occupancy: objects, or bytes in byte mode. */
 static uint64_t wtlfu_main_count(const struct wtlfu_cache *c)
 {
-	return c->seg[0].count + c->seg[1].count;
+	return c->seg[0].bytes + c->seg[1].bytes;
 }
 
 /* The main cache's victim: the LRU end of its lowest non-empty segment. */
@@ -892,20 +997,21 @@ static void wtlfu_cool(struct wtlfu_cache *c, int s)
 	klist_del(&c->seg[s], k);
 	klist_push_head(&c->seg[s - 1], k);
 	c->where[k] = WT_PROBATION + s - 1;
-	while (c->seg[s - 1].count > c->seg_max[s - 1])
+	while (c->seg[s - 1].bytes > c->seg_max[s - 1])
 		wtlfu_cool(c, s - 1);
 }
 
 static void wtlfu_main_insert(struct wtlfu_cache *c, uint32_t k)
 {
+	uint64_t sz = key_size(c->size, k);
 	int s;
 
 	for (s = 0; s < 2; s++) {
-		if (c->seg[s].count + 1 <= c->seg_max[s])
+		if (c->seg[s].bytes + sz <= c->seg_max[s])
 			break;
 	}
 	if (s == 2) {
-		while (wtlfu_main_count(c) + 1 > c->main_cap)
+		while (wtlfu_main_count(c) + sz > c->main_cap)
 			wtlfu_main_evict(c);
 		s = 0;
 	}
@@ -921,7 +1027,7 @@ static void wtlfu_main_hit(struct wtlfu_cache *c, uint32_t k)
 		klist_del(&c->seg[0], k);
 		klist_push_head(&c->seg[1], k);
 		c->where[k] = WT_PROTECTED;
-		while (c->seg[1].count > c->seg_max[1])
+		while (c->seg[1].bytes > c->seg_max[1])
 			wtlfu_cool(c, 1);
 	}
 	wtlfu_sketch(c, k, true);
@@ -944,7 +1050,7 @@ static void wtlfu_evict(struct wtlfu_cache *c)
 		v = c->window.tail;
 		klist_del(&c->window, v);
 		c->where[v] = WT_NONE;
-		if (wtlfu_main_count(c) + 1 <= c->main_cap) {
+		if (wtlfu_main_count(c) + key_size(c->size, v) <= c->main_cap) {
 			wtlfu_main_insert(c, v);
 			wtlfu_sketch(c, v, true);
 			c->moved++;
@@ -963,7 +1069,7 @@ static void wtlfu_evict(struct wtlfu_cache *c)
 	}
 }
 
-static int wtlfu_access(struct sim_cache *sc, uint32_t key)
+static int wtlfu_access(struct sim_cache *sc, uint32_t key, uint32_t size)
 {
 	struct wtlfu_cache *c = (struct wtlfu_cache *)sc;
 
@@ -977,9 +1083,11 @@ static int wtlfu_access(struct sim_cache *sc, uint32_t key)
 		return 1;
 	}
 	/* An object larger than the window or probation is not cached. */
-	if (c->window_cap < 1 || c->seg_max[0] < 1)
+	if (size > c->window_cap || size > c->seg_max[0] ||
+	    size > c->main_cap || size > c->capacity)
 		return 0;
-	while (c->window.count + wtlfu_main_count(c) + 1 > c->capacity)
+	set_size(c->size, key, size);
+	while (c->window.bytes + wtlfu_main_count(c) + size > c->capacity)
 		wtlfu_evict(c);
 	klist_push_head(&c->window, key);
 	c->where[key] = WT_WINDOW;

@@ -3,20 +3,22 @@
  * policies.c - the policies of rcl-sim (see policies.h).
  *
  * lru, fifo: exact baselines implemented here, with libCacheSim's semantics
- * (capacity in objects, every object of size 1; a miss inserts the object,
- * first evicting the oldest - least recently used, or first inserted - when
- * the cache is full).  The lru rows of the shared traces' reference table
- * are the correctness oracle of the whole simulator (decoding, capacities,
- * counting).
+ * (a miss inserts the object, first evicting the oldest - least recently
+ * used, or first inserted - until it fits: in object mode every object has
+ * size 1; in byte mode each is charged its size, and one larger than the
+ * capacity is not inserted).  The lru rows of the shared traces' reference
+ * table are the correctness oracle of the whole simulator (decoding,
+ * capacities, counting).
  *
  * default, kernel: a cache built on the library, as an application would
- * build one: one lruvec with the default types, every object of weight 1 and
- * type RCL_LRU_FILE, an index from key to object; rcl_lruvec_mark_accessed()
- * on a hit; on a miss, rcl_lruvec_add() and, when the cache holds more than
- * its capacity, reclaim: rcl_lruvec_shrink_active() when
- * rcl_lruvec_inactive_is_low(), then rcl_lruvec_shrink_inactive(), until the
- * cache is within its capacity.  The evict callback takes the object out of
- * the index and answers FREED.
+ * build one: one lruvec with the default types, every object of type
+ * RCL_LRU_FILE and of weight 1 (object mode) or its size in bytes (byte
+ * mode: the library's weights), an index from key to object;
+ * rcl_lruvec_mark_accessed() on a hit; on a miss, rcl_lruvec_add() and, when
+ * the cache's weight is over its capacity, reclaim:
+ * rcl_lruvec_shrink_active() when rcl_lruvec_inactive_is_low(), then
+ * rcl_lruvec_shrink_inactive(), until the cache is within its capacity.  The
+ * evict callback takes the object out of the index and answers FREED.
  */
 #include "policies.h"
 #include "peers.h"
@@ -44,11 +46,12 @@ struct list_cache {
 	struct sim_cache base;
 	const struct list_config *cfg;
 	uint64_t capacity;
-	uint64_t count;
+	uint64_t used;		/* objects, or bytes in byte mode */
 	uint64_t evicted;
 	uint32_t head, tail;	/* most recent (or newest) .. oldest */
 	uint32_t *prev, *next;
 	uint8_t *in;		/* 1 if the key is cached */
+	uint32_t *size;		/* byte mode: each cached key's charge */
 };
 
 static void list_destroy(struct sim_cache *c)
@@ -60,12 +63,13 @@ static void list_destroy(struct sim_cache *c)
 	free(l->prev);
 	free(l->next);
 	free(l->in);
+	free(l->size);
 	free(l);
 }
 
 static struct sim_cache *list_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     char *err, size_t errlen)
+				     bool bytes, char *err, size_t errlen)
 {
 	struct list_cache *l = calloc(1, sizeof(*l));
 	size_t n = nr_keys ? nr_keys : 1;
@@ -74,8 +78,10 @@ static struct sim_cache *list_create(const struct sim_policy *p,
 		l->prev = malloc(n * sizeof(*l->prev));
 		l->next = malloc(n * sizeof(*l->next));
 		l->in = calloc(n, 1);
+		if (bytes)
+			l->size = malloc(n * sizeof(*l->size));
 	}
-	if (!l || !l->prev || !l->next || !l->in) {
+	if (!l || !l->prev || !l->next || !l->in || (bytes && !l->size)) {
 		list_destroy(l ? &l->base : NULL);
 		snprintf(err, errlen, "%s: out of memory", p->name);
 		return NULL;
@@ -112,7 +118,7 @@ static void list_push_head(struct list_cache *l, uint32_t k)
 	l->head = k;
 }
 
-static int list_access(struct sim_cache *c, uint32_t key)
+static int list_access(struct sim_cache *c, uint32_t key, uint32_t size)
 {
 	struct list_cache *l = (struct list_cache *)c;
 
@@ -123,17 +129,21 @@ static int list_access(struct sim_cache *c, uint32_t key)
 		}
 		return 1;
 	}
-	if (l->count >= l->capacity) {
+	if (size > l->capacity)
+		return 0;	/* too large: not inserted */
+	while (l->used + size > l->capacity) {
 		uint32_t victim = l->tail;
 
 		list_unlink(l, victim);
 		l->in[victim] = 0;
-		l->count--;
+		l->used -= l->size ? l->size[victim] : 1;
 		l->evicted++;
 	}
 	list_push_head(l, key);
 	l->in[key] = 1;
-	l->count++;
+	if (l->size)
+		l->size[key] = size;
+	l->used += size;
 	return 0;
 }
 
@@ -194,6 +204,7 @@ struct lv_config {
 struct lv_obj {
 	struct rcl_lru_node lru;
 	bool cached;
+	uint32_t weight;	/* its weight while cached: 1, or its size */
 	uint64_t shadow;	/* the shadow of its last eviction, or 0 */
 };
 
@@ -202,8 +213,10 @@ struct lv_cache {
 	const struct lv_config *cfg;
 	struct rcl_lruvec lv;
 	bool lv_live;
-	uint64_t capacity;
-	uint64_t count;
+	bool bytes;		/* byte mode: weights are sizes */
+	uint64_t capacity;	/* in weight: objects, or bytes */
+	uint64_t count;		/* cached objects */
+	uint64_t used;		/* their weight */
 	uint32_t nr_keys;
 	struct lv_obj *objs;	/* one per key: the index is objs[key] */
 };
@@ -218,6 +231,7 @@ static enum rcl_evict_status lv_evict(struct rcl_lru_node *n,
 	o->cached = false;
 	o->shadow = ctl->shadow;	/* the index slot keeps the shadow */
 	c->count--;
+	c->used -= o->weight;
 	return RCL_EVICT_FREED;
 }
 
@@ -246,7 +260,7 @@ static void lv_destroy(struct sim_cache *sc)
 
 static struct sim_cache *lv_create(const struct sim_policy *p,
 				   uint64_t capacity, uint32_t nr_keys,
-				   char *err, size_t errlen)
+				   bool bytes, char *err, size_t errlen)
 {
 	struct lv_cache *c = calloc(1, sizeof(*c));
 	struct rcl_lruvec_config cfg;
@@ -261,6 +275,7 @@ static struct sim_cache *lv_create(const struct sim_policy *p,
 	c->base.policy = p;
 	c->cfg = p->config;
 	c->capacity = capacity;
+	c->bytes = bytes;
 	c->nr_keys = nr_keys;
 
 	memset(&cfg, 0, sizeof(cfg));
@@ -268,10 +283,11 @@ static struct sim_cache *lv_create(const struct sim_policy *p,
 	cfg.priv = c;
 	cfg.flags = c->cfg->lruvec_flags;
 	/*
-	 * Weight 1 per object, so the weight is in objects: any
+	 * Object mode: weight 1 per object, so the weight is in objects: any
 	 * weight_per_gib far above the capacities keeps the inactive ratio at
 	 * 1 (inactive kept at least as large as active), the kernel's rule
-	 * below 1 GiB.
+	 * below 1 GiB.  Byte mode: the weight is in bytes, which is what
+	 * weight_per_gib 0 means.
 	 */
 	r = rcl_lruvec_init(&c->lv, &cfg);
 	if (r) {
@@ -296,8 +312,17 @@ static int lv_reclaim(struct lv_cache *c)
 	 */
 	uint64_t limit = 4 * c->count + 64, rounds = 0;
 
-	while (c->count > c->capacity) {
-		size_t excess = (size_t)(c->count - c->capacity);
+	while (c->used > c->capacity) {
+		/*
+		 * Object mode: the objects over the capacity (always 1: one
+		 * miss adds one object to a cache within its capacity).  Byte
+		 * mode: one object per round, so that reclaim stops at the
+		 * first object whose departure brings the cache within its
+		 * capacity, as libCacheSim's eviction loop does (scanning
+		 * the bytes over the capacity would take that many objects).
+		 */
+		size_t excess = c->bytes ? 1 :
+				(size_t)(c->used - c->capacity);
 		struct rcl_lru_shrink_control sc;
 		int r;
 
@@ -334,7 +359,7 @@ static int lv_reclaim(struct lv_cache *c)
 	return 0;
 }
 
-static int lv_access(struct sim_cache *sc, uint32_t key)
+static int lv_access(struct sim_cache *sc, uint32_t key, uint32_t size)
 {
 	struct lv_cache *c = (struct lv_cache *)sc;
 	struct lv_obj *o = &c->objs[key];
@@ -350,13 +375,15 @@ static int lv_access(struct sim_cache *sc, uint32_t key)
 		}
 		return 1;
 	}
+	if (size > c->capacity)
+		return 0;	/* too large: not inserted */
 	rcl_lru_node_init(&o->lru);
 	if (c->cfg->workingset)
-		r = rcl_lruvec_add_refault(&c->lv, &o->lru, RCL_LRU_FILE, 1,
-					   RCL_LRU_ADD_NOBATCH, o->shadow,
-					   NULL);
+		r = rcl_lruvec_add_refault(&c->lv, &o->lru, RCL_LRU_FILE,
+					   size, RCL_LRU_ADD_NOBATCH,
+					   o->shadow, NULL);
 	else
-		r = rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE, 1,
+		r = rcl_lruvec_add(&c->lv, &o->lru, RCL_LRU_FILE, size,
 				   RCL_LRU_ADD_NOBATCH);
 	if (r) {
 		snprintf(sc->err, sizeof(sc->err), "%s: rcl_lruvec_add: %s",
@@ -364,8 +391,10 @@ static int lv_access(struct sim_cache *sc, uint32_t key)
 		return -1;
 	}
 	o->cached = true;
+	o->weight = size;
 	c->count++;
-	if (c->count > c->capacity && lv_reclaim(c))
+	c->used += size;
+	if (c->used > c->capacity && lv_reclaim(c))
 		return -1;
 	return 0;
 }

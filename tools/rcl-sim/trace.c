@@ -3,8 +3,9 @@
  * trace.c - trace decoding for rcl-sim (see trace.h).
  *
  * Three layers: a byte source over libarchive (lines or fixed-size records,
- * whatever the compression), a sink that renumbers keys by first appearance,
- * and one decoder per format between them.  The decoding rules are those of
+ * whatever the compression), a sink that renumbers keys by first appearance
+ * (and, for the formats with sizes, keeps each request's size), and one
+ * decoder per format between them.  The decoding rules are those of
  * ../shared/traces/README.md, "Record layouts and decoding rules".
  */
 #include "trace.h"
@@ -35,15 +36,18 @@ const struct trace_format_info trace_formats[] = {
 		   "bytes, detected); the key is the lbn" },
 	{ "oracleGeneral", "binary: libCacheSim oracleGeneral, 24-byte records "
 			   "(u32 time, u64 obj_id, u32 size, i64 next); the "
-			   "key is obj_id" },
+			   "key is obj_id, with its size" },
 	{ "csv", "text: the key is column --csv-key-col N (1-based) of each "
-		 "line; decimal keys are used as they are, others are hashed" },
+		 "line; decimal keys are used as they are, others are hashed; "
+		 "sizes from --csv-size-col N" },
 	{ "tencent-block", "SNIA Tencent CBS sample: reads only, one key per "
 			   "512-byte sector, (volume << 40) | sector" },
 	{ "tencent-photo", "SNIA Tencent photo sample: formats 0 and 5 only; a "
 			   "key per (photo id, format, size class)" },
 	{ "msr", "SNIA MSR Cambridge: reads only, one key per 512-byte block, "
 		 "(disk namespace << 40) | block" },
+	{ "adapt_size", "text: \"time object_id bytes\" (AdaptSize traces); the "
+			"key is object_id, with its size" },
 	{ NULL, NULL },
 };
 
@@ -61,6 +65,7 @@ enum fmt {
 	FMT_TENCENT_BLOCK,
 	FMT_TENCENT_PHOTO,
 	FMT_MSR,
+	FMT_ADAPT_SIZE,
 };
 
 /* ------------------------------------------------------------------------- */
@@ -94,8 +99,11 @@ struct dec {
 	uint64_t lineno;
 	uint64_t recno;
 
-	/* sink: ids and the renumbering map */
+	/* sink: ids (and sizes) and the renumbering map */
+	bool sized;		/* the format has sizes: keep them */
 	uint32_t *ids;
+	uint32_t *sizes;	/* with sized, one per id */
+	uint64_t request_bytes, unique_bytes;
 	size_t nr, cap;
 	uint64_t *keys;		/* map slots: key */
 	uint32_t *vals;		/* map slots: id + 1, 0 = empty */
@@ -368,8 +376,13 @@ static int map_grow(struct dec *d)
 	return 0;
 }
 
-static int emit(struct dec *d, uint64_t key)
+/*
+ * One request for @key, of @size bytes when the format has sizes (a size of
+ * 0 counts as 1: every object takes room).
+ */
+static int emit_sized(struct dec *d, uint64_t key, uint64_t size)
 {
+	bool is_new = false;
 	size_t j;
 	uint32_t id;
 
@@ -380,7 +393,22 @@ static int emit(struct dec *d, uint64_t key)
 		if (!ids)
 			return fail(d, "out of memory");
 		d->ids = ids;
+		if (d->sized) {
+			uint32_t *sizes = realloc(d->sizes,
+						  cap * sizeof(*sizes));
+
+			if (!sizes)
+				return fail(d, "out of memory");
+			d->sizes = sizes;
+		}
 		d->cap = cap;
+	}
+	if (d->sized) {
+		if (size > UINT32_MAX)
+			return fail(d, "request %zu: size %" PRIu64 " beyond "
+				    "2^32 - 1 bytes", d->nr + 1, size);
+		if (size == 0)
+			size = 1;
 	}
 	if (!d->keys || 2 * ((size_t)d->nr_unique + 1) > d->mask + 1) {
 		if (map_grow(d))
@@ -394,6 +422,7 @@ static int emit(struct dec *d, uint64_t key)
 			id = d->nr_unique++;
 			d->keys[j] = key;
 			d->vals[j] = id + 1;
+			is_new = true;
 			break;
 		}
 		if (d->keys[j] == key) {
@@ -402,8 +431,19 @@ static int emit(struct dec *d, uint64_t key)
 		}
 		j = (j + 1) & d->mask;
 	}
+	if (d->sized) {
+		d->sizes[d->nr] = (uint32_t)size;
+		d->request_bytes += size;
+		if (is_new)
+			d->unique_bytes += size;
+	}
 	d->ids[d->nr++] = id;
 	return 0;
+}
+
+static int emit(struct dec *d, uint64_t key)
+{
+	return emit_sized(d, key, 1);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -744,16 +784,51 @@ static int dec_oracle_general(struct dec *d)
 	int r;
 
 	while ((r = src_read(d, rec, sizeof(rec))) > 0) {
-		if (emit(d, get_le(rec + 4, 8)))
+		if (emit_sized(d, get_le(rec + 4, 8), get_le(rec + 12, 4)))
 			return -1;
 	}
 	return r;
 }
 
-/* csv: the key column. */
+/*
+ * Column @col (1-based) of the line @s of @n bytes, trimmed and unquoted:
+ * true with *@f set, false when the line has fewer columns.
+ */
+static bool csv_column(const char *s, size_t n, char sep, unsigned col,
+		       struct field *f)
+{
+	const char *p = s;
+	size_t left = n;
+	unsigned k;
+
+	for (k = 1; k < col; k++) {
+		const char *c = memchr(p, sep, left);
+
+		if (!c)
+			return false;
+		left -= (size_t)(c + 1 - p);
+		p = c + 1;
+	}
+	f->s = p;
+	f->n = left;
+	{
+		const char *c = memchr(p, sep, left);
+
+		if (c)
+			f->n = (size_t)(c - p);
+	}
+	trim(&f->s, &f->n);
+	if (f->n >= 2 && f->s[0] == '"' && f->s[f->n - 1] == '"') {
+		f->s++;
+		f->n -= 2;
+	}
+	return true;
+}
+
+/* csv: the key column, and the size column if any. */
 static int dec_csv(struct dec *d)
 {
-	unsigned col = d->opt->csv_key_col;
+	unsigned col = d->opt->csv_key_col, size_col = d->opt->csv_size_col;
 	const char *s;
 	size_t n;
 	int r;
@@ -763,8 +838,8 @@ static int dec_csv(struct dec *d)
 	while ((r = src_getline(d, &s, &n)) > 0) {
 		struct field f;
 		const char *p = s;
-		size_t left = n, k;
-		uint64_t key;
+		size_t left = n;
+		uint64_t key, size = 1;
 
 		if (d->lineno == 1 && d->opt->csv_header)
 			continue;
@@ -772,32 +847,26 @@ static int dec_csv(struct dec *d)
 		trim(&p, &left);
 		if (left == 0)
 			continue;
-		/* field col - 1 */
-		for (k = 1; k < col; k++) {
-			const char *c = memchr(p, d->opt->csv_sep, left);
-
-			if (!c)
-				return fail(d, "line %" PRIu64 ": no column "
-					    "%u", d->lineno, col);
-			left -= (size_t)(c + 1 - p);
-			p = c + 1;
-		}
-		f.s = p;
-		f.n = left;
-		{
-			const char *c = memchr(p, d->opt->csv_sep, left);
-
-			if (c)
-				f.n = (size_t)(c - p);
-		}
-		trim(&f.s, &f.n);
-		if (f.n >= 2 && f.s[0] == '"' && f.s[f.n - 1] == '"') {
-			f.s++;
-			f.n -= 2;
-		}
+		if (!csv_column(p, left, d->opt->csv_sep, col, &f))
+			return fail(d, "line %" PRIu64 ": no column %u",
+				    d->lineno, col);
 		if (!parse_u64(f.s, f.n, &key))
 			key = fnv1a(f.s, f.n);
-		if (emit(d, key))
+		if (size_col) {
+			struct field fs;
+
+			if (!csv_column(p, left, d->opt->csv_sep, size_col,
+					&fs))
+				return fail(d, "line %" PRIu64 ": no column "
+					    "%u", d->lineno, size_col);
+			if (!parse_u64(fs.s, fs.n, &size))
+				return fail(d, "line %" PRIu64 ": column %u "
+					    "is not an unsigned decimal size: "
+					    "\"%.*s\"", d->lineno, size_col,
+					    (int)(fs.n < SHOW ? fs.n : SHOW),
+					    fs.s);
+		}
+		if (emit_sized(d, key, size))
 			return -1;
 	}
 	return r;
@@ -923,6 +992,36 @@ static int dec_msr(struct dec *d)
 	return r;
 }
 
+/* adapt_size: "time object_id bytes"; the key is object_id. */
+static int dec_adapt_size(struct dec *d)
+{
+	const char *s;
+	size_t n;
+	int r;
+
+	while ((r = src_getline(d, &s, &n)) > 0) {
+		struct field f[3];
+		uint64_t t, key, size;
+		size_t nf;
+
+		d->recno++;
+		nf = split_ws(s, n, f, 3);
+		if (nf == 0)
+			continue;
+		if (nf != 3 || !parse_u64(f[0].s, f[0].n, &t) ||
+		    !parse_u64(f[1].s, f[1].n, &key) ||
+		    !parse_u64(f[2].s, f[2].n, &size))
+			return fail(d, "line %" PRIu64 ": not an AdaptSize "
+				    "record \"time object_id bytes\": "
+				    "\"%.*s\"%s", d->lineno,
+				    (int)(n < SHOW ? n : SHOW), s,
+				    n > SHOW ? "..." : "");
+		if (emit_sized(d, key, size))
+			return -1;
+	}
+	return r;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Entry points                                                               */
 /* ------------------------------------------------------------------------- */
@@ -936,6 +1035,14 @@ static int find_format(const char *name)
 			return i;
 	}
 	return -1;
+}
+
+bool trace_has_sizes(const struct trace_options *opt)
+{
+	int fmt = find_format(opt->format);
+
+	return fmt == FMT_ADAPT_SIZE || fmt == FMT_ORACLE_GENERAL ||
+	       (fmt == FMT_CSV && opt->csv_size_col > 0);
 }
 
 int trace_load(const char *path, const struct trace_options *opt,
@@ -957,6 +1064,7 @@ int trace_load(const char *path, const struct trace_options *opt,
 			 opt->format);
 		return -1;
 	}
+	d.sized = trace_has_sizes(opt);
 	r = src_open(&d);
 	if (r == 0) {
 		switch ((enum fmt)fmt) {
@@ -999,6 +1107,9 @@ int trace_load(const char *path, const struct trace_options *opt,
 		case FMT_MSR:
 			r = dec_msr(&d);
 			break;
+		case FMT_ADAPT_SIZE:
+			r = dec_adapt_size(&d);
+			break;
 		}
 	}
 	if (d.a) {
@@ -1011,8 +1122,12 @@ int trace_load(const char *path, const struct trace_options *opt,
 	strmap_free(&d.smap);
 	if (r < 0) {
 		free(d.ids);
+		free(d.sizes);
 		return -1;
 	}
+	t->sizes = d.sizes;
+	t->request_bytes = d.request_bytes;
+	t->unique_bytes = d.unique_bytes;
 	t->ids = d.ids;
 	t->nr_requests = d.nr;
 	t->nr_unique = d.nr_unique;
@@ -1025,5 +1140,6 @@ void trace_free(struct trace *t)
 	if (!t)
 		return;
 	free(t->ids);
+	free(t->sizes);
 	memset(t, 0, sizeof(*t));
 }

@@ -11,6 +11,14 @@
  * keys, so it changes no miss ratio of a policy whose decisions do not depend
  * on key values (every policy of rcl-sim).
  *
+ * Three formats carry object sizes (adapt_size, oracleGeneral, and csv with
+ * a size column): their traces keep each request's size beside its id, for
+ * byte capacities and byte miss ratios.  A request's size is the size of the
+ * object as that request sees it; what a policy charges when the size of a
+ * cached object changes between requests is the policy's business (rcl-sim's
+ * policies charge the size of the request that inserted the object, as
+ * libCacheSim does).
+ *
  * The input is read through libarchive's "raw" format with its decompression
  * filters: plain, gzip, bzip2, xz, zstd and lz4 files (and .lzma and .Z files
  * by their names), and standard input (path "-"), are read the same way.
@@ -28,12 +36,15 @@
  * @csv_key_col: csv: the 1-based column that holds the key
  * @csv_header: csv: skip the first line
  * @csv_sep: csv: the field separator
+ * @csv_size_col: csv: the 1-based column that holds the object's size in
+ *	bytes, or 0 for a trace without sizes
  */
 struct trace_options {
 	const char *format;
 	unsigned csv_key_col;
 	bool csv_header;
 	char csv_sep;
+	unsigned csv_size_col;
 };
 
 /**
@@ -42,12 +53,21 @@ struct trace_options {
  * @nr_requests: length of @ids
  * @nr_unique: number of distinct keys; every id is < @nr_unique
  * @nr_records: records read from the file (lines or fixed-size records)
+ * @sizes: for a trace with sizes, each request's object size in bytes
+ *	(parallel to @ids; a size of 0 in the file counts as 1); NULL for a
+ *	trace without sizes
+ * @request_bytes: with @sizes, the sum of every request's size
+ * @unique_bytes: with @sizes, the sum over the distinct keys of the size of
+ *	each one's first request (libCacheSim's "unique bytes")
  */
 struct trace {
 	uint32_t *ids;
 	size_t nr_requests;
 	uint32_t nr_unique;
 	uint64_t nr_records;
+	uint32_t *sizes;
+	uint64_t request_bytes;
+	uint64_t unique_bytes;
 };
 
 /**
@@ -62,6 +82,14 @@ struct trace_format_info {
 
 /** The supported formats, terminated by an entry with a NULL name. */
 extern const struct trace_format_info trace_formats[];
+
+/**
+ * trace_has_sizes() - does a format give each request an object size?
+ * @opt: the format and its options
+ *
+ * Return: true for adapt_size, oracleGeneral, and csv with a size column.
+ */
+bool trace_has_sizes(const struct trace_options *opt);
 
 /**
  * trace_load() - read and decode a whole trace
