@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Compare rcl-sim policies with the peers of the reference table.
 
-usage: compare.py RCL_SIM TRACES_DIR POLICY[,POLICY...] [--table|--markdown]
+usage: compare.py RCL_SIM TRACES_DIR POLICY[,POLICY...]
+                  [--table|--markdown|--families]
 
 Runs every policy over the 19 shared traces other than the SNIA samples at
 1/5/10/25 % and prints, per policy and per peer algorithm of
@@ -11,6 +12,10 @@ LIRS authors' program (lirs-ref) is defined (75 cells), and the worst cell
 minus LRU.  With --table, also one line per trace and policy; with
 --markdown, a Markdown table per trace and capacity of the first policy
 against LRU, ARC, LIRS (the authors' program) and S3-FIFO, then the summary.
+With --families, also the mean per trace family (ARC 8 cells, LIRS 51,
+cache2k 8, corda 4, cloudPhysics 4: the 75 cells) of every policy given and
+of every reference row, with the best reference row of each family and each
+policy's distance from it.
 """
 import json
 import os
@@ -22,11 +27,45 @@ from oracle import TRACES  # noqa: E402
 
 PCTS = (1, 5, 10, 25)
 
+# Trace families by the reference table's trace names.
+FAMILIES = (("ARC", "arc_"), ("LIRS", "lirs_"), ("cache2k", "cache2k_"),
+            ("corda", "corda_"), ("cloudPhysics", "cloudPhysics"))
+
+
+def family(trace):
+    for name, prefix in FAMILIES:
+        if trace.startswith(prefix):
+            return name
+    return None
+
+
+def print_families(pols, got, ref, cells):
+    """Per family: each policy's mean, the reference rows' best, LRU."""
+    algos = sorted({a for (_t, a, _p) in ref})
+    print("| family (cells) | %s | best reference row | LRU |"
+          % " | ".join(pols))
+    print("|---|%s---|---|" % ("---|" * len(pols)))
+    for name, _prefix in FAMILIES:
+        fc = [(t, p) for t, p in cells if family(t) == name]
+        if not fc:
+            continue
+        best = min((sum(ref[(t, a, p)] for t, p in fc) / len(fc), a)
+                   for a in algos if all((t, a, p) in ref for t, p in fc))
+        lru = sum(ref[(t, "lru", p)] for t, p in fc) / len(fc)
+        means = [sum(got[(t, pol, p)] for t, p in fc) / len(fc)
+                 for pol in pols]
+        print("| %s (%d) | %s | %.4f (%s) | %.4f |" % (
+            name, len(fc), " | ".join("%.4f (%+.4f)" % (m, m - best[0])
+                                      for m in means),
+            best[0], best[1], lru))
+    print()
+
 
 def main():
     rcl_sim, tdir, pols = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     table = "--table" in sys.argv
     markdown = "--markdown" in sys.argv
+    families = "--families" in sys.argv
     ref = {}
     with open(os.path.join(tdir, "reference-miss-ratios.tsv")) as f:
         next(f)
@@ -65,6 +104,8 @@ def main():
                       " | ".join("%.4f" % ref[(t, a, p)] if (t, a, p) in ref
                                  else "n/a" for a in peers)))
         print()
+    if families:
+        print_families(pols, got, ref, cells)
     algos = sorted({a for (_t, a, _p) in ref})
     rows = []
     for pol in pols:
