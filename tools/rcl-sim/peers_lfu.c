@@ -222,7 +222,8 @@ static void s3fifo_destroy(struct sim_cache *sc)
 
 static struct sim_cache *s3fifo_create(const struct sim_policy *p,
 				       uint64_t capacity, uint32_t nr_keys,
-				       bool bytes, char *err, size_t errlen)
+				       const uint64_t *keys, bool bytes,
+				       char *err, size_t errlen)
 {
 	struct s3fifo_cache *c = calloc(1, sizeof(*c));
 	size_t n = nr_keys ? nr_keys : 1;
@@ -461,7 +462,8 @@ static void lirs_destroy(struct sim_cache *sc)
 
 static struct sim_cache *lirs_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     bool bytes, char *err, size_t errlen)
+				     const uint64_t *keys, bool bytes,
+				     char *err, size_t errlen)
 {
 	struct lirs_cache *c = calloc(1, sizeof(*c));
 	int r = 0;
@@ -867,7 +869,8 @@ static void wtlfu_destroy(struct sim_cache *sc)
 
 static struct sim_cache *wtlfu_create(const struct sim_policy *p,
 				      uint64_t capacity, uint32_t nr_keys,
-				      bool bytes, char *err, size_t errlen)
+				      const uint64_t *keys, bool bytes,
+				      char *err, size_t errlen)
 {
 	struct wtlfu_cache *c = calloc(1, sizeof(*c));
 	const struct wtlfu_config *cfg = p->config;
