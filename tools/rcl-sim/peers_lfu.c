@@ -809,7 +809,14 @@ const struct sim_policy sim_policy_lirs = {
  *   larger; the main cache inserts into the lowest segment with room
  *   (protected too, while the cache fills); a hit in probation moves the
  *   object to protected, whose overflow goes back to probation's head, and
- *   probation's overflow leaves the cache.
+ *   probation's overflow leaves the cache;
+ * - an admission does not end the eviction: the next window victim meets
+ *   the next main victim, until one is rejected (it leaves the cache) or
+ *   the window is empty (the main victim leaves), so an eviction after k
+ *   admissions frees k + 1 objects and the window then refills.  That is
+ *   libCacheSim's WTinyLFU_evict() in the version behind the table (its
+ *   loop ends only on a rejection; the rows match exactly only so); a
+ *   later version also ends it on an admission.
  * The sketch hashes keys as libCacheSim's does: XXH64 of the trace's
  * original key (the obj_id, not rcl-sim's renumbered id) under two seeds,
  * whose low 32 bits are the double hashing's two terms, so it counts the
@@ -1047,7 +1054,10 @@ static void wtlfu_main_hit(struct wtlfu_cache *c, uint32_t k)
 	}
 }
 
-/* Make room for one object: the window's victim meets the main cache's. */
+/*
+ * Make room for one object: window victims meet the main cache's victim
+ * until one is rejected or the window is empty (an admission goes on).
+ */
 static void wtlfu_evict(struct wtlfu_cache *c)
 {
 	for (;;) {
@@ -1071,9 +1081,10 @@ static void wtlfu_evict(struct wtlfu_cache *c)
 			wtlfu_main_evict(c);
 			wtlfu_main_insert(c, v);
 			c->admitted++;
-		} else {
-			c->rejected++;
+			wtlfu_sketch(c, v, true);
+			continue;
 		}
+		c->rejected++;
 		wtlfu_sketch(c, v, true);
 		return;
 	}
