@@ -410,7 +410,7 @@ static void run_one(const struct trace *t, struct run *r)
 	size_t i;
 
 	c = r->policy->create(r->policy, r->cap.objects, t->nr_unique,
-			      r->cap.bytes, r->err, sizeof(r->err));
+			      t->keys, r->cap.bytes, r->err, sizeof(r->err));
 	if (!c) {
 		r->failed = true;
 		return;

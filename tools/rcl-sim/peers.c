@@ -220,7 +220,8 @@ static void clock_destroy(struct sim_cache *c)
 
 static struct sim_cache *clock_create(const struct sim_policy *p,
 				      uint64_t capacity, uint32_t nr_keys,
-				      bool bytes, char *err, size_t errlen)
+				      const uint64_t *keys, bool bytes,
+				      char *err, size_t errlen)
 {
 	struct clock_cache *k = calloc(1, sizeof(*k));
 	/* More slots than keys are never filled. */
@@ -369,7 +370,8 @@ static void sieve_destroy(struct sim_cache *c)
 
 static struct sim_cache *sieve_create(const struct sim_policy *p,
 				      uint64_t capacity, uint32_t nr_keys,
-				      bool bytes, char *err, size_t errlen)
+				      const uint64_t *keys, bool bytes,
+				      char *err, size_t errlen)
 {
 	struct peer_nodes *n;
 	struct sieve_cache *s = peer_cache_alloc(p, sizeof(*s), &n,
@@ -488,7 +490,8 @@ static void arc_destroy(struct sim_cache *c)
 
 static struct sim_cache *arc_create(const struct sim_policy *p,
 				    uint64_t capacity, uint32_t nr_keys,
-				    bool bytes, char *err, size_t errlen)
+				    const uint64_t *keys, bool bytes,
+				    char *err, size_t errlen)
 {
 	struct peer_nodes *n;
 	struct arc_cache *a = peer_cache_alloc(p, sizeof(*a), &n,
@@ -659,7 +662,8 @@ static void twoq_destroy(struct sim_cache *c)
 
 static struct sim_cache *twoq_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     bool bytes, char *err, size_t errlen)
+				     const uint64_t *keys, bool bytes,
+				     char *err, size_t errlen)
 {
 	struct peer_nodes *n;
 	struct twoq_cache *q = peer_cache_alloc(p, sizeof(*q), &n,
@@ -805,7 +809,8 @@ static void slru_destroy(struct sim_cache *c)
 
 static struct sim_cache *slru_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     bool bytes, char *err, size_t errlen)
+				     const uint64_t *keys, bool bytes,
+				     char *err, size_t errlen)
 {
 	const struct slru_config *cfg = p->config;
 	struct peer_nodes *n;

@@ -37,6 +37,7 @@
  * non-resident blocks included).
  */
 #include "peers_lfu.h"
+#include "xxh64.h"
 
 #include <limits.h>
 #include <math.h>
@@ -222,7 +223,8 @@ static void s3fifo_destroy(struct sim_cache *sc)
 
 static struct sim_cache *s3fifo_create(const struct sim_policy *p,
 				       uint64_t capacity, uint32_t nr_keys,
-				       bool bytes, char *err, size_t errlen)
+				       const uint64_t *keys, bool bytes,
+				       char *err, size_t errlen)
 {
 	struct s3fifo_cache *c = calloc(1, sizeof(*c));
 	size_t n = nr_keys ? nr_keys : 1;
@@ -461,7 +463,8 @@ static void lirs_destroy(struct sim_cache *sc)
 
 static struct sim_cache *lirs_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     bool bytes, char *err, size_t errlen)
+				     const uint64_t *keys, bool bytes,
+				     char *err, size_t errlen)
 {
 	struct lirs_cache *c = calloc(1, sizeof(*c));
 	int r = 0;
@@ -806,10 +809,18 @@ const struct sim_policy sim_policy_lirs = {
  *   larger; the main cache inserts into the lowest segment with room
  *   (protected too, while the cache fills); a hit in probation moves the
  *   object to protected, whose overflow goes back to probation's head, and
- *   probation's overflow leaves the cache.
- * The sketch's hash is not libCacheSim's (XXH64 of the original key, which
- * rcl-sim no longer has after renumbering), so the figures match only
- * approximately.
+ *   probation's overflow leaves the cache;
+ * - an admission does not end the eviction: the next window victim meets
+ *   the next main victim, until one is rejected (it leaves the cache) or
+ *   the window is empty (the main victim leaves), so an eviction after k
+ *   admissions frees k + 1 objects and the window then refills.  That is
+ *   libCacheSim's WTinyLFU_evict() in the version behind the table (its
+ *   loop ends only on a rejection; the rows match exactly only so); a
+ *   later version also ends it on an admission.
+ * The sketch hashes keys as libCacheSim's does: XXH64 of the trace's
+ * original key (the obj_id, not rcl-sim's renumbered id) under two seeds,
+ * whose low 32 bits are the double hashing's two terms, so it counts the
+ * same collisions as the table's runs.
  * Byte mode (libCacheSim's): the window, the main cache and its segments
  * are in bytes; an object larger than the window or than probation is not
  * cached; the halving period is 32 x the main cache's bytes of main-cache
@@ -828,6 +839,7 @@ struct wtlfu_config {
 	unsigned seg_probation;	/* segment weights of the main SLRU */
 	unsigned seg_protected;
 	double sketch_error;	/* the counting Bloom filter's error rate */
+	uint64_t sketch_seed[2]; /* XXH64 seeds of its two base hashes */
 	uint64_t reset_factor;	/* halve after this x main hits in main */
 };
 
@@ -841,6 +853,7 @@ struct wtlfu_cache {
 	struct klist window, seg[2];	/* seg[0] probation, seg[1] protected */
 	uint8_t *where;
 	uint32_t *size;		/* byte mode: each key's size */
+	const uint64_t *keys;	/* each id's original key, which it hashes */
 	/* the sketch */
 	uint32_t *counters;
 	uint32_t nr_counters;
@@ -867,7 +880,8 @@ static void wtlfu_destroy(struct sim_cache *sc)
 
 static struct sim_cache *wtlfu_create(const struct sim_policy *p,
 				      uint64_t capacity, uint32_t nr_keys,
-				      bool bytes, char *err, size_t errlen)
+				      const uint64_t *keys, bool bytes,
+				      char *err, size_t errlen)
 {
 	struct wtlfu_cache *c = calloc(1, sizeof(*c));
 	const struct wtlfu_config *cfg = p->config;
@@ -877,6 +891,12 @@ static struct sim_cache *wtlfu_create(const struct sim_policy *p,
 
 	if (!c)
 		return oom(p, err, errlen);
+	if (!keys) {
+		free(c);
+		snprintf(err, errlen, "%s: needs the trace's original keys",
+			 p->name);
+		return NULL;
+	}
 	r |= klist_init(&c->window, nr_keys);
 	r |= klist_init(&c->seg[0], nr_keys);
 	r |= klist_init(&c->seg[1], nr_keys);
@@ -892,6 +912,7 @@ static struct sim_cache *wtlfu_create(const struct sim_policy *p,
 	}
 	c->base.policy = p;
 	c->cfg = cfg;
+	c->keys = keys;
 	c->capacity = capacity;
 	c->window_cap = (uint64_t)((double)capacity * cfg->window_ratio);
 	c->main_cap = capacity - c->window_cap;
@@ -920,22 +941,18 @@ static struct sim_cache *wtlfu_create(const struct sim_policy *p,
 	return &c->base;
 }
 
-/* A 64-bit finaliser (splitmix64's): two seeds give the two hashes. */
-static uint64_t wtlfu_mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
-
-/* The sketch's estimate for @key; with @add, count it once first. */
+/*
+ * The sketch's estimate for @key; with @add, count it once first.  Its
+ * indexes are libCacheSim's: XXH64 of the original key's 8 bytes (a
+ * little-endian obj_id in memory) under each of two seeds, each cut to its
+ * low 32 bits, give a and b; index i is (a + i b) mod the number of
+ * counters, in 32-bit unsigned arithmetic.
+ */
 static uint32_t wtlfu_sketch(struct wtlfu_cache *c, uint32_t key, bool add)
 {
-	uint32_t a = (uint32_t)wtlfu_mix(key + 0x9e3779b97f4a7c15ULL);
-	uint32_t b = (uint32_t)wtlfu_mix(key + 0x632be59bd9b4e019ULL);
+	uint64_t orig = c->keys[key];
+	uint32_t a = (uint32_t)sim_xxh64_u64(orig, c->cfg->sketch_seed[0]);
+	uint32_t b = (uint32_t)sim_xxh64_u64(orig, c->cfg->sketch_seed[1]);
 	uint32_t min = UINT32_MAX;
 	unsigned i;
 
@@ -1037,7 +1054,10 @@ static void wtlfu_main_hit(struct wtlfu_cache *c, uint32_t k)
 	}
 }
 
-/* Make room for one object: the window's victim meets the main cache's. */
+/*
+ * Make room for one object: window victims meet the main cache's victim
+ * until one is rejected or the window is empty (an admission goes on).
+ */
 static void wtlfu_evict(struct wtlfu_cache *c)
 {
 	for (;;) {
@@ -1061,9 +1081,10 @@ static void wtlfu_evict(struct wtlfu_cache *c)
 			wtlfu_main_evict(c);
 			wtlfu_main_insert(c, v);
 			c->admitted++;
-		} else {
-			c->rejected++;
+			wtlfu_sketch(c, v, true);
+			continue;
 		}
+		c->rejected++;
 		wtlfu_sketch(c, v, true);
 		return;
 	}
@@ -1125,6 +1146,8 @@ static const struct wtlfu_config wtlfu_config = {
 	.seg_probation = 1,
 	.seg_protected = 4,
 	.sketch_error = 0.001,
+	/* libCacheSim's HASH_SEED0 and HASH_SEED1 (dataStructure/hash) */
+	.sketch_seed = { 0x12345678, 0x12344321 },
 	.reset_factor = 32,
 };
 

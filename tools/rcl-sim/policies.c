@@ -69,7 +69,8 @@ static void list_destroy(struct sim_cache *c)
 
 static struct sim_cache *list_create(const struct sim_policy *p,
 				     uint64_t capacity, uint32_t nr_keys,
-				     bool bytes, char *err, size_t errlen)
+				     const uint64_t *keys, bool bytes,
+				     char *err, size_t errlen)
 {
 	struct list_cache *l = calloc(1, sizeof(*l));
 	size_t n = nr_keys ? nr_keys : 1;
@@ -260,7 +261,8 @@ static void lv_destroy(struct sim_cache *sc)
 
 static struct sim_cache *lv_create(const struct sim_policy *p,
 				   uint64_t capacity, uint32_t nr_keys,
-				   bool bytes, char *err, size_t errlen)
+				   const uint64_t *keys, bool bytes,
+				   char *err, size_t errlen)
 {
 	struct lv_cache *c = calloc(1, sizeof(*c));
 	struct rcl_lruvec_config cfg;

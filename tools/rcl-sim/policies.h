@@ -17,8 +17,10 @@
  * with every size 1 a policy makes the decisions of object mode.
  *
  * Keys are the dense ids of trace.h (0 .. nr_keys - 1), so a policy may
- * index arrays by key.  To add a policy, write these four functions in
- * policies.c and add an entry to the table there.
+ * index arrays by key; a policy that must see the trace's own key values
+ * (wtinylfu, whose sketch hashes them) finds them in the array create()
+ * receives.  To add a policy, write these four functions in policies.c and
+ * add an entry to the table there.
  */
 #ifndef RCL_SIM_POLICIES_H
 #define RCL_SIM_POLICIES_H
@@ -57,8 +59,10 @@ struct sim_cache {
  * @name: the --policy name
  * @help: a one-line description
  * @create: an empty cache of @capacity (>= 1) objects, or bytes with
- *	@bytes, over keys 0 .. @nr_keys - 1; NULL with a message in @err on
- *	failure
+ *	@bytes, over keys 0 .. @nr_keys - 1, @keys[k] being the trace's
+ *	original key behind key k (valid for the cache's life; only a policy
+ *	whose decisions depend on key values reads it); NULL with a message in
+ *	@err on failure
  * @access: one request for @key, of @size bytes (1 in object mode): 1 hit,
  *	0 miss, -1 error (message in @c->err)
  * @counters: fills at most @max counters; returns how many
@@ -70,7 +74,8 @@ struct sim_policy {
 	const char *help;
 	struct sim_cache *(*create)(const struct sim_policy *p,
 				    uint64_t capacity, uint32_t nr_keys,
-				    bool bytes, char *err, size_t errlen);
+				    const uint64_t *keys, bool bytes,
+				    char *err, size_t errlen);
 	int (*access)(struct sim_cache *c, uint32_t key, uint32_t size);
 	size_t (*counters)(struct sim_cache *c, struct sim_counter *out,
 			   size_t max);

@@ -446,6 +446,24 @@ static int emit(struct dec *d, uint64_t key)
 	return emit_sized(d, key, 1);
 }
 
+/*
+ * The original key of every id, read off the renumbering map once the
+ * trace is decoded (nothing on the path of each request).
+ */
+static int keep_keys(struct dec *d, struct trace *t)
+{
+	size_t i;
+
+	t->keys = malloc((d->nr_unique ? d->nr_unique : 1) * sizeof(*t->keys));
+	if (!t->keys)
+		return fail(d, "out of memory");
+	for (i = 0; d->keys && i <= d->mask; i++) {
+		if (d->vals[i])
+			t->keys[d->vals[i] - 1] = d->keys[i];
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------------- */
 /* String interning (the SNIA samples)                                        */
 /* ------------------------------------------------------------------------- */
@@ -1117,9 +1135,11 @@ int trace_load(const char *path, const struct trace_options *opt,
 		archive_read_free(d.a);
 	}
 	free(d.line);
+	strmap_free(&d.smap);
+	if (r == 0 && keep_keys(&d, t))
+		r = -1;
 	free(d.keys);
 	free(d.vals);
-	strmap_free(&d.smap);
 	if (r < 0) {
 		free(d.ids);
 		free(d.sizes);
@@ -1141,5 +1161,6 @@ void trace_free(struct trace *t)
 		return;
 	free(t->ids);
 	free(t->sizes);
+	free(t->keys);
 	memset(t, 0, sizeof(*t));
 }

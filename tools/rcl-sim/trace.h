@@ -9,7 +9,10 @@
  * the number of unique keys for free and lets the policies index arrays
  * instead of hash tables.  Renumbering is a one-to-one relabelling of the
  * keys, so it changes no miss ratio of a policy whose decisions do not depend
- * on key values (every policy of rcl-sim).
+ * on key values (every policy of rcl-sim but wtinylfu).  The original key of
+ * each id is kept beside the stream, for the one policy whose decisions do
+ * depend on it: wtinylfu's sketch hashes it as libCacheSim hashes its
+ * obj_id.
  *
  * Three formats carry object sizes (adapt_size, oracleGeneral, and csv with
  * a size column): their traces keep each request's size beside its id, for
@@ -59,6 +62,8 @@ struct trace_options {
  * @request_bytes: with @sizes, the sum of every request's size
  * @unique_bytes: with @sizes, the sum over the distinct keys of the size of
  *	each one's first request (libCacheSim's "unique bytes")
+ * @keys: the original key of each id, @nr_unique entries: @keys[id] is the
+ *	decoded key (by the shared traces' rules) that id stands for
  */
 struct trace {
 	uint32_t *ids;
@@ -68,6 +73,7 @@ struct trace {
 	uint32_t *sizes;
 	uint64_t request_bytes;
 	uint64_t unique_bytes;
+	uint64_t *keys;
 };
 
 /**
