@@ -88,12 +88,21 @@
  * still bounces.
  */
 #define PAIR 128
+/*
+ * A thread's stripe of a shrinker, and its row of a chunk's pin counts,
+ * are STRIPE_GAP bytes from the next thread's.  128 was not enough on this
+ * project's machine (AMD EPYC, whose L2 prefetchers fetch further than the
+ * adjacent line): two threads walking one registry of 64 shrinkers ran at
+ * 1.03 to 1.46 times one thread with stripes 128 bytes apart, 1.67 to 1.97
+ * with 512 (rcl-bench shrink-scale, bench/README.md).
+ */
+#define STRIPE_GAP 512
 
 /*
  * A chunk of SLOTS_PER_CHUNK slots, stored by column: the shrinker pointers
  * (read-mostly: written at register and free only) together, and each
- * stripe's pin counts for all the slots together, a pair-aligned row of its
- * own.  A walk then reads 8 pointers per line and writes only its own rows.
+ * stripe's pin counts for all the slots together, a row of its own
+ * STRIPE_GAP bytes from the next.  A walk then reads 8 pointers per line and writes only its own rows.
  */
 struct chunk {
 	void *raw;		/* what the allocator returned */
@@ -102,7 +111,7 @@ struct chunk {
 		__attribute__((aligned(PAIR)));
 	struct {
 		atomic_uint n[SLOTS_PER_CHUNK];	/* walkers inside */
-	} refs[NSTRIPES_ALL] __attribute__((aligned(PAIR)));
+	} __attribute__((aligned(STRIPE_GAP))) refs[NSTRIPES_ALL];
 };
 
 /* A slot: its chunk and its index there. */
@@ -127,8 +136,8 @@ struct rcl_shrinker_registry {
 
 /*
  * One thread's stripe of a shrinker: its statistics and, per backlog, the
- * sub-batch remainder it keeps (same unit as the backlog).  Pair-aligned;
- * struct rcl_shrinker.stripe_size apart.
+ * sub-batch remainder it keeps (same unit as the backlog).  Stripes are
+ * struct rcl_shrinker.stripe_size apart, a multiple of STRIPE_GAP.
  */
 struct stripe {
 	atomic_ullong calls, scanned, freed, stops;
@@ -260,20 +269,21 @@ static RCL__TLS struct cb_frame *tls_frames;
 /* ------------------------------------------------------------------------- */
 
 /*
- * Zeroed, pair-aligned memory from the registry's allocator (which only
- * promises max_align_t), in whole pairs, so that nothing else the allocator
- * hands out shares a pair with it; *@raw receives the pointer to free.
+ * Zeroed memory from the registry's allocator (which only promises
+ * max_align_t), aligned to STRIPE_GAP (struct chunk's rows ask for it), in
+ * whole pairs, so that nothing else the allocator hands out shares a pair
+ * with it; *@raw receives the pointer to free.
  */
 static void *reg_alloc(struct rcl_shrinker_registry *reg, size_t size,
 		       void **raw)
 {
 	size_t whole = (size + PAIR - 1) / PAIR * PAIR;
-	char *p = rcl__alloc(&reg->alloc, whole + PAIR);
+	char *p = rcl__alloc(&reg->alloc, whole + STRIPE_GAP);
 
 	*raw = p;
 	if (!p)
 		return NULL;
-	p += PAIR - (uintptr_t)p % PAIR;
+	p += STRIPE_GAP - (uintptr_t)p % STRIPE_GAP;
 	memset(p, 0, whole);
 	return p;
 }
@@ -425,7 +435,8 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 	/* header | shared backlogs | NSTRIPES_ALL stripes, on whole pairs */
 	hdr = RCL__ROUND_PAIR(sizeof(*s));
 	bls = RCL__ROUND_PAIR(nb * sizeof(atomic_ulong));
-	ssz = RCL__ROUND_PAIR(sizeof(struct stripe) + nb * sizeof(atomic_ulong));
+	ssz = (sizeof(struct stripe) + nb * sizeof(atomic_ulong) +
+	       STRIPE_GAP - 1) / STRIPE_GAP * STRIPE_GAP;
 	s = reg_alloc(reg, hdr + bls + NSTRIPES_ALL * ssz, &raw);
 	if (!s) {
 		atomic_fetch_sub(&reg->nr_shrinkers, 1);
