@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include <reclaim/reclaim.h>
+#include <reclaim/scan.h>
 
 #define NIL UINT32_MAX
 
@@ -200,6 +201,7 @@ struct lv_config {
 	size_t inactive_scan;
 	bool workingset;	/* keep shadows, add refaults with them */
 	unsigned lruvec_flags;	/* &rcl_lruvec_config.flags */
+	bool scan_controller;	/* reclaim with rcl_scan_lruvec() (lv_scan()) */
 };
 
 struct lv_obj {
@@ -302,6 +304,62 @@ static struct sim_cache *lv_create(const struct sim_policy *p,
 	return &c->base;
 }
 
+/*
+ * Bring the cache back within its capacity the way a memory domain's reclaim
+ * does: the library's scan controller (<reclaim/scan.h>) at priority 12,
+ * then at each lower priority while the cache is still over its capacity
+ * (vmscan's priority loop), each pass asked for the objects over the
+ * capacity (object mode) or one object (byte mode).  A pass takes whole
+ * chunks, so the cache may end below its capacity, as a domain's does after
+ * a reclaim to its low watermark.
+ */
+static int lv_scan(struct lv_cache *c)
+{
+	unsigned idle = 0;	/* rounds in a row that freed nothing */
+
+	while (c->used > c->capacity) {
+		uint64_t before = c->count;
+		int prio;
+
+		for (prio = RCL_DEF_PRIORITY;
+		     prio >= 0 && c->used > c->capacity; prio--) {
+			struct rcl_scan_control sc;
+			int r;
+
+			memset(&sc, 0, sizeof(sc));
+			sc.nr_to_reclaim = c->bytes ? 1 : c->used - c->capacity;
+			sc.priority = prio;
+			sc.swappiness = RCL_SWAPPINESS_DEFAULT;
+			r = rcl_scan_lruvec(&c->lv, &sc);
+			if (r) {
+				snprintf(c->base.err, sizeof(c->base.err),
+					 "%s: rcl_scan_lruvec: %s",
+					 c->base.policy->name, strerror(-r));
+				return -1;
+			}
+		}
+		/*
+		 * A round that frees something takes an object out, so the
+		 * rounds are bounded by the objects; a pass at priority 0
+		 * scans every list whole and clears the referenced bits it
+		 * meets, so a few rounds in a row that free nothing mean the
+		 * library misbehaves.
+		 */
+		if (c->count < before)
+			idle = 0;
+		else if (++idle > 4) {
+			snprintf(c->base.err, sizeof(c->base.err),
+				 "%s: the scan controller freed nothing in %u "
+				 "rounds (%llu cached, capacity %llu)",
+				 c->base.policy->name, idle,
+				 (unsigned long long)c->count,
+				 (unsigned long long)c->capacity);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Bring the cache back within its capacity. */
 static int lv_reclaim(struct lv_cache *c)
 {
@@ -314,6 +372,8 @@ static int lv_reclaim(struct lv_cache *c)
 	 */
 	uint64_t limit = 4 * c->count + 64, rounds = 0;
 
+	if (c->cfg->scan_controller)
+		return lv_scan(c);
 	while (c->used > c->capacity) {
 		/*
 		 * Object mode: the objects over the capacity (always 1: one
@@ -452,9 +512,18 @@ static size_t lv_counters(struct sim_cache *sc, struct sim_counter *out,
  * parity (RCL_LRUVEC_KERNEL: the kernel's inactive ratio, activation by
  * refault distance only).  twolist: the two lists without shadows.
  */
-static const struct lv_config default_config = { 0, 0, true, 0 };
-static const struct lv_config kernel_config = { 0, 0, true, RCL_LRUVEC_KERNEL };
-static const struct lv_config twolist_config = { 0, 0, false, RCL_LRUVEC_KERNEL };
+static const struct lv_config default_config = { 0, 0, true, 0, false };
+static const struct lv_config kernel_config = { 0, 0, true, RCL_LRUVEC_KERNEL,
+						false };
+static const struct lv_config twolist_config = { 0, 0, false,
+						 RCL_LRUVEC_KERNEL, false };
+/*
+ * default:scan, kernel:scan: the same lruvecs reclaimed by the library's
+ * scan controller, as a memory domain's caches are (lv_scan()).
+ */
+static const struct lv_config default_scan_config = { 0, 0, true, 0, true };
+static const struct lv_config kernel_scan_config = { 0, 0, true,
+						     RCL_LRUVEC_KERNEL, true };
 
 static const struct sim_policy policy_default = {
 	.name = "default",
@@ -488,6 +557,27 @@ static const struct sim_policy policy_twolist = {
 	.config = &twolist_config,
 };
 
+static const struct sim_policy policy_default_scan = {
+	.name = "default:scan",
+	.help = "default reclaimed by the library's scan controller, as a "
+		"memory domain's caches are",
+	.create = lv_create,
+	.access = lv_access,
+	.counters = lv_counters,
+	.destroy = lv_destroy,
+	.config = &default_scan_config,
+};
+
+static const struct sim_policy policy_kernel_scan = {
+	.name = "kernel:scan",
+	.help = "kernel reclaimed by the library's scan controller",
+	.create = lv_create,
+	.access = lv_access,
+	.counters = lv_counters,
+	.destroy = lv_destroy,
+	.config = &kernel_scan_config,
+};
+
 /* ------------------------------------------------------------------------- */
 /* The table                                                                  */
 /* ------------------------------------------------------------------------- */
@@ -498,6 +588,8 @@ const struct sim_policy *const sim_policies[] = {
 	&policy_default,
 	&policy_kernel,
 	&policy_twolist,
+	&policy_default_scan,
+	&policy_kernel_scan,
 	/* peers (peers.c) */
 	&sim_policy_clock,
 	&sim_policy_sieve,
