@@ -82,19 +82,20 @@
 #define SHARED_STRIPE NSTRIPES
 #define NSTRIPES_ALL (NSTRIPES + 1)
 /*
- * Lines written by different threads are kept 128 bytes apart, not 64:
- * the adjacent-line prefetcher fetches 128-byte pairs, so a written line
- * next to another thread's line (or to a read-mostly line) in one pair
- * still bounces.
+ * A shrinker's header, its shared backlogs and its stripes start on pairs
+ * of their own, as do the registry's allocations: the adjacent-line
+ * prefetcher fetches 128-byte pairs, so a written line next to a
+ * read-mostly line in one pair still bounces.
  */
 #define PAIR 128
 /*
  * A thread's stripe of a shrinker, and its row of a chunk's pin counts,
- * are STRIPE_GAP bytes from the next thread's.  128 was not enough on this
- * project's machine (AMD EPYC, whose L2 prefetchers fetch further than the
- * adjacent line): two threads walking one registry of 64 shrinkers ran at
- * 1.03 to 1.46 times one thread with stripes 128 bytes apart, 1.67 to 1.97
- * with 512 (rcl-bench shrink-scale, bench/README.md).
+ * are STRIPE_GAP bytes from the next thread's.  A pair was not enough on
+ * this project's machine (AMD EPYC, whose L2 prefetchers fetch further
+ * than the adjacent line): in five alternating runs, two threads walking
+ * one registry of 64 shrinkers ran at 1.09 to 1.54 times one thread with
+ * stripes 128 bytes apart, 1.60 to 2.16 with 512 (rcl-bench shrink-scale,
+ * bench/README.md).
  */
 #define STRIPE_GAP 512
 
