@@ -41,6 +41,8 @@
 
 struct list_config {
 	bool move_on_hit;	/* lru: true; fifo: false */
+	bool drop_all;		/* lru:drop-all: a miss that does not fit
+				   empties the cache and is not kept */
 };
 
 struct list_cache {
@@ -49,6 +51,7 @@ struct list_cache {
 	uint64_t capacity;
 	uint64_t used;		/* objects, or bytes in byte mode */
 	uint64_t evicted;
+	uint64_t drops;		/* lru:drop-all: times emptied */
 	struct klist lru;	/* most recent (or newest) .. oldest */
 	uint8_t *in;		/* 1 if the key is cached */
 	uint32_t *size;		/* byte mode: each cached key's charge */
@@ -104,6 +107,19 @@ static int list_access(struct sim_cache *c, uint32_t key, uint32_t size)
 	}
 	if (size > l->capacity)
 		return 0;	/* too large: not inserted */
+	if (l->cfg->drop_all && l->used + size > l->capacity) {
+		/* Drop everything, as a trim-all handler does (drops). */
+		while (l->lru.tail != NIL) {
+			uint32_t victim = l->lru.tail;
+
+			klist_del(&l->lru, victim);
+			l->in[victim] = 0;
+			l->evicted++;
+		}
+		l->used = 0;
+		l->drops++;
+		return 0;
+	}
 	while (l->used + size > l->capacity) {
 		uint32_t victim = l->lru.tail;
 
@@ -129,11 +145,17 @@ static size_t list_counters(struct sim_cache *c, struct sim_counter *out,
 		return 0;
 	out[0].name = "evicted";
 	out[0].value = l->evicted;
-	return 1;
+	if (!l->cfg->drop_all || max < 2)
+		return 1;
+	out[1].name = "drops";
+	out[1].value = l->drops;
+	return 2;
 }
 
 static const struct list_config lru_config = { .move_on_hit = true };
 static const struct list_config fifo_config = { .move_on_hit = false };
+static const struct list_config drop_all_config = { .move_on_hit = true,
+						    .drop_all = true };
 
 static const struct sim_policy policy_lru = {
 	.name = "lru",
@@ -143,6 +165,23 @@ static const struct sim_policy policy_lru = {
 	.counters = list_counters,
 	.destroy = list_destroy,
 	.config = &lru_config,
+};
+
+/*
+ * lru:drop-all: the exact LRU, emptied by a miss that does not fit, which
+ * is then not kept: a cache whose pressure handler drops everything each
+ * time it fills (rcl-bench pressure's trim-all under sustained pressure, at
+ * its best).  tools/drop-cycle.py compares it with lru.
+ */
+static const struct sim_policy policy_drop_all = {
+	.name = "lru:drop-all",
+	.help = "exact LRU emptied each time it is full (a trim-all "
+		"pressure handler; tools/drop-cycle.py)",
+	.create = list_create,
+	.access = list_access,
+	.counters = list_counters,
+	.destroy = list_destroy,
+	.config = &drop_all_config,
 };
 
 static const struct sim_policy policy_fifo = {
@@ -556,6 +595,7 @@ static const struct sim_policy policy_kernel_scan = {
 const struct sim_policy *const sim_policies[] = {
 	&policy_lru,
 	&policy_fifo,
+	&policy_drop_all,
 	&policy_default,
 	&policy_kernel,
 	&policy_twolist,
