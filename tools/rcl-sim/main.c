@@ -863,6 +863,23 @@ static const char *opt_value(int argc, char **argv, int *i, const char *arg,
 	return argv[++*i];
 }
 
+/* A 1-based column number option (--csv-key-col N); 0 or -1 (said). */
+static int opt_column(int argc, char **argv, int *i, const char *arg,
+		      const char *name, unsigned *out)
+{
+	const char *v = opt_value(argc, argv, i, arg, name);
+	unsigned long long n;
+
+	if (!v)
+		return -1;
+	if (!parse_uint(v, 100000, &n) || n == 0) {
+		fprintf(stderr, "rcl-sim: bad %s \"%s\" (1-based)\n", name, v);
+		return -1;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
 static bool opt_is(const char *arg, const char *lng, const char *shrt)
 {
 	size_t n = strlen(lng);
@@ -932,25 +949,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 		} else if (opt_is(a, "--quiet", "-q")) {
 			o->quiet = true;
 		} else if (opt_is(a, "--csv-key-col", NULL)) {
-			if (!(v = opt_value(argc, argv, &i, a,
-					    "--csv-key-col")))
+			if (opt_column(argc, argv, &i, a, "--csv-key-col",
+				       &o->topt.csv_key_col))
 				return 2;
-			if (!parse_uint(v, 100000, &n) || n == 0) {
-				fprintf(stderr, "rcl-sim: bad --csv-key-col "
-					"\"%s\" (1-based)\n", v);
-				return 2;
-			}
-			o->topt.csv_key_col = (unsigned)n;
 		} else if (opt_is(a, "--csv-size-col", NULL)) {
-			if (!(v = opt_value(argc, argv, &i, a,
-					    "--csv-size-col")))
+			if (opt_column(argc, argv, &i, a, "--csv-size-col",
+				       &o->topt.csv_size_col))
 				return 2;
-			if (!parse_uint(v, 100000, &n) || n == 0) {
-				fprintf(stderr, "rcl-sim: bad --csv-size-col "
-					"\"%s\" (1-based)\n", v);
-				return 2;
-			}
-			o->topt.csv_size_col = (unsigned)n;
 		} else if (opt_is(a, "--csv-header", NULL)) {
 			o->topt.csv_header = true;
 		} else if (opt_is(a, "--csv-sep", NULL)) {

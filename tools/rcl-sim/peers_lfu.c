@@ -36,6 +36,7 @@
  * from nowhere and kept while it is on any list (ghosts and LIRS's
  * non-resident blocks included).
  */
+#include "klist.h"
 #include "peers_lfu.h"
 #include "xxh64.h"
 
@@ -46,87 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NIL UINT32_MAX
-
-/* ------------------------------------------------------------------------- */
-/* Key lists                                                                  */
-/* ------------------------------------------------------------------------- */
-
-/*
- * A doubly linked list over keys, with its own links, so that a key can be
- * on several lists at once (LIRS keeps a block on S and on Q).  The head is
- * the newest (most recently inserted or used) key, the tail the oldest.
- * Membership is tracked by the caller.
- */
-struct klist {
-	uint32_t *prev, *next;
-	uint32_t head, tail;
-	uint64_t count;
-	uint64_t bytes;		/* the sizes of its keys (= count, objects) */
-	const uint32_t *size;	/* byte mode: each key's size; NULL: all 1 */
-};
-
-static inline uint64_t klist_size(const struct klist *l, uint32_t k)
-{
-	return l->size ? l->size[k] : 1;
-}
-
-static int klist_init(struct klist *l, uint32_t nr_keys)
-{
-	size_t n = nr_keys ? nr_keys : 1;
-
-	l->prev = malloc(n * sizeof(*l->prev));
-	l->next = malloc(n * sizeof(*l->next));
-	l->head = l->tail = NIL;
-	l->count = 0;
-	l->bytes = 0;
-	l->size = NULL;
-	return l->prev && l->next ? 0 : -1;
-}
-
-static void klist_free(struct klist *l)
-{
-	free(l->prev);
-	free(l->next);
-	l->prev = l->next = NULL;
-}
-
-static void klist_push_head(struct klist *l, uint32_t k)
-{
-	l->prev[k] = NIL;
-	l->next[k] = l->head;
-	if (l->head != NIL)
-		l->prev[l->head] = k;
-	else
-		l->tail = k;
-	l->head = k;
-	l->count++;
-	l->bytes += klist_size(l, k);
-}
-
-static void klist_del(struct klist *l, uint32_t k)
-{
-	uint32_t p = l->prev[k], n = l->next[k];
-
-	if (p != NIL)
-		l->next[p] = n;
-	else
-		l->head = n;
-	if (n != NIL)
-		l->prev[n] = p;
-	else
-		l->tail = p;
-	l->count--;
-	l->bytes -= klist_size(l, k);
-}
-
-static void klist_move_head(struct klist *l, uint32_t k)
-{
-	if (l->head == k)
-		return;
-	klist_del(l, k);
-	klist_push_head(l, k);
-}
 
 static void *oom(const struct sim_policy *p, char *err, size_t errlen)
 {

@@ -21,6 +21,7 @@
  * evict callback takes the object out of the index and answers FREED.
  */
 #include "policies.h"
+#include "klist.h"
 #include "peers.h"
 #include "peers_lfu.h"
 
@@ -33,7 +34,6 @@
 #include <reclaim/reclaim.h>
 #include <reclaim/scan.h>
 
-#define NIL UINT32_MAX
 
 /* ------------------------------------------------------------------------- */
 /* lru and fifo: a doubly linked list over the keys                           */
@@ -41,6 +41,8 @@
 
 struct list_config {
 	bool move_on_hit;	/* lru: true; fifo: false */
+	bool drop_all;		/* lru:drop-all: a miss that does not fit
+				   empties the cache and is not kept */
 };
 
 struct list_cache {
@@ -49,8 +51,8 @@ struct list_cache {
 	uint64_t capacity;
 	uint64_t used;		/* objects, or bytes in byte mode */
 	uint64_t evicted;
-	uint32_t head, tail;	/* most recent (or newest) .. oldest */
-	uint32_t *prev, *next;
+	uint64_t drops;		/* lru:drop-all: times emptied */
+	struct klist lru;	/* most recent (or newest) .. oldest */
 	uint8_t *in;		/* 1 if the key is cached */
 	uint32_t *size;		/* byte mode: each cached key's charge */
 };
@@ -61,8 +63,7 @@ static void list_destroy(struct sim_cache *c)
 
 	if (!l)
 		return;
-	free(l->prev);
-	free(l->next);
+	klist_free(&l->lru);
 	free(l->in);
 	free(l->size);
 	free(l);
@@ -76,14 +77,15 @@ static struct sim_cache *list_create(const struct sim_policy *p,
 	struct list_cache *l = calloc(1, sizeof(*l));
 	size_t n = nr_keys ? nr_keys : 1;
 
+	int r = -1;
+
 	if (l) {
-		l->prev = malloc(n * sizeof(*l->prev));
-		l->next = malloc(n * sizeof(*l->next));
+		r = klist_init(&l->lru, nr_keys);
 		l->in = calloc(n, 1);
 		if (bytes)
 			l->size = malloc(n * sizeof(*l->size));
 	}
-	if (!l || !l->prev || !l->next || !l->in || (bytes && !l->size)) {
+	if (!l || r || !l->in || (bytes && !l->size)) {
 		list_destroy(l ? &l->base : NULL);
 		snprintf(err, errlen, "%s: out of memory", p->name);
 		return NULL;
@@ -91,33 +93,7 @@ static struct sim_cache *list_create(const struct sim_policy *p,
 	l->base.policy = p;
 	l->cfg = p->config;
 	l->capacity = capacity;
-	l->head = l->tail = NIL;
 	return &l->base;
-}
-
-static void list_unlink(struct list_cache *l, uint32_t k)
-{
-	uint32_t p = l->prev[k], n = l->next[k];
-
-	if (p != NIL)
-		l->next[p] = n;
-	else
-		l->head = n;
-	if (n != NIL)
-		l->prev[n] = p;
-	else
-		l->tail = p;
-}
-
-static void list_push_head(struct list_cache *l, uint32_t k)
-{
-	l->prev[k] = NIL;
-	l->next[k] = l->head;
-	if (l->head != NIL)
-		l->prev[l->head] = k;
-	else
-		l->tail = k;
-	l->head = k;
 }
 
 static int list_access(struct sim_cache *c, uint32_t key, uint32_t size)
@@ -125,23 +101,34 @@ static int list_access(struct sim_cache *c, uint32_t key, uint32_t size)
 	struct list_cache *l = (struct list_cache *)c;
 
 	if (l->in[key]) {
-		if (l->cfg->move_on_hit && l->head != key) {
-			list_unlink(l, key);
-			list_push_head(l, key);
-		}
+		if (l->cfg->move_on_hit)
+			klist_move_head(&l->lru, key);
 		return 1;
 	}
 	if (size > l->capacity)
 		return 0;	/* too large: not inserted */
-	while (l->used + size > l->capacity) {
-		uint32_t victim = l->tail;
+	if (l->cfg->drop_all && l->used + size > l->capacity) {
+		/* Drop everything, as a trim-all handler does (drops). */
+		while (l->lru.tail != NIL) {
+			uint32_t victim = l->lru.tail;
 
-		list_unlink(l, victim);
+			klist_del(&l->lru, victim);
+			l->in[victim] = 0;
+			l->evicted++;
+		}
+		l->used = 0;
+		l->drops++;
+		return 0;
+	}
+	while (l->used + size > l->capacity) {
+		uint32_t victim = l->lru.tail;
+
+		klist_del(&l->lru, victim);
 		l->in[victim] = 0;
 		l->used -= l->size ? l->size[victim] : 1;
 		l->evicted++;
 	}
-	list_push_head(l, key);
+	klist_push_head(&l->lru, key);
 	l->in[key] = 1;
 	if (l->size)
 		l->size[key] = size;
@@ -158,11 +145,17 @@ static size_t list_counters(struct sim_cache *c, struct sim_counter *out,
 		return 0;
 	out[0].name = "evicted";
 	out[0].value = l->evicted;
-	return 1;
+	if (!l->cfg->drop_all || max < 2)
+		return 1;
+	out[1].name = "drops";
+	out[1].value = l->drops;
+	return 2;
 }
 
 static const struct list_config lru_config = { .move_on_hit = true };
 static const struct list_config fifo_config = { .move_on_hit = false };
+static const struct list_config drop_all_config = { .move_on_hit = true,
+						    .drop_all = true };
 
 static const struct sim_policy policy_lru = {
 	.name = "lru",
@@ -172,6 +165,23 @@ static const struct sim_policy policy_lru = {
 	.counters = list_counters,
 	.destroy = list_destroy,
 	.config = &lru_config,
+};
+
+/*
+ * lru:drop-all: the exact LRU, emptied by a miss that does not fit, which
+ * is then not kept: a cache whose pressure handler drops everything each
+ * time it fills (rcl-bench pressure's trim-all under sustained pressure, at
+ * its best).  tools/drop-cycle.py compares it with lru.
+ */
+static const struct sim_policy policy_drop_all = {
+	.name = "lru:drop-all",
+	.help = "exact LRU emptied each time it is full (a trim-all "
+		"pressure handler; tools/drop-cycle.py)",
+	.create = list_create,
+	.access = list_access,
+	.counters = list_counters,
+	.destroy = list_destroy,
+	.config = &drop_all_config,
 };
 
 static const struct sim_policy policy_fifo = {
@@ -585,6 +595,7 @@ static const struct sim_policy policy_kernel_scan = {
 const struct sim_policy *const sim_policies[] = {
 	&policy_lru,
 	&policy_fifo,
+	&policy_drop_all,
 	&policy_default,
 	&policy_kernel,
 	&policy_twolist,

@@ -130,6 +130,17 @@ static int fail(struct dec *d, const char *fmt, ...)
 	return -1;
 }
 
+/* At most this many characters of a bad line go into an error message. */
+#define SHOW 40
+
+/* A text line that is not a @what: the line's number and its start. */
+static int fail_record(struct dec *d, const char *what, const char *s,
+		       size_t n)
+{
+	return fail(d, "line %" PRIu64 ": not %s: \"%.*s\"%s", d->lineno, what,
+		    (int)(n < SHOW ? n : SHOW), s, n > SHOW ? "..." : "");
+}
+
 /* ------------------------------------------------------------------------- */
 /* The source                                                                 */
 /* ------------------------------------------------------------------------- */
@@ -668,8 +679,6 @@ static uint64_t get_le(const uint8_t *p, unsigned n)
 	return v;
 }
 
-/* At most this many characters of a bad line go into an error message. */
-#define SHOW 40
 
 /* ------------------------------------------------------------------------- */
 /* Decoders                                                                   */
@@ -692,10 +701,7 @@ static int dec_keys(struct dec *d, bool lirs)
 		if (lirs && n == 1 && s[0] == '*')
 			continue;
 		if (!parse_u64(s, n, &key))
-			return fail(d, "line %" PRIu64 ": not an unsigned "
-				    "decimal key: \"%.*s\"%s", d->lineno,
-				    (int)(n < SHOW ? n : SHOW), s,
-				    n > SHOW ? "..." : "");
+			return fail_record(d, "an unsigned decimal key", s, n);
 		if (emit(d, key))
 			return -1;
 	}
@@ -722,11 +728,8 @@ static int dec_arc(struct dec *d)
 		    !parse_u64(f[1].s, f[1].n, &nblocks) ||
 		    !parse_u64(f[2].s, f[2].n, &dummy) ||
 		    !parse_u64(f[3].s, f[3].n, &dummy))
-			return fail(d, "line %" PRIu64 ": not an ARC record "
-				    "\"start nblocks ignored reqno\": "
-				    "\"%.*s\"%s", d->lineno,
-				    (int)(n < SHOW ? n : SHOW), s,
-				    n > SHOW ? "..." : "");
+			return fail_record(d, "an ARC record \"start nblocks "
+					   "ignored reqno\"", s, n);
 		if (nblocks && start > UINT64_MAX - (nblocks - 1))
 			return fail(d, "line %" PRIu64 ": blocks beyond 2^64",
 				    d->lineno);
@@ -1029,11 +1032,8 @@ static int dec_adapt_size(struct dec *d)
 		if (nf != 3 || !parse_u64(f[0].s, f[0].n, &t) ||
 		    !parse_u64(f[1].s, f[1].n, &key) ||
 		    !parse_u64(f[2].s, f[2].n, &size))
-			return fail(d, "line %" PRIu64 ": not an AdaptSize "
-				    "record \"time object_id bytes\": "
-				    "\"%.*s\"%s", d->lineno,
-				    (int)(n < SHOW ? n : SHOW), s,
-				    n > SHOW ? "..." : "");
+			return fail_record(d, "an AdaptSize record \"time "
+					   "object_id bytes\"", s, n);
 		if (emit_sized(d, key, size))
 			return -1;
 	}
