@@ -184,7 +184,7 @@ static const struct command commands[] = {
 #ifdef RCL_BENCH_HAVE_SQLITE
 	{ "sqlite", cmd_sqlite,
 		"  sqlite [--databases K] [--budget M] [--queries N] [--dir DIR]\n"
-		"         [--page-size N] [--json] [--short]\n"
+		"         [--page-size N] [--reclaimer] [--json] [--short]\n"
 		"      K SQLite databases (4x M together), one connection per\n"
 		"      thread, point and short range lookups keyed by real traces\n"
 		"      (../shared/traces; exits 77 without them): SQLite's cache\n"
@@ -197,6 +197,8 @@ static const struct command commands[] = {
 		"                   after N / 10 warm-up queries)\n"
 		"      --dir DIR    where the databases are built (default $TMPDIR)\n"
 		"      --page-size N  the databases' page size (default 4096)\n"
+		"      --reclaimer  libreclaim: start the domain's background\n"
+		"                   reclaimer (default: direct reclaim only)\n"
 		"      --json       only JSON on standard output, one object a line\n"
 		"      --short      a tiny run (for CI: checks that it works)\n" },
 #endif

@@ -84,9 +84,11 @@
  *   sqlite3_soft_heap_limit64(M + H0), H0 being sqlite3_memory_used() once
  *   the connections are open, the statements prepared (the schema read) and
  *   every cache emptied by sqlite3_db_release_memory().
- * - libreclaim: a strict domain of budget M with the background reclaimer,
- *   rcl_sqlite_install() with the counting allocator below, then the same
- *   large cache_size as soft-limit (the domain decides).
+ * - libreclaim: a strict domain of budget M, reclaimed by the charging
+ *   threads (direct reclaim, as pcache1 recycles inline; --reclaimer starts
+ *   the background reclaimer too), rcl_sqlite_install() with the counting
+ *   allocator below, then the same large cache_size as soft-limit (the
+ *   domain decides).
  *
  * peak_cache_bytes is the largest value a sampler thread saw, every
  * SQ_SAMPLE_NS, from before the warm-up to the end: the sum of
@@ -141,6 +143,7 @@ struct sq_params {
 	unsigned warmup;	/* per connection */
 	unsigned page_size;
 	uint64_t rows;		/* per database */
+	bool reclaimer;		/* libreclaim: start the background reclaimer */
 	char prefix[PATH_MAX - 32];	/* DIR/rcl-bench-sqlite-PID */
 };
 
@@ -470,7 +473,7 @@ static int sq_install_plugin(struct sq_child *ch, struct rcl_domain **dp,
 			strerror(-ret));
 		return -1;
 	}
-	ret = rcl_domain_reclaimer_start(*dp);
+	ret = ch->p->reclaimer ? rcl_domain_reclaimer_start(*dp) : 0;
 	if (ret) {
 		fprintf(stderr, "rcl-bench sqlite: rcl_domain_reclaimer_start: %s\n",
 			strerror(-ret));
@@ -505,7 +508,7 @@ static int sq_child_main(int argc, char **argv)
 	unsigned i, c;
 	int rc, ret = 1;
 
-	if (argc != 10)
+	if (argc != 11)
 		return 2;
 	for (c = 0; c < SQ_NR_CONFIGS; c++)
 		if (!strcmp(argv[2], sq_config_names[c]))
@@ -519,6 +522,7 @@ static int sq_child_main(int argc, char **argv)
 	p.page_size = (unsigned)strtoul(argv[7], NULL, 10);
 	p.rows = strtoull(argv[8], NULL, 10);
 	snprintf(p.prefix, sizeof(p.prefix), "%s", argv[9]);
+	p.reclaimer = !strcmp(argv[10], "1");
 	if (!p.k || p.k > SQ_MAX_DBS || !p.budget || !p.queries)
 		return 2;
 	ch.p = &p;
@@ -660,6 +664,7 @@ static int sq_child_main(int argc, char **argv)
 					st.caches, st.pages, st.pinned,
 					st.charged, st.hits, st.misses,
 					st.evictions, st.refault_activations);
+			fprintf(stderr, "; %s", p.reclaimer ? "background reclaimer" : "direct reclaim only");
 		}
 	}
 	fputc('\n', stderr);
@@ -969,7 +974,8 @@ static int sq_run_child(const struct sq_params *p, enum sq_config c,
 	argv[8] = a[4];
 	argv[9] = a[5];
 	argv[10] = a[6];
-	argv[11] = NULL;
+	argv[11] = p->reclaimer ? "1" : "0";
+	argv[12] = NULL;
 
 	memset(r, 0, sizeof(*r));
 	if (pipe(fds)) {
@@ -1107,10 +1113,11 @@ int cmd_sqlite(int argc, char **argv)
 	char **rest;
 	uint64_t budget = 0;
 	unsigned queries = 0, k = SQ_MAX_DBS, page_size = SQ_PAGE_SIZE, i, c;
-	bool json = false, shortrun = false, failed = false;
+	bool json = false, shortrun = false, failed = false, reclaimer = false;
 	const struct bench_opt opts[] = {
 		BENCH_OPT_FLAG("--json", &json),
 		BENCH_OPT_FLAG("--short", &shortrun),
+		BENCH_OPT_FLAG("--reclaimer", &reclaimer),
 		BENCH_OPT_UINT("--databases", &k, 1, SQ_MAX_DBS),
 		BENCH_OPT_UINT("--queries", &queries, 10, 100000000),
 		BENCH_OPT_UINT("--page-size", &page_size, 512, 65536),
@@ -1170,6 +1177,7 @@ int cmd_sqlite(int argc, char **argv)
 	p.queries = queries ? queries : shortrun ? SQ_SHORT_QUERIES : SQ_QUERIES;
 	p.warmup = p.queries / SQ_WARMUP_DIV;
 	p.page_size = page_size;
+	p.reclaimer = reclaimer;
 	if (!dir) {
 		dir = getenv("TMPDIR");
 		if (!dir || !*dir)
