@@ -117,16 +117,15 @@ static inline void stat_add(struct rcl_lruvec *lv, unsigned type,
  * lruvec and, if attached, in its domain.  Attach and detach move an
  * lruvec's counts under the same lock, so the domain's sums stay exact.
  */
-static void dirty_account(struct rcl_lruvec *lv, uint32_t oldf, uint32_t newf,
-			  uint32_t weight)
+static __attribute__((noinline)) void
+dirty_account_slow(struct rcl_lruvec *lv, uint32_t oldf, uint32_t newf,
+		   uint32_t weight)
 {
 	int64_t dn = (int64_t)!!(newf & F_DIRTY) - (int64_t)!!(oldf & F_DIRTY);
 	int64_t wn = (int64_t)!!(newf & F_WRITEBACK) -
 		     (int64_t)!!(oldf & F_WRITEBACK);
 	struct rcl_domain *d;
 
-	if (!dn && !wn)
-		return;
 	ctr_add(&lv->__dirty[0], dn);
 	ctr_add(&lv->__dirty[1], dn * (int64_t)weight);
 	ctr_add(&lv->__dirty[2], wn);
@@ -135,6 +134,14 @@ static void dirty_account(struct rcl_lruvec *lv, uint32_t oldf, uint32_t newf,
 	if (d)
 		rcl__domain_dirty_delta(d, dn, dn * (int64_t)weight, wn,
 					wn * (int64_t)weight);
+}
+
+/* The common case, a clean node that stays clean, inline and first. */
+static inline void dirty_account(struct rcl_lruvec *lv, uint32_t oldf,
+				 uint32_t newf, uint32_t weight)
+{
+	if ((oldf ^ newf) & (F_DIRTY | F_WRITEBACK))
+		dirty_account_slow(lv, oldf, newf, weight);
 }
 
 static inline void link_between(struct rcl_lru_node *n,
