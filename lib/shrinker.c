@@ -103,7 +103,8 @@
  * A chunk of SLOTS_PER_CHUNK slots, stored by column: the shrinker pointers
  * (read-mostly: written at register and free only) together, and each
  * stripe's pin counts for all the slots together, a row of its own
- * STRIPE_GAP bytes from the next.  A walk then reads 8 pointers per line and writes only its own rows.
+ * STRIPE_GAP bytes from the next.  A walk then reads 8 pointers per line
+ * and writes only its own rows.
  */
 struct chunk {
 	void *raw;		/* what the allocator returned */
