@@ -184,7 +184,8 @@ static const struct command commands[] = {
 #ifdef RCL_BENCH_HAVE_SQLITE
 	{ "sqlite", cmd_sqlite,
 		"  sqlite [--databases K] [--budget M] [--queries N] [--dir DIR]\n"
-		"         [--page-size N] [--reclaimer] [--json] [--short]\n"
+		"         [--page-size N] [--reclaimer] [--page-log DIR]\n"
+		"         [--json] [--short]\n"
 		"      K SQLite databases (4x M together), one connection per\n"
 		"      thread, point and short range lookups keyed by real traces\n"
 		"      (../shared/traces; exits 77 without them): SQLite's cache\n"
@@ -198,7 +199,9 @@ static const struct command commands[] = {
 		"      --dir DIR    where the databases are built (default $TMPDIR)\n"
 		"      --page-size N  the databases' page size (default 4096)\n"
 		"      --reclaimer  libreclaim: start the domain's background\n"
-		"                   reclaimer (default: direct reclaim only)\n"
+		"                   reclaimer (default: direct reclaim only)\n"		"      --page-log DIR  also record every page each connection\n"
+		"                   fetches (SQLite's cache, one more child) in\n"
+		"                   DIR, for tools/sqlite-bound.py\n"
 		"      --json       only JSON on standard output, one object a line\n"
 		"      --short      a tiny run (for CI: checks that it works)\n" },
 #endif

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -129,11 +130,23 @@ static const struct {
 	{ "libcachesim/cloudPhysicsIO.vscsi", "vscsi", "cloudPhysicsIO" },
 };
 
-enum sq_config { SQ_SPLIT, SQ_SOFT_LIMIT, SQ_LIBRECLAIM, SQ_NR_CONFIGS };
-
-static const char *const sq_config_names[SQ_NR_CONFIGS] = {
-	"split", "soft-limit", "libreclaim",
+/*
+ * The three configurations, and one more child that runs only with
+ * --page-log: SQLite's cache wrapped to record the page number of every
+ * xFetch, so that tools/sqlite-bound.py can replay the page streams through
+ * simulated caches (bench/README.md, sqlite: "How far the miss target is").
+ */
+enum sq_config {
+	SQ_SPLIT, SQ_SOFT_LIMIT, SQ_LIBRECLAIM, SQ_NR_CONFIGS,
+	SQ_PAGE_LOG = SQ_NR_CONFIGS,
 };
+
+static const char *const sq_config_names[SQ_NR_CONFIGS + 1] = {
+	"split", "soft-limit", "libreclaim", "page-log",
+};
+
+/* The page log's end-of-query mark (SQLite's page numbers are below it). */
+#define SQ_PAGE_LOG_MARK 0xffffffffu
 
 /* What the parent and every child agree on (the child gets it in argv). */
 struct sq_params {
@@ -301,6 +314,7 @@ struct sq_conn {
 	uint64_t bytes_read;		/* timed phase: payload bytes */
 	int err;			/* an SQLite result code, or 0 */
 	const char *what;
+	FILE *log;			/* page-log: this connection's log */
 };
 
 struct sq_child {
@@ -317,6 +331,51 @@ struct sq_child {
 	uint64_t peak_cache;
 	uint64_t samples;
 };
+
+/*
+ * The page-log child: SQLite's own cache (pcache1) behind a wrapper that
+ * writes each fetched page number, as a native-endian uint32, to the log of
+ * the calling connection's thread, and records the cache size in pages that
+ * SQLite asks for (split's PRAGMA cache_size, set on every connection of
+ * this child: the log does not depend on what the cache holds).
+ */
+static sqlite3_pcache_methods2 sq_pcache1;
+static _Thread_local FILE *sq_log;
+static atomic_uint sq_log_split_pages;
+
+static sqlite3_pcache_page *sq_log_fetch(sqlite3_pcache *c, unsigned key,
+					 int create)
+{
+	uint32_t v = key;
+
+	if (sq_log)
+		fwrite(&v, sizeof(v), 1, sq_log);
+	return sq_pcache1.xFetch(c, key, create);
+}
+
+static void sq_log_cachesize(sqlite3_pcache *c, int n)
+{
+	if (n > 0)
+		atomic_store(&sq_log_split_pages, (unsigned)n);
+	sq_pcache1.xCachesize(c, n);
+}
+
+static int sq_log_install(void)
+{
+	sqlite3_pcache_methods2 m;
+	int rc = sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &sq_pcache1);
+
+	if (rc == SQLITE_OK) {
+		m = sq_pcache1;
+		m.xFetch = sq_log_fetch;
+		m.xCachesize = sq_log_cachesize;
+		rc = sqlite3_config(SQLITE_CONFIG_PCACHE2, &m);
+	}
+	if (rc != SQLITE_OK)
+		fprintf(stderr, "rcl-bench sqlite: page log: sqlite3_config: %s\n",
+			sqlite3_errstr(rc));
+	return rc == SQLITE_OK ? 0 : -1;
+}
 
 /* One query; 0 or an SQLite result code with *what set. */
 static int sq_query(struct sq_conn *c, uint64_t i, uint32_t key,
@@ -350,6 +409,15 @@ static int sq_query(struct sq_conn *c, uint64_t i, uint32_t key,
 	return 0;
 }
 
+/* Page-log: the end of one query in the connection's log. */
+static void sq_log_mark(struct sq_conn *c)
+{
+	uint32_t v = SQ_PAGE_LOG_MARK;
+
+	if (c->log)
+		fwrite(&v, sizeof(v), 1, c->log);
+}
+
 static void *sq_conn_main(void *arg)
 {
 	struct sq_conn *c = arg;
@@ -361,8 +429,11 @@ static void *sq_conn_main(void *arg)
 
 	snprintf(name, sizeof(name), "sqlite-%u", c->idx);
 	pthread_setname_np(pthread_self(), name);
-	for (i = 0; i < p->warmup && !rc; i++)
+	sq_log = c->log;
+	for (i = 0; i < p->warmup && !rc; i++) {
 		rc = sq_query(c, i, c->keys[i], &rows, &bytes, &c->what);
+		sq_log_mark(c);
+	}
 	if (!rc) {
 		/* Misses and hits of the timed phase only. */
 		sqlite3_db_status(c->db, SQLITE_DBSTATUS_CACHE_MISS, &cur,
@@ -376,9 +447,12 @@ static void *sq_conn_main(void *arg)
 	}
 	bench_barrier_wait(&ch->bar);
 	rows = bytes = 0;
-	for (i = p->warmup; i < (uint64_t)p->warmup + p->queries && !rc; i++)
+	for (i = p->warmup; i < (uint64_t)p->warmup + p->queries && !rc; i++) {
 		rc = sq_query(c, i, c->keys[i], &rows, &bytes, &c->what);
+		sq_log_mark(c);
+	}
 	c->end_ns = bench_now_ns();
+	sq_log = NULL;
 	c->rows_read = rows;
 	c->bytes_read = bytes;
 	c->err = rc;
@@ -510,10 +584,10 @@ static int sq_child_main(int argc, char **argv)
 
 	if (argc != 11)
 		return 2;
-	for (c = 0; c < SQ_NR_CONFIGS; c++)
+	for (c = 0; c <= SQ_PAGE_LOG; c++)
 		if (!strcmp(argv[2], sq_config_names[c]))
 			break;
-	if (c == SQ_NR_CONFIGS)
+	if (c > SQ_PAGE_LOG)
 		return 2;
 	p.k = (unsigned)strtoul(argv[3], NULL, 10);
 	p.budget = strtoull(argv[4], NULL, 10);
@@ -539,6 +613,23 @@ static int sq_child_main(int argc, char **argv)
 		if (sq_install_plugin(&ch, &d, &alloc))
 			return 1;
 	}
+	if (ch.config == SQ_PAGE_LOG) {
+		const char *dir = getenv("RCL_BENCH_PAGE_LOG");
+
+		if (!dir || !*dir || sq_log_install())
+			return 1;
+		for (i = 0; i < p.k; i++) {
+			char path[PATH_MAX];
+
+			snprintf(path, sizeof(path), "%s/pages-%u.bin", dir, i);
+			ch.conn[i].log = fopen(path, "wbe");
+			if (!ch.conn[i].log) {
+				fprintf(stderr, "rcl-bench sqlite: %s: %s\n",
+					path, strerror(errno));
+				return 1;
+			}
+		}
+	}
 	rc = sqlite3_initialize();
 	if (rc != SQLITE_OK) {
 		fprintf(stderr, "rcl-bench sqlite: sqlite3_initialize: %s\n",
@@ -561,7 +652,7 @@ static int sq_child_main(int argc, char **argv)
 			goto out;
 		}
 		snprintf(sql, sizeof(sql), "PRAGMA cache_size = %lld",
-			 ch.config == SQ_SPLIT
+			 ch.config == SQ_SPLIT || ch.config == SQ_PAGE_LOG
 				 ? -(long long)(p.budget / p.k / 1024u)
 				 : -SQ_LARGE_CACHE_KIB);
 		if (sq_exec(cn->db, sql))
@@ -669,6 +760,16 @@ static int sq_child_main(int argc, char **argv)
 	}
 	fputc('\n', stderr);
 
+	for (i = 0; i < p.k; i++) {
+		FILE *f = ch.conn[i].log;
+
+		ch.conn[i].log = NULL;
+		if (f && fclose(f)) {
+			fprintf(stderr, "rcl-bench sqlite: page log %u: %s\n", i,
+				strerror(errno));
+			goto out;
+		}
+	}
 	bench_json_begin("sqlite");
 	bench_json_uint("databases", p.k);
 	bench_json_str("config", sq_config_names[c]);
@@ -680,11 +781,15 @@ static int sq_child_main(int argc, char **argv)
 				     : 0.0);
 	bench_json_uint("peak_cache_bytes", ch.peak_cache);
 	bench_json_uint("rss_peak_bytes", sq_rss_peak());
+	if (ch.config == SQ_PAGE_LOG)
+		bench_json_uint("split_pages", atomic_load(&sq_log_split_pages));
 	bench_json_end();
 	fflush(stdout);
 	ret = 0;
 out:
 	for (i = 0; i < p.k; i++) {
+		if (ch.conn[i].log)
+			fclose(ch.conn[i].log);
 		sqlite3_finalize(ch.conn[i].point);
 		sqlite3_finalize(ch.conn[i].range);
 		if (ch.conn[i].db && sqlite3_close(ch.conn[i].db) != SQLITE_OK) {
@@ -1036,6 +1141,59 @@ static int sq_run_child(const struct sq_params *p, enum sq_config c,
 	return 0;
 }
 
+/*
+ * --page-log DIR: run the page-log child, which writes DIR/pages-I.bin (the
+ * page number of every xFetch of connection I, warm-up and timed queries,
+ * each query ended by SQ_PAGE_LOG_MARK), then write DIR/meta.json: what
+ * tools/sqlite-bound.py needs to replay them (the warm-up length, split's
+ * cache size in pages) and the measured misses it is checked against.
+ */
+static int sq_page_log(const struct sq_params *p, const char *dir,
+		       const struct sq_result *res)
+{
+	struct sq_result r;
+	char path[PATH_MAX];
+	unsigned i, c;
+	FILE *f;
+
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "rcl-bench sqlite: --page-log %s: %s\n", dir,
+			strerror(errno));
+		return -1;
+	}
+	if (setenv("RCL_BENCH_PAGE_LOG", dir, 1) ||
+	    sq_run_child(p, SQ_PAGE_LOG, &r))
+		return -1;
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	f = fopen(path, "we");
+	if (!f) {
+		fprintf(stderr, "rcl-bench sqlite: %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	fprintf(f, "{\"databases\":%u,\"warmup\":%u,\"queries\":%u,\"budget\":%" PRIu64 ",\"page_size\":%u,\"split_pages\":%.0f,\"traces\":[",
+		p->k, p->warmup, p->queries, p->budget, p->page_size,
+		sq_field(r.line, "split_pages"));
+	for (i = 0; i < p->k; i++)
+		fprintf(f, "%s\"%s\"", i ? "," : "", sq_traces[i].name);
+	fputs("]", f);
+	for (c = 0; c < SQ_NR_CONFIGS; c++)
+		if (res[c].ok)
+			fprintf(f, ",\"%s_cache_misses\":%" PRIu64,
+				c == SQ_SOFT_LIMIT ? "soft_limit"
+						   : sq_config_names[c],
+				res[c].cache_misses);
+	fputs("}\n", f);
+	if (fclose(f)) {
+		fprintf(stderr, "rcl-bench sqlite: %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	fprintf(stderr, "  page log in %s (pages-0.bin ..; meta.json); tools/sqlite-bound.py %s replays it\n",
+		dir, dir);
+	return 0;
+}
+
 /* "met" or "MISSED", for the targets of the issue. */
 static const char *sq_met(bool ok)
 {
@@ -1114,6 +1272,7 @@ int cmd_sqlite(int argc, char **argv)
 	uint64_t budget = 0;
 	unsigned queries = 0, k = SQ_MAX_DBS, page_size = SQ_PAGE_SIZE, i, c;
 	bool json = false, shortrun = false, failed = false, reclaimer = false;
+	const char *page_log = NULL;
 	const struct bench_opt opts[] = {
 		BENCH_OPT_FLAG("--json", &json),
 		BENCH_OPT_FLAG("--short", &shortrun),
@@ -1139,8 +1298,10 @@ int cmd_sqlite(int argc, char **argv)
 				 (a[8] == '\0' || a[8] == '=');
 		bool is_dir = !strncmp(a, "--dir", 5) &&
 			      (a[5] == '\0' || a[5] == '=');
+		bool is_log = !strncmp(a, "--page-log", 10) &&
+			      (a[10] == '\0' || a[10] == '=');
 
-		if (!is_budget && !is_dir) {
+		if (!is_budget && !is_dir && !is_log) {
 			rest[nrest++] = argv[i];
 			continue;
 		}
@@ -1153,7 +1314,9 @@ int cmd_sqlite(int argc, char **argv)
 		    (is_budget && ((budget = sq_parse_size(v)) < (64u << 10) ||
 					 budget > (64ull << 30)))) {
 			fprintf(stderr, "rcl-bench sqlite: %s needs %s\n",
-				is_budget ? "--budget" : "--dir",
+				is_budget ? "--budget"
+				: is_dir  ? "--dir"
+					  : "--page-log",
 				is_budget ? "a size from 64K to 64G (e.g. 16M)"
 					  : "a directory");
 			bench_usage(stderr);
@@ -1162,6 +1325,8 @@ int cmd_sqlite(int argc, char **argv)
 		}
 		if (is_dir)
 			dir = v;
+		if (is_log)
+			page_log = v;
 	}
 	ret = bench_parse_opts(nrest, rest, opts);
 	free(rest);
@@ -1217,6 +1382,8 @@ int cmd_sqlite(int argc, char **argv)
 		else if (json)
 			fputs(res[c].line, stdout);
 	}
+	if (page_log && sq_page_log(&p, page_log, res))
+		failed = true;
 	sq_remove_files(&p);
 	if (!json)
 		sq_print_table(&p, res);
