@@ -82,6 +82,50 @@ static void disarm(void)
 static struct rcl_domain *g_domain;
 static char g_path[512];
 
+/* Callbacks the plug-in must never reach: they fill the stack frame in
+ * which the installed allocator was. */
+static atomic_long a_wrong;
+
+static void *wrong_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	atomic_fetch_add(&a_wrong, 1);
+	return malloc(size);
+}
+
+static void wrong_free(void *ctx, void *p)
+{
+	(void)ctx;
+	atomic_fetch_add(&a_wrong, 1);
+	free(p);
+}
+
+/* Installs with an allocator structure that is gone once this returns. */
+static __attribute__((noinline)) int install_stack_allocator(struct rcl_sqlite_config *c)
+{
+	struct rcl_allocator a = t_allocator;
+	int rc;
+
+	c->allocator = &a;
+	rc = rcl_sqlite_install(c);
+	c->allocator = NULL;
+	return rc;
+}
+
+/* Overwrites the frame install_stack_allocator() used. */
+static __attribute__((noinline)) void clobber_stack(void)
+{
+	volatile struct rcl_allocator junk[128];
+	size_t i;
+
+	for (i = 0; i < 128; i++) {
+		junk[i].alloc = wrong_alloc;
+		junk[i].free = wrong_free;
+		junk[i].ctx = NULL;
+	}
+	(void)junk[0].alloc;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Install: refusals, then the install                                        */
 /* ------------------------------------------------------------------------- */
@@ -114,10 +158,28 @@ static void test_install_badinput(void **state)
 	assert_int_equal(rcl_sqlite_cache_stats(NULL, "main", &s), -EINVAL);
 	assert_int_equal(rcl_sqlite_page_charge(4096, 120), RCL_SQLITE_PAGE_OVERHEAD + 4096 + 120);
 
-	assert_int_equal(rcl_sqlite_install(&c), 0);
+	/* The allocator structure is copied: one on a dead stack frame still
+	 * gives the callbacks it had. */
+	assert_int_equal(install_stack_allocator(&c), 0);
+	clobber_stack();
+	c.allocator = &t_allocator;
 	assert_int_equal(rcl_sqlite_install(&c), -EBUSY);	/* once */
 	assert_int_equal(rcl_sqlite_stats(&s), 0);
 	assert_int_equal(s.caches, 0);
+	{
+		sqlite3_pcache_methods2 pm;
+		sqlite3_pcache *pc;
+		long calls = atomic_load(&a_calls);
+
+		assert_int_equal(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &pm), SQLITE_OK);
+		pc = pm.xCreate(1024, 16, 1);
+		assert_non_null(pc);
+		pm.xUnpin(pc, pm.xFetch(pc, 1, 2), 1);
+		pm.xDestroy(pc);
+		assert_true(atomic_load(&a_calls) >= calls + 3);
+		assert_int_equal(atomic_load(&a_wrong), 0);
+		assert_int_equal(atomic_load(&a_live), 0);
+	}
 }
 
 /* ------------------------------------------------------------------------- */

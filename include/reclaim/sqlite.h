@@ -87,7 +87,9 @@ struct sqlite3;
  * struct rcl_sqlite_config - what rcl_sqlite_install() needs
  * @domain: required: the budget every page cache shares
  * @allocator: NULL: malloc; every byte of the plug-in (page buffers,
- *	extras, metadata, tables) comes from it
+ *	extras, metadata, tables) comes from it.  The structure is copied
+ *	at install (it may be on the caller's stack); its @ctx must stay
+ *	valid while SQLite uses the plug-in
  * @flags: 0, or RCL_SQLITE_NO_SHADOWS
  */
 struct rcl_sqlite_config {
@@ -98,7 +100,7 @@ struct rcl_sqlite_config {
 
 /**
  * rcl_sqlite_install() - install the plug-in as SQLite's page cache
- * @cfg: the configuration (copied)
+ * @cfg: the configuration (copied, with the allocator structure it points to)
  *
  * sqlite3_config(SQLITE_CONFIG_PCACHE2, ...).  Call it once, before
  * sqlite3_initialize() (or after sqlite3_shutdown(), but only once per

@@ -102,6 +102,7 @@ struct rsq_cache {
 /* ------------------------------------------------------------------------- */
 
 static struct rcl_sqlite_config g_cfg;
+static struct rcl_allocator g_allocator;	/* the caller's, copied */
 static atomic_bool g_installed;
 
 static atomic_uint_fast64_t g_caches, g_pages, g_pinned, g_charged, g_meta;
@@ -813,9 +814,16 @@ RCL_API int rcl_sqlite_install(const struct rcl_sqlite_config *cfg)
 	if (!atomic_compare_exchange_strong(&g_installed, &expected, true))
 		return -EBUSY;
 	g_cfg = *cfg;
+	/* The header says the configuration is copied: the allocator too, so
+	 * that one on the caller's stack does not dangle. */
+	if (cfg->allocator) {
+		g_allocator = *cfg->allocator;
+		g_cfg.allocator = &g_allocator;
+	}
 	rc = sqlite3_config(SQLITE_CONFIG_PCACHE2, &rsq_methods);
 	if (rc != SQLITE_OK) {
 		memset(&g_cfg, 0, sizeof(g_cfg));
+		memset(&g_allocator, 0, sizeof(g_allocator));
 		atomic_store(&g_installed, false);
 		return -EBUSY;
 	}
