@@ -56,7 +56,12 @@
  * The page-cache methods are thread-safe for SQLite's serialized and
  * multi-thread modes: each cache has a mutex, taken by the methods and (by
  * trylock only) by the domain's evict callback, so reclaim from any thread
- * never waits for a connection.
+ * never waits for a connection.  SQLite may also be used inside the
+ * library's evict and write callbacks: there a method never waits for a
+ * reclaimer, and a page another thread holds isolated is freed later, by
+ * the evict callback or a later method outside the callbacks (at the
+ * latest at sqlite3_shutdown()); docs/sqlite.md, "SQLite used inside the
+ * library's callbacks".
  */
 #ifndef RECLAIM_SQLITE_H
 #define RECLAIM_SQLITE_H
