@@ -615,6 +615,38 @@ static void test_objcache_destroy_with_pins_is_ebusy(void **state)
 	fx_free(f);
 }
 
+/*
+ * Destroy releases every object of a large cache, sparse in many buckets,
+ * once each (it rescanned each shard from bucket 0 for every object:
+ * quadratic).  Correctness only; the time is not asserted.
+ */
+static void test_objcache_destroy_releases_a_large_cache(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 4, false);
+	struct rcl_objcache_config cc = { .ops = &t_ops, .seed = 42,
+					  .nr_shards = 4, .nr_buckets = 1u << 14,
+					  .flags = RCL_OBJCACHE_DESTROY_IN_RECLAIM };
+	const unsigned n = 20000;
+	char key[24];
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &f->c), 0);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "k%u", i);
+		put(f, insert_new(f, key, 1));
+	}
+	assert_int_equal(stats(f).objects, n);
+	assert_int_equal(rcl_domain_usage(f->d), n);
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	f->c = NULL;
+	/* t_destructor fails on a second call for one object */
+	assert_int_equal(atomic_load(&nr_destroyed), n);
+	assert_int_equal(atomic_load(&live), 0);
+	fx_free(f);
+}
+
 static void test_objcache_put_without_get_is_einval(void **state)
 {
 	struct fx *f = fx_new(1 << 20, 0, false);
@@ -1235,6 +1267,7 @@ int main(void)
 		cmocka_unit_test(test_objcache_shadows_are_bounded),
 		cmocka_unit_test(test_objcache_del_with_pins),
 		cmocka_unit_test(test_objcache_destroy_with_pins_is_ebusy),
+		cmocka_unit_test(test_objcache_destroy_releases_a_large_cache),
 		cmocka_unit_test(test_objcache_put_without_get_is_einval),
 		cmocka_unit_test(test_objcache_for_each_sees_every_object),
 		cmocka_unit_test(test_objcache_stats_add_up),
