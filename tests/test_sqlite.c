@@ -576,6 +576,43 @@ static void integrity_ok(sqlite3 *db)
 	sqlite3_finalize(st);
 }
 
+/*
+ * Each open page cache takes one of the domain's max_lruvecs attachment
+ * slots (256 by default): the next xCreate fails (SQLite: SQLITE_NOMEM)
+ * and changes nothing; a destroyed cache gives its slot back.
+ */
+#define DEFAULT_MAX_LRUVECS 256
+
+static void test_caches_are_bounded_by_max_lruvecs(void **state)
+{
+	static sqlite3_pcache *pcs[DEFAULT_MAX_LRUVECS];
+	uint64_t u0 = rcl_domain_usage(g_domain), u;
+	struct rcl_sqlite_stats s;
+	sqlite3 *db;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < DEFAULT_MAX_LRUVECS; i++) {
+		pcs[i] = m.xCreate(512, 8, 1);
+		assert_non_null(pcs[i]);
+	}
+	u = rcl_domain_usage(g_domain);
+	assert_null(m.xCreate(512, 8, 1));		/* -ENOSPC inside */
+	assert_int_equal(rcl_domain_usage(g_domain), u);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.caches, DEFAULT_MAX_LRUVECS);
+	/* as SQLite sees it: the open cannot get its cache */
+	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_NOMEM);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	m.xDestroy(pcs[0]);
+	pcs[0] = m.xCreate(512, 8, 1);			/* the slot is free again */
+	assert_non_null(pcs[0]);
+	for (i = 0; i < DEFAULT_MAX_LRUVECS; i++)
+		m.xDestroy(pcs[i]);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	assert_int_equal(atomic_load(&a_live), 0);
+}
+
 static void test_databases(void **state)
 {
 	sqlite3 *db;
@@ -779,6 +816,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_callback_truncate_of_isolated_page),
 		cmocka_unit_test(test_callback_rekey_onto_isolated_page),
 		cmocka_unit_test(test_callback_destroy_with_isolated_page),
+		cmocka_unit_test(test_caches_are_bounded_by_max_lruvecs),
 		cmocka_unit_test(test_databases),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_teardown),
