@@ -714,12 +714,19 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 		sh->nr_reap = 0;
 		oc_unlock(sh);
 		oc_reap(c, reap);
-		for (;;) {
+		/*
+		 * The cursor @b stays where the last object was found: the
+		 * buckets before it are empty and stay so (destroy is
+		 * exclusive and the lruvecs are detached: nothing inserts,
+		 * and no table grows).  Rescanning from bucket 0 for each
+		 * object made this quadratic.
+		 */
+		for (b = 0;;) {
 			struct rcl_objcache_node *n = NULL;
 
 			oc_lock(sh);
-			for (b = 0; b <= sh->mask && !n; b++)
-				n = sh->buckets[b];
+			while (b <= sh->mask && !(n = sh->buckets[b]))
+				b++;
 			if (n) {
 				oc_unlink_locked(sh, n);
 				atomic_store(&n->__refs, 0);

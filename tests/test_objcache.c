@@ -527,6 +527,88 @@ static void test_objcache_refault_insert_is_activated(void **state)
 	fx_free(f);
 }
 
+/* Every key hashes alike: each token matches every key (by hash). */
+static uint64_t same_hash(const void *key, size_t len, void *priv)
+{
+	(void)key;
+	(void)len;
+	(void)priv;
+	return 7;
+}
+
+static bool tobj_eq(const struct rcl_objcache_node *n, const void *key,
+		    size_t len, void *priv)
+{
+	const struct tobj *o = rcl_container_of(n, const struct tobj, node);
+
+	(void)priv;
+	return o->klen == len && memcmp(o->key, key, len) == 0;
+}
+
+static const struct rcl_objcache_ops collide_ops = {
+	.hash = same_hash, .eq = tobj_eq, .destructor = t_destructor,
+};
+
+/*
+ * Tokens are matched by hash (objcache.h, struct rcl_objcache_miss): a
+ * token of key A passed to the insert of a colliding key takes that key as
+ * A's.  Its shadow goes to the other key, and a present key is still found
+ * (-EEXIST, never twice in the index).
+ */
+static void test_objcache_miss_token_is_matched_by_hash(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 1, false);
+	struct rcl_objcache_config cc = { .ops = &collide_ops, .nr_shards = 1,
+					  .flags = RCL_OBJCACHE_DESTROY_IN_RECLAIM };
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					      .nr_to_scan = 1 };
+	struct rcl_objcache_miss miss;
+	struct rcl_objcache_node *ex;
+	struct rcl_workingset_stats ws0, ws;
+	struct rcl_lruvec *lv;
+	struct tobj *a, *b, *b2, *c;
+
+	(void)state;
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &f->c), 0);
+	lv = rcl_objcache_lruvec(f->c, 0);
+	/* A is evicted and leaves its shadow; B is cached. */
+	a = insert_new(f, "A", 10);
+	put(f, a);
+	rcl_lru_drain_local();
+	assert_int_equal(rcl_lruvec_shrink_inactive(lv, &sc), 0);
+	assert_int_equal(sc.nr_freed, 1);
+	assert_int_equal(stats(f).shadows, 1);
+	b = insert_new(f, "B", 10);
+	put(f, b);
+	assert_null(rcl_objcache_get(f->c, "A", 1, &miss));
+	assert_true(miss.refault);
+
+	/* A's token for B, which is present: found, not inserted twice. */
+	b2 = tobj_new("B");
+	assert_int_equal(rcl_objcache_insert(f->c, &b2->node, b2->key, 1, 10,
+					     RCL_CTX_CAPABLE, &miss, &ex), -EEXIST);
+	assert_ptr_equal(ex, &b->node);
+	put(f, b);
+	tobj_free(b2);
+	assert_int_equal(stats(f).objects, 1);
+	assert_int_equal(rcl_domain_usage(f->d), 10);
+
+	/* A's token for C, absent: C is inserted with A's shadow. */
+	assert_int_equal(rcl_lruvec_workingset_stats(lv, &ws0), 0);
+	c = tobj_new("C");
+	assert_int_equal(rcl_objcache_insert(f->c, &c->node, c->key, 1, 10,
+					     RCL_CTX_CAPABLE, &miss, NULL), 0);
+	assert_int_equal(rcl_lruvec_workingset_stats(lv, &ws), 0);
+	assert_int_equal(ws.refault, ws0.refault + 1);
+	put(f, c);
+	assert_int_equal(stats(f).objects, 2);
+	assert_ptr_equal(rcl_objcache_get(f->c, "C", 1, NULL), &c->node);
+	put(f, c);
+	assert_null(rcl_objcache_get(f->c, "A", 1, NULL));
+	fx_free(f);
+}
+
 static void test_objcache_shadows_are_bounded(void **state)
 {
 	struct rcl_domain_config dc = { .budget = 1 << 20 };
@@ -612,6 +694,38 @@ static void test_objcache_destroy_with_pins_is_ebusy(void **state)
 	f->c = NULL;
 	assert_int_equal(atomic_load(&nr_destroyed), 2);
 	assert_int_equal(rcl_objcache_destroy(NULL), 0);
+	fx_free(f);
+}
+
+/*
+ * Destroy releases every object of a large cache, sparse in many buckets,
+ * once each (it rescanned each shard from bucket 0 for every object:
+ * quadratic).  Correctness only; the time is not asserted.
+ */
+static void test_objcache_destroy_releases_a_large_cache(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 4, false);
+	struct rcl_objcache_config cc = { .ops = &t_ops, .seed = 42,
+					  .nr_shards = 4, .nr_buckets = 1u << 14,
+					  .flags = RCL_OBJCACHE_DESTROY_IN_RECLAIM };
+	const unsigned n = 20000;
+	char key[24];
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &f->c), 0);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "k%u", i);
+		put(f, insert_new(f, key, 1));
+	}
+	assert_int_equal(stats(f).objects, n);
+	assert_int_equal(rcl_domain_usage(f->d), n);
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	f->c = NULL;
+	/* t_destructor fails on a second call for one object */
+	assert_int_equal(atomic_load(&nr_destroyed), n);
+	assert_int_equal(atomic_load(&live), 0);
 	fx_free(f);
 }
 
@@ -1233,8 +1347,10 @@ int main(void)
 		cmocka_unit_test(test_objcache_evicted_destroyed_by_next_insert),
 		cmocka_unit_test(test_objcache_refault_insert_is_activated),
 		cmocka_unit_test(test_objcache_shadows_are_bounded),
+		cmocka_unit_test(test_objcache_miss_token_is_matched_by_hash),
 		cmocka_unit_test(test_objcache_del_with_pins),
 		cmocka_unit_test(test_objcache_destroy_with_pins_is_ebusy),
+		cmocka_unit_test(test_objcache_destroy_releases_a_large_cache),
 		cmocka_unit_test(test_objcache_put_without_get_is_einval),
 		cmocka_unit_test(test_objcache_for_each_sees_every_object),
 		cmocka_unit_test(test_objcache_stats_add_up),

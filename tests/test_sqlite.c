@@ -14,6 +14,7 @@
  * integrity_check says ok.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@
 #include <cmocka.h>
 
 #include <reclaim/domain.h>
+#include <reclaim/flusher.h>
 #include <reclaim/lruvec.h>
 #include <reclaim/sqlite.h>
 
@@ -82,6 +84,50 @@ static void disarm(void)
 static struct rcl_domain *g_domain;
 static char g_path[512];
 
+/* Callbacks the plug-in must never reach: they fill the stack frame in
+ * which the installed allocator was. */
+static atomic_long a_wrong;
+
+static void *wrong_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	atomic_fetch_add(&a_wrong, 1);
+	return malloc(size);
+}
+
+static void wrong_free(void *ctx, void *p)
+{
+	(void)ctx;
+	atomic_fetch_add(&a_wrong, 1);
+	free(p);
+}
+
+/* Installs with an allocator structure that is gone once this returns. */
+static __attribute__((noinline)) int install_stack_allocator(struct rcl_sqlite_config *c)
+{
+	struct rcl_allocator a = t_allocator;
+	int rc;
+
+	c->allocator = &a;
+	rc = rcl_sqlite_install(c);
+	c->allocator = NULL;
+	return rc;
+}
+
+/* Overwrites the frame install_stack_allocator() used. */
+static __attribute__((noinline)) void clobber_stack(void)
+{
+	volatile struct rcl_allocator junk[128];
+	size_t i;
+
+	for (i = 0; i < 128; i++) {
+		junk[i].alloc = wrong_alloc;
+		junk[i].free = wrong_free;
+		junk[i].ctx = NULL;
+	}
+	(void)junk[0].alloc;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Install: refusals, then the install                                        */
 /* ------------------------------------------------------------------------- */
@@ -114,10 +160,28 @@ static void test_install_badinput(void **state)
 	assert_int_equal(rcl_sqlite_cache_stats(NULL, "main", &s), -EINVAL);
 	assert_int_equal(rcl_sqlite_page_charge(4096, 120), RCL_SQLITE_PAGE_OVERHEAD + 4096 + 120);
 
-	assert_int_equal(rcl_sqlite_install(&c), 0);
+	/* The allocator structure is copied: one on a dead stack frame still
+	 * gives the callbacks it had. */
+	assert_int_equal(install_stack_allocator(&c), 0);
+	clobber_stack();
+	c.allocator = &t_allocator;
 	assert_int_equal(rcl_sqlite_install(&c), -EBUSY);	/* once */
 	assert_int_equal(rcl_sqlite_stats(&s), 0);
 	assert_int_equal(s.caches, 0);
+	{
+		sqlite3_pcache_methods2 pm;
+		sqlite3_pcache *pc;
+		long calls = atomic_load(&a_calls);
+
+		assert_int_equal(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &pm), SQLITE_OK);
+		pc = pm.xCreate(1024, 16, 1);
+		assert_non_null(pc);
+		pm.xUnpin(pc, pm.xFetch(pc, 1, 2), 1);
+		pm.xDestroy(pc);
+		assert_true(atomic_load(&a_calls) >= calls + 3);
+		assert_int_equal(atomic_load(&a_wrong), 0);
+		assert_int_equal(atomic_load(&a_live), 0);
+	}
 }
 
 /* ------------------------------------------------------------------------- */
@@ -248,6 +312,235 @@ static void test_methods(void **state)
 }
 
 /* ------------------------------------------------------------------------- */
+/* Methods called inside the library's callbacks                              */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * A write callback of rcl_domain_writeback_all() calls a method while
+ * another thread (holder(), playing a reclaimer) holds the cache's pages
+ * isolated: rcl_lruvec_del_wait() refuses to wait there (-EDEADLK).  The
+ * plug-in must neither forget that the page is still on the lruvec nor
+ * free it while it is isolated (an ASan or valgrind run reports a use after
+ * free; the counters tell it in any build).
+ */
+enum cb_action { CB_FETCH, CB_TRUNCATE, CB_REKEY, CB_DESTROY };
+
+static struct {
+	sqlite3_pcache *pc;
+	sqlite3_pcache_page *got;	/* CB_FETCH's result */
+	sqlite3_pcache_page *pinned;	/* CB_REKEY's page, pinned */
+	enum cb_action action;
+	struct rcl_lru_isolated iso;
+	pthread_barrier_t held, release;
+} cb;
+
+static void *holder(void *arg)
+{
+	/* The lruvec is the first member of the plug-in's cache structure
+	 * (lib/sqlite/pcache.c): a white-box test may know that. */
+	struct rcl_lruvec *lv = (struct rcl_lruvec *)cb.pc;
+
+	(void)arg;
+	rcl_lru_isolated_init(&cb.iso);
+	rcl_lruvec_isolate(lv, RCL_LRU_LIST(RCL_LRU_FILE, 0), 32, &cb.iso);
+	pthread_barrier_wait(&cb.held);
+	pthread_barrier_wait(&cb.release);
+	rcl_lruvec_putback(lv, &cb.iso);
+	return NULL;
+}
+
+static int cb_write(void *priv, struct rcl_lru_node *node)
+{
+	(void)priv;
+	(void)node;
+	switch (cb.action) {
+	case CB_FETCH:
+		cb.got = m.xFetch(cb.pc, 1, 0);
+		break;
+	case CB_TRUNCATE:
+		m.xTruncate(cb.pc, 1);
+		break;
+	case CB_REKEY:
+		m.xRekey(cb.pc, cb.pinned, 2, 1);
+		break;
+	case CB_DESTROY:
+		m.xDestroy(cb.pc);
+		break;
+	}
+	return 0;
+}
+
+static enum rcl_evict_status cb_evict(struct rcl_lru_node *n,
+				      struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	return RCL_EVICT_BUSY;
+}
+
+static const struct rcl_lruvec_ops cb_lru_ops = { .evict = cb_evict };
+static const struct rcl_writeback_ops cb_wb_ops = { .write = cb_write };
+
+/* A cache with page 1 unpinned on the inactive list (and with @rekey,
+ * page 2 pinned). */
+static void cb_setup(bool rekey)
+{
+	sqlite3_pcache_page *pg;
+
+	cb.pc = m.xCreate(1024, 16, 1);
+	assert_non_null(cb.pc);
+	pg = m.xFetch(cb.pc, 1, 2);
+	assert_non_null(pg);
+	m.xUnpin(cb.pc, pg, 0);
+	rcl_lru_drain_local();
+	cb.pinned = rekey ? m.xFetch(cb.pc, 2, 2) : NULL;
+	cb.got = NULL;
+}
+
+/* Run @a in a write callback while holder() has page 1 isolated; let
+ * holder() put it back after the callback. */
+static void cb_run(enum cb_action a)
+{
+	struct rcl_lruvec_config lc = { .ops = &cb_lru_ops };
+	struct rcl_lru_node dirty = RCL_LRU_NODE_INIT;
+	struct rcl_lruvec lv;
+	pthread_t t;
+	uint64_t written = 0;
+
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(g_domain, &lv, 0), 0);
+	assert_int_equal(rcl_lruvec_add(&lv, &dirty, RCL_LRU_FILE, 1, RCL_LRU_ADD_NOBATCH), 0);
+	assert_true(rcl_lruvec_set_dirty(&lv, &dirty) >= 0);
+	assert_int_equal(pthread_barrier_init(&cb.held, NULL, 2), 0);
+	assert_int_equal(pthread_barrier_init(&cb.release, NULL, 2), 0);
+	assert_int_equal(pthread_create(&t, NULL, holder, NULL), 0);
+	pthread_barrier_wait(&cb.held);
+	assert_int_equal(cb.iso.nr, 1);
+	cb.action = a;
+	assert_int_equal(rcl_domain_writeback_all(g_domain, &cb_wb_ops, NULL, &written), 0);
+	assert_int_equal(written, 1);
+	pthread_barrier_wait(&cb.release);
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&cb.held);
+	pthread_barrier_destroy(&cb.release);
+	assert_int_equal(rcl_lruvec_del(&lv, &dirty), 0);
+	assert_int_equal(rcl_domain_detach(g_domain, &lv), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+}
+
+static uint64_t sqlite_pages(void)
+{
+	struct rcl_sqlite_stats s;
+
+	rcl_sqlite_stats(&s);
+	return s.pages;
+}
+
+/* xFetch in a callback: the page stays on the lruvec, and xUnpin keeps it
+ * there (it used to free it while it was listed). */
+static void test_callback_fetch_of_isolated_page(void **state)
+{
+	struct rcl_reclaim_result rr;
+	uint64_t u0 = rcl_domain_usage(g_domain);
+	struct rcl_sqlite_stats s;
+
+	(void)state;
+	cb_setup(false);
+	cb_run(CB_FETCH);
+	assert_non_null(cb.got);
+	assert_int_equal(m.xPagecount(cb.pc), 1);
+	m.xUnpin(cb.pc, cb.got, 0);
+	assert_int_equal(sqlite_pages(), 1);
+	assert_int_equal(rcl_lruvec_count((struct rcl_lruvec *)cb.pc,
+					  RCL_LRU_LIST(RCL_LRU_FILE, 0), NULL), 1);
+	/* a hit again, then the domain's reclaim takes it */
+	assert_ptr_equal(m.xFetch(cb.pc, 1, 0), cb.got);
+	m.xUnpin(cb.pc, cb.got, 0);
+	rcl_lru_drain_local();
+	rcl_sqlite_stats(&s);
+	rcl_domain_reclaim(g_domain, 1u << 30, RCL_CTX_CAPABLE, &rr);
+	assert_int_equal(m.xPagecount(cb.pc), 0);
+	assert_int_equal(sqlite_pages(), 0);
+	m.xDestroy(cb.pc);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	assert_int_equal(atomic_load(&a_live), 0);
+}
+
+/* xTruncate in a callback: the isolated page is doomed, not freed; the
+ * evict callback frees it when reclaim reaches it. */
+static void test_callback_truncate_of_isolated_page(void **state)
+{
+	struct rcl_reclaim_result rr;
+	uint64_t u0 = rcl_domain_usage(g_domain), ev0;
+	struct rcl_sqlite_stats s;
+
+	(void)state;
+	cb_setup(false);
+	cb_run(CB_TRUNCATE);
+	assert_int_equal(m.xPagecount(cb.pc), 0);	/* gone for SQLite */
+	assert_null(m.xFetch(cb.pc, 1, 0));
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.pages, 1);			/* still held, charged */
+	ev0 = s.evictions;
+	rcl_domain_reclaim(g_domain, 1u << 30, RCL_CTX_CAPABLE, &rr);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.pages, 0);
+	assert_int_equal(s.evictions, ev0);		/* a discard, not an eviction */
+	m.xDestroy(cb.pc);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	assert_int_equal(atomic_load(&a_live), 0);
+}
+
+/* xRekey in a callback onto an isolated page: doomed, and freed by the
+ * cache's next creating xFetch once it is put back. */
+static void test_callback_rekey_onto_isolated_page(void **state)
+{
+	uint64_t u0 = rcl_domain_usage(g_domain);
+	sqlite3_pcache_page *p5;
+
+	(void)state;
+	cb_setup(true);
+	cb_run(CB_REKEY);
+	assert_int_equal(m.xPagecount(cb.pc), 1);
+	assert_ptr_equal(m.xFetch(cb.pc, 1, 0), cb.pinned);
+	assert_int_equal(sqlite_pages(), 2);		/* the doomed one too */
+	p5 = m.xFetch(cb.pc, 5, 2);			/* reaps it */
+	assert_non_null(p5);
+	assert_int_equal(sqlite_pages(), 2);
+	assert_int_equal(m.xPagecount(cb.pc), 2);
+	m.xUnpin(cb.pc, p5, 1);
+	m.xUnpin(cb.pc, cb.pinned, 1);
+	m.xDestroy(cb.pc);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	assert_int_equal(atomic_load(&a_live), 0);
+}
+
+/* xDestroy in a callback with a page isolated: the cache waits on the
+ * orphan list and the next xCreate finishes it. */
+static void test_callback_destroy_with_isolated_page(void **state)
+{
+	uint64_t u0 = rcl_domain_usage(g_domain);
+	struct rcl_sqlite_stats s;
+	sqlite3_pcache *pc;
+
+	(void)state;
+	cb_setup(false);
+	cb_run(CB_DESTROY);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.caches, 0);
+	assert_int_equal(s.pages, 1);
+	assert_true(rcl_domain_usage(g_domain) > u0);	/* not freed yet */
+	pc = m.xCreate(1024, 16, 1);			/* finishes it */
+	assert_non_null(pc);
+	m.xDestroy(pc);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.pages, 0);
+	assert_int_equal(s.charged, 0);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	assert_int_equal(atomic_load(&a_live), 0);
+}
+
+/* ------------------------------------------------------------------------- */
 /* Real databases                                                             */
 /* ------------------------------------------------------------------------- */
 
@@ -281,6 +574,43 @@ static void integrity_ok(sqlite3 *db)
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
 	sqlite3_finalize(st);
+}
+
+/*
+ * Each open page cache takes one of the domain's max_lruvecs attachment
+ * slots (256 by default): the next xCreate fails (SQLite: SQLITE_NOMEM)
+ * and changes nothing; a destroyed cache gives its slot back.
+ */
+#define DEFAULT_MAX_LRUVECS 256
+
+static void test_caches_are_bounded_by_max_lruvecs(void **state)
+{
+	static sqlite3_pcache *pcs[DEFAULT_MAX_LRUVECS];
+	uint64_t u0 = rcl_domain_usage(g_domain), u;
+	struct rcl_sqlite_stats s;
+	sqlite3 *db;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < DEFAULT_MAX_LRUVECS; i++) {
+		pcs[i] = m.xCreate(512, 8, 1);
+		assert_non_null(pcs[i]);
+	}
+	u = rcl_domain_usage(g_domain);
+	assert_null(m.xCreate(512, 8, 1));		/* -ENOSPC inside */
+	assert_int_equal(rcl_domain_usage(g_domain), u);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.caches, DEFAULT_MAX_LRUVECS);
+	/* as SQLite sees it: the open cannot get its cache */
+	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_NOMEM);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	m.xDestroy(pcs[0]);
+	pcs[0] = m.xCreate(512, 8, 1);			/* the slot is free again */
+	assert_non_null(pcs[0]);
+	for (i = 0; i < DEFAULT_MAX_LRUVECS; i++)
+		m.xDestroy(pcs[i]);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+	assert_int_equal(atomic_load(&a_live), 0);
 }
 
 static void test_databases(void **state)
@@ -482,6 +812,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_install_badinput),
 		cmocka_unit_test(test_methods),
 		cmocka_unit_test(test_table_charge),
+		cmocka_unit_test(test_callback_fetch_of_isolated_page),
+		cmocka_unit_test(test_callback_truncate_of_isolated_page),
+		cmocka_unit_test(test_callback_rekey_onto_isolated_page),
+		cmocka_unit_test(test_callback_destroy_with_isolated_page),
+		cmocka_unit_test(test_caches_are_bounded_by_max_lruvecs),
 		cmocka_unit_test(test_databases),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_teardown),

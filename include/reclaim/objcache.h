@@ -363,6 +363,17 @@ struct rcl_objcache_config {
  * the same key finds none), so pass the token of the get that missed.  A
  * token that is never passed to an insert is simply dropped (nothing to
  * free).  A failed insert leaves it as it was, for a retry.
+ *
+ * A token holds no copy of its key: an insert matches it by the key's
+ * 64-bit hash alone.  A token filled for key A and passed to the insert of
+ * a key B with the same hash is taken as B's: B gets A's shadow (it may be
+ * inserted active, as A's refault would be), and the look for B before the
+ * charge may be skipped.  The look under the shard lock after the charge
+ * still finds a B already cached (-EEXIST, the charge undone, though the
+ * charge may have reclaimed), so the index never holds a key twice.  With
+ * the built-in hash (seeded, 64 bits) such a pair of keys is a 2^-64
+ * accident; with an application hash it happens as often as that hash
+ * collides.  Pass each insert the token of the get of the same key.
  */
 struct rcl_objcache_miss {
 	bool refault;
@@ -504,7 +515,9 @@ RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
  * @context: the capability mask for the charge (RCL_CTX_MAY_BLOCK lets it
  *	reclaim in this thread, and RCL_CTX_CAPABLE is the usual value)
  * @miss: the token of the get that missed, or NULL (no refault check); a
- *	token of this cache filled for another key is taken as no token
+ *	token of this cache filled for a key of another hash is taken as no
+ *	token (one of another key with the same hash is taken as this key's:
+ *	&struct rcl_objcache_miss)
  * @existing: if not NULL, receives the cached object on -EEXIST (pinned),
  *	NULL otherwise
  *

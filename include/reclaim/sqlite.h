@@ -15,7 +15,10 @@
  *
  * .. code-block:: c
  *
- *	struct rcl_domain_config dc = { .budget = 64 << 20 };
+ *	struct rcl_domain_config dc = {
+ *		.budget = 64 << 20,
+ *		.max_lruvecs = 1024,	// >= the page caches open at once
+ *	};
  *	rcl_domain_new(&dc, &d);
  *	struct rcl_sqlite_config sc = { .domain = d };
  *	rcl_sqlite_install(&sc);	// sqlite3_config(SQLITE_CONFIG_PCACHE2)
@@ -23,6 +26,17 @@
  *	...			// every connection's page caches share the budget
  *	sqlite3_shutdown();	// after the last sqlite3_close()
  *	rcl_domain_free(d);
+ *
+ * One lruvec per cache.  Each cache open at once takes one of the domain's
+ * attachment slots (&rcl_domain_config.max_lruvecs, 256 if 0), and an
+ * xCreate that finds none free fails: SQLite reports SQLITE_NOMEM (from
+ * sqlite3_open() or the statement that needed the cache).  SQLite creates
+ * a cache for each database a connection opens (main, each attached one,
+ * temp once used) and for the ephemeral tables (temporary b-trees) and
+ * temporary databases of running statements (VACUUM's copy), so
+ * set max_lruvecs to cover them all, plus the domain's other lruvecs (an
+ * objcache takes one per shard); RCL_LRUVEC_MAX_IDS bounds the lruvecs of
+ * the process.
  *
  * What is charged.  Each page is one allocation from the configured
  * allocator: RCL_SQLITE_PAGE_OVERHEAD bytes of metadata, then szPage bytes
@@ -56,7 +70,12 @@
  * The page-cache methods are thread-safe for SQLite's serialized and
  * multi-thread modes: each cache has a mutex, taken by the methods and (by
  * trylock only) by the domain's evict callback, so reclaim from any thread
- * never waits for a connection.
+ * never waits for a connection.  SQLite may also be used inside the
+ * library's evict and write callbacks: there a method never waits for a
+ * reclaimer, and a page another thread holds isolated is freed later, by
+ * the evict callback or a later method outside the callbacks (at the
+ * latest at sqlite3_shutdown()); docs/sqlite.md, "SQLite used inside the
+ * library's callbacks".
  */
 #ifndef RECLAIM_SQLITE_H
 #define RECLAIM_SQLITE_H
@@ -85,9 +104,12 @@ struct sqlite3;
 
 /**
  * struct rcl_sqlite_config - what rcl_sqlite_install() needs
- * @domain: required: the budget every page cache shares
+ * @domain: required: the budget every page cache shares; its max_lruvecs
+ *	must cover every page cache open at once (one lruvec each)
  * @allocator: NULL: malloc; every byte of the plug-in (page buffers,
- *	extras, metadata, tables) comes from it
+ *	extras, metadata, tables) comes from it.  The structure is copied
+ *	at install (it may be on the caller's stack); its @ctx must stay
+ *	valid while SQLite uses the plug-in
  * @flags: 0, or RCL_SQLITE_NO_SHADOWS
  */
 struct rcl_sqlite_config {
@@ -98,7 +120,7 @@ struct rcl_sqlite_config {
 
 /**
  * rcl_sqlite_install() - install the plug-in as SQLite's page cache
- * @cfg: the configuration (copied)
+ * @cfg: the configuration (copied, with the allocator structure it points to)
  *
  * sqlite3_config(SQLITE_CONFIG_PCACHE2, ...).  Call it once, before
  * sqlite3_initialize() (or after sqlite3_shutdown(), but only once per

@@ -17,6 +17,20 @@
  * says -EBUSY) first pins or unhashes it under the mutex, drops the mutex,
  * and waits in rcl_lruvec_del_wait() for the reclaimer's BUSY answer.
  *
+ * Called from inside one of the library's evict or write callbacks (an
+ * application that uses SQLite there), that wait is refused (-EDEADLK) and
+ * the page is still the reclaimer's.  A page SQLite fetched then stays on
+ * the lruvec, pinned (the callback keeps it), and its xUnpin leaves it
+ * there.  A page to be freed is *doomed* instead: out of the index,
+ * unpinned, on the cache's doomed list and still charged; the evict
+ * callback frees it when a reclaimer reaches it, and a later method of the
+ * cache (xFetch that creates, xTruncate, xShrink, xDestroy) takes off and
+ * frees those the reclaimer has put back.  xDestroy, where it cannot
+ * finish (a doomed page still isolated, or a detach refused inside the
+ * domain's reclaim pass), leaves the cache on an orphan list, finished by
+ * a later xCreate, xDestroy, creating xFetch or xShutdown made outside
+ * the callbacks.  Nothing is freed while another thread holds it.
+ *
  * Lock order: the cache mutex > the lruvec's locks.  The mutex is never
  * held across a charge (which may reclaim, and so run evict callbacks of
  * this very cache) or a wait.
@@ -58,7 +72,7 @@ struct rsq_page {
 	unsigned key;
 	uint8_t pinned;			/* SQLite holds it (not counted) */
 	uint8_t hashed;			/* in the index */
-	uint8_t on_lru;			/* added to the lruvec, not yet deleted */
+	uint8_t on_lru;			/* 0, RSQ_ON or RSQ_DOOMED */
 	uint8_t hot;			/* aging at the last pin: 0 new, 1 cold, 2 hot */
 	sqlite3_pcache_page base;	/* pBuf, pExtra: what xFetch returns */
 	struct rcl_lru_node lru;
@@ -70,6 +84,15 @@ _Static_assert(sizeof(void *) != 8 ||
 	       "RCL_SQLITE_PAGE_OVERHEAD is the page header's size on LP64");
 _Static_assert(sizeof(struct rsq_page) % 16 == 0 ||
 	       sizeof(void *) != 8, "the buffer stays 16-aligned");
+
+/*
+ * @on_lru: 0 off the lruvec; RSQ_ON added to it, not yet deleted (pending,
+ * listed or isolated); RSQ_DOOMED on it as well, but out of the index,
+ * unpinned and on the cache's doomed list (linked through @hnext): the
+ * first of the evict callback and rsq_reap() that takes it off frees it.
+ */
+#define RSQ_ON 1
+#define RSQ_DOOMED 2
 
 struct rsq_shadow {
 	uint64_t shadow;
@@ -91,6 +114,10 @@ struct rsq_cache {
 	unsigned npages;		/* held: pinned + unpinned (+ orphans) */
 	unsigned npinned;
 	bool growing;			/* a thread is doubling the tables */
+	bool attached;			/* to the domain */
+	struct rsq_page *doomed;	/* RSQ_DOOMED pages, through hnext */
+	unsigned ndoomed;		/* not in npages */
+	struct rsq_cache *onext;	/* the orphan list (g_orphan_mu) */
 	uint64_t meta;			/* charged: this structure + tables */
 	uint64_t hits, misses, evictions, refault_activations;
 };
@@ -102,10 +129,16 @@ struct rsq_cache {
 /* ------------------------------------------------------------------------- */
 
 static struct rcl_sqlite_config g_cfg;
+static struct rcl_allocator g_allocator;	/* the caller's, copied */
 static atomic_bool g_installed;
 
 static atomic_uint_fast64_t g_caches, g_pages, g_pinned, g_charged, g_meta;
 static atomic_uint_fast64_t g_hits, g_misses, g_evictions, g_refault_act;
+
+/* Destroyed caches that could not be freed yet (rsq_orphan()). */
+static pthread_mutex_t g_orphan_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rsq_cache *g_orphans;
+static atomic_uint g_nr_orphans;
 
 /* rcl_sqlite_cache_stats(): the first cache this thread fetches from. */
 static _Thread_local bool tls_probing;
@@ -338,9 +371,100 @@ static bool rsq_lru_off(struct rsq_cache *c, struct rsq_page *p)
 	return true;
 }
 
-static void rsq_lru_wait(struct rsq_cache *c, struct rsq_page *p)
+/*
+ * Wait until a reclaimer puts @p back and take it off, no lock held.
+ * Return: 0 when it is off; -EDEADLK (or another error) when the library
+ * refused to wait (an evict or write callback runs in this thread): the
+ * node is still on the lruvec, the reclaimer's.
+ */
+static int rsq_lru_wait(struct rsq_cache *c, struct rsq_page *p)
 {
-	rcl_lruvec_del_wait(&c->lv, &p->lru);
+	int err = rcl_lruvec_del_wait(&c->lv, &p->lru);
+
+	return err == -ENOENT ? 0 : err;
+}
+
+/* Doom @p (out of the index, unpinned, not in npages), mutex held. */
+static void rsq_doom(struct rsq_cache *c, struct rsq_page *p)
+{
+	p->on_lru = RSQ_DOOMED;
+	p->hnext = c->doomed;
+	c->doomed = p;
+	c->ndoomed++;
+}
+
+static void rsq_undoom(struct rsq_cache *c, struct rsq_page *p)
+{
+	struct rsq_page **pp = &c->doomed;
+
+	while (*pp != p)
+		pp = &(*pp)->hnext;
+	*pp = p->hnext;
+	p->hnext = NULL;
+	c->ndoomed--;
+}
+
+/*
+ * Free @p, which is out of the index, unpinned and no longer in npages
+ * (no lock held; while it is on the lruvec the evict callback keeps it,
+ * for it is unhashed and not doomed).  Waits for a reclaimer that holds it;
+ * where that wait is refused, dooms it instead.
+ */
+static void rsq_release(struct rsq_cache *c, struct rsq_page *p)
+{
+	if (p->on_lru && rsq_lru_wait(c, p) != 0) {
+		pthread_mutex_lock(&c->mu);
+		rsq_doom(c, p);
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	rsq_page_free(c, p);
+}
+
+/*
+ * Free the doomed pages that are off a reclaimer's hands; with @wait, wait
+ * for the others too (those whose wait is refused stay doomed).  No lock
+ * held.  Return: true if none is left.
+ */
+static bool rsq_reap(struct rsq_cache *c, bool wait)
+{
+	struct rsq_page *p, **pp, *gone = NULL, *held = NULL, *next;
+	bool none;
+
+	pthread_mutex_lock(&c->mu);
+	for (pp = &c->doomed; (p = *pp) != NULL;) {
+		bool off = rsq_lru_off(c, p);
+
+		if (!off && !wait) {
+			pp = &p->hnext;
+			continue;
+		}
+		*pp = p->hnext;
+		c->ndoomed--;
+		if (off) {
+			p->hnext = gone;
+			gone = p;
+		} else {
+			/* Not doomed now: the evict callback keeps it while
+			 * this thread waits for it. */
+			p->on_lru = RSQ_ON;
+			p->hnext = held;
+			held = p;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	for (p = gone; p; p = next) {
+		next = p->hnext;
+		rsq_page_free(c, p);
+	}
+	for (p = held; p; p = next) {
+		next = p->hnext;
+		rsq_release(c, p);
+	}
+	pthread_mutex_lock(&c->mu);
+	none = c->ndoomed == 0;
+	pthread_mutex_unlock(&c->mu);
+	return none;
 }
 
 static enum rcl_evict_status rsq_evict(struct rcl_lru_node *node,
@@ -351,6 +475,14 @@ static enum rcl_evict_status rsq_evict(struct rcl_lru_node *node,
 
 	if (pthread_mutex_trylock(&c->mu) != 0)
 		return RCL_EVICT_BUSY;
+	if (p->on_lru == RSQ_DOOMED) {
+		/* Discarded while a reclaimer held it: this is its end. */
+		rsq_undoom(c, p);
+		p->on_lru = 0;
+		pthread_mutex_unlock(&c->mu);
+		rsq_page_free(c, p);
+		return RCL_EVICT_FREED;
+	}
 	if (!p->hashed || p->pinned) {
 		pthread_mutex_unlock(&c->mu);
 		return RCL_EVICT_BUSY;
@@ -467,6 +599,66 @@ static struct rsq_page *rsq_page_new(struct rsq_cache *c, unsigned key,
 }
 
 /* ------------------------------------------------------------------------- */
+/* The end of a cache                                                         */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * Free a destroyed cache (every page out of the index already), no lock
+ * held.  Return: false if it cannot be done from here (called inside the
+ * domain's reclaim pass, which refuses the detach, or a doomed page is
+ * still isolated and the wait for it is refused): the caller keeps it.
+ */
+static bool rsq_finish(struct rsq_cache *c)
+{
+	uint64_t meta;
+
+	if (c->attached) {
+		/* No reclaim pass is inside the lruvec after this. */
+		if (rcl_domain_detach(g_cfg.domain, &c->lv) == -EDEADLK)
+			return false;
+		c->attached = false;
+	}
+	if (!rsq_reap(c, true) || rcl_lruvec_destroy(&c->lv) != 0)
+		return false;
+	pthread_mutex_destroy(&c->mu);
+	meta = c->meta;
+	rsq_free(c->shadows);
+	rsq_free(c->table);
+	rsq_free(c);
+	rsq_meta_uncharge(meta);
+	return true;
+}
+
+static void rsq_orphan(struct rsq_cache *c)
+{
+	pthread_mutex_lock(&g_orphan_mu);
+	c->onext = g_orphans;
+	g_orphans = c;
+	atomic_fetch_add(&g_nr_orphans, 1);
+	pthread_mutex_unlock(&g_orphan_mu);
+}
+
+/* Finish the orphans that can be finished from here (no lock held). */
+static void rsq_reap_orphans(void)
+{
+	struct rsq_cache *c, *next;
+
+	if (atomic_load_explicit(&g_nr_orphans, memory_order_relaxed) == 0)
+		return;
+	/* Taken off the list, each is this thread's alone. */
+	pthread_mutex_lock(&g_orphan_mu);
+	c = g_orphans;
+	g_orphans = NULL;
+	pthread_mutex_unlock(&g_orphan_mu);
+	for (; c; c = next) {
+		next = c->onext;
+		atomic_fetch_sub(&g_nr_orphans, 1);
+		if (!rsq_finish(c))
+			rsq_orphan(c);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
 /* The methods                                                                */
 /* ------------------------------------------------------------------------- */
 
@@ -479,6 +671,7 @@ static int rsq_init(void *arg)
 static void rsq_shutdown(void *arg)
 {
 	(void)arg;
+	rsq_reap_orphans();
 }
 
 static sqlite3_pcache *rsq_create(int sz_page, int sz_extra, int purgeable)
@@ -489,6 +682,7 @@ static sqlite3_pcache *rsq_create(int sz_page, int sz_extra, int purgeable)
 
 	if (sz_page <= 0 || sz_extra < 0)
 		return NULL;
+	rsq_reap_orphans();
 	/* The structure and its first tables are charged before they are
 	 * allocated (this may reclaim other caches' pages); a strict domain
 	 * without room for them fails the open (SQLITE_NOMEM). */
@@ -524,6 +718,7 @@ static sqlite3_pcache *rsq_create(int sz_page, int sz_extra, int purgeable)
 		goto fail_mutex;
 	if (rcl_domain_attach(g_cfg.domain, &c->lv, 0) != 0)
 		goto fail_lv;
+	c->attached = true;
 	CNT_ADD(g_caches, 1);
 	rsq_meta_charged(meta);
 	return (sqlite3_pcache *)c;
@@ -565,6 +760,7 @@ static sqlite3_pcache_page *rsq_fetch(sqlite3_pcache *pc, unsigned key,
 {
 	struct rsq_cache *c = (struct rsq_cache *)pc;
 	struct rsq_page *p, *q;
+	bool reap;
 
 	if (tls_probing && !tls_probe)
 		tls_probe = c;
@@ -581,10 +777,15 @@ static sqlite3_pcache_page *rsq_fetch(sqlite3_pcache *pc, unsigned key,
 			c->npinned++;
 			CNT_ADD(g_pinned, 1);
 			if (!rsq_lru_off(c, p)) {
+				int err;
+
 				pthread_mutex_unlock(&c->mu);
-				rsq_lru_wait(c, p);
+				err = rsq_lru_wait(c, p);
 				pthread_mutex_lock(&c->mu);
-				p->on_lru = 0;
+				/* Refused (from a callback): it stays on the
+				 * lruvec, kept there by its pin; xUnpin knows. */
+				if (err == 0)
+					p->on_lru = 0;
 			}
 		}
 		pthread_mutex_unlock(&c->mu);
@@ -592,9 +793,14 @@ static sqlite3_pcache_page *rsq_fetch(sqlite3_pcache *pc, unsigned key,
 	}
 	c->misses++;
 	CNT_ADD(g_misses, 1);
+	reap = c->ndoomed != 0;
 	pthread_mutex_unlock(&c->mu);
 	if (create == 0)
 		return NULL;
+	/* Before a new page is charged, what discarded pages still hold. */
+	if (reap)
+		(void)rsq_reap(c, false);
+	rsq_reap_orphans();
 
 	p = rsq_page_new(c, key, create);
 	if (!p)
@@ -636,6 +842,12 @@ static void rsq_unpin(sqlite3_pcache *pc, sqlite3_pcache_page *pg, int discard)
 	CNT_SUB(g_pinned, 1);
 	if (discard || !c->purgeable || !p->hashed)
 		goto drop;
+	if (p->on_lru) {
+		/* Still on the lruvec: its xFetch, in a callback, could not
+		 * take it off.  It is an unpinned page there already. */
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
 	if (p->shadow) {
 		err = rcl_lruvec_add_refault(&c->lv, &p->lru, RCL_LRU_FILE,
 					     c->charge, 0, p->shadow, &outcome);
@@ -660,8 +872,9 @@ drop:
 	if (p->hashed)
 		rsq_unlink(c, p);
 	c->npages--;
+	(void)rsq_lru_off(c, p);
 	pthread_mutex_unlock(&c->mu);
-	rsq_page_free(c, p);
+	rsq_release(c, p);
 }
 
 static void rsq_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg,
@@ -670,7 +883,6 @@ static void rsq_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg,
 	struct rsq_cache *c = (struct rsq_cache *)pc;
 	struct rsq_page *p = rcl_container_of(pg, struct rsq_page, base);
 	struct rsq_page *q;
-	bool wait = false;
 
 	(void)old_key;
 	pthread_mutex_lock(&c->mu);
@@ -685,7 +897,7 @@ static void rsq_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg,
 			q = NULL;
 		} else {
 			c->npages--;
-			wait = !rsq_lru_off(c, q);
+			(void)rsq_lru_off(c, q);
 		}
 	}
 	if (p->hashed)
@@ -695,22 +907,21 @@ static void rsq_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg,
 	/* A shadow of either number describes another page's history. */
 	(void)rsq_shadow_take(c, new_key);
 	pthread_mutex_unlock(&c->mu);
-	if (q) {
-		if (wait)
-			rsq_lru_wait(c, q);
-		rsq_page_free(c, q);
-	}
+	if (q)
+		rsq_release(c, q);	/* waits for a reclaimer, or dooms */
 }
 
 /*
- * Take out every page for which @drop() says so, under the mutex, then free
- * them without it.  Pinned pages are taken only if @pinned_too.
+ * Take out every unpinned page (and with @pinned_too, every page whose key
+ * is >= @limit instead) under the mutex, then free them without it (or
+ * doom those a reclaimer holds, where the wait for it is refused).
  */
 static void rsq_drop_pages(struct rsq_cache *c, unsigned limit, bool pinned_too)
 {
 	struct rsq_page *victims = NULL, *p, *next;
 	unsigned i;
 
+	(void)rsq_reap(c, false);
 	pthread_mutex_lock(&c->mu);
 	for (i = 0; i < c->nbuckets; i++) {
 		struct rsq_page **pp = &c->table[i];
@@ -742,9 +953,7 @@ static void rsq_drop_pages(struct rsq_cache *c, unsigned limit, bool pinned_too)
 	pthread_mutex_unlock(&c->mu);
 	for (p = victims; p; p = next) {
 		next = p->hnext;
-		if (p->on_lru)
-			rsq_lru_wait(c, p);
-		rsq_page_free(c, p);
+		rsq_release(c, p);
 	}
 }
 
@@ -761,19 +970,12 @@ static void rsq_shrink(sqlite3_pcache *pc)
 static void rsq_destroy(sqlite3_pcache *pc)
 {
 	struct rsq_cache *c = (struct rsq_cache *)pc;
-	uint64_t meta;
 
-	/* No reclaim pass is inside the lruvec after this. */
-	rcl_domain_detach(g_cfg.domain, &c->lv);
 	rsq_drop_pages(c, 0, true);
-	rcl_lruvec_destroy(&c->lv);
-	pthread_mutex_destroy(&c->mu);
-	meta = c->meta;
-	rsq_free(c->shadows);
-	rsq_free(c->table);
-	rsq_free(c);
-	rsq_meta_uncharge(meta);
 	CNT_SUB(g_caches, 1);
+	if (!rsq_finish(c))
+		rsq_orphan(c);
+	rsq_reap_orphans();
 }
 
 static const sqlite3_pcache_methods2 rsq_methods = {
@@ -813,9 +1015,16 @@ RCL_API int rcl_sqlite_install(const struct rcl_sqlite_config *cfg)
 	if (!atomic_compare_exchange_strong(&g_installed, &expected, true))
 		return -EBUSY;
 	g_cfg = *cfg;
+	/* The header says the configuration is copied: the allocator too, so
+	 * that one on the caller's stack does not dangle. */
+	if (cfg->allocator) {
+		g_allocator = *cfg->allocator;
+		g_cfg.allocator = &g_allocator;
+	}
 	rc = sqlite3_config(SQLITE_CONFIG_PCACHE2, &rsq_methods);
 	if (rc != SQLITE_OK) {
 		memset(&g_cfg, 0, sizeof(g_cfg));
+		memset(&g_allocator, 0, sizeof(g_allocator));
 		atomic_store(&g_installed, false);
 		return -EBUSY;
 	}
@@ -885,7 +1094,7 @@ RCL_API int rcl_sqlite_cache_stats(struct sqlite3 *db, const char *schema,
 	out->caches = 1;
 	out->pages = c->npages;
 	out->pinned = c->npinned;
-	out->charged = (uint64_t)c->npages * c->charge + c->meta;
+	out->charged = (uint64_t)(c->npages + c->ndoomed) * c->charge + c->meta;
 	out->meta = c->meta;
 	out->hits = c->hits;
 	out->misses = c->misses;
