@@ -35,6 +35,7 @@
  * next deadline, and an eventfd that stops it.
  */
 #include "domain_internal.h"
+#include "pressure_internal.h"
 #include "pressure_parse.h"
 #include "refusal.h"
 
@@ -246,13 +247,34 @@ static void clear_source(struct psrc *s)
 		s->fds[i] = -1;
 }
 
+/* The test seam (pressure_internal.h): all NULL, the system calls. */
+struct rcl__pressure_seam rcl__pressure_seam;
+
 static unsigned long fs_magic(int fd)
 {
 	struct statfs sf;
 
+	if (rcl__pressure_seam.fs_magic)
+		return rcl__pressure_seam.fs_magic(fd);
 	if (fstatfs(fd, &sf))
 		return 0;
 	return (unsigned long)sf.f_type;
+}
+
+/* Open a descriptor the monitor polls (a trigger's, memory.events). */
+static int open_poll(int dir, const char *path, int flags)
+{
+	if (rcl__pressure_seam.open_poll)
+		return rcl__pressure_seam.open_poll(dir, path, flags);
+	return openat(dir, path, flags);
+}
+
+/* Write a trigger, or systemd's data to a FIFO or socket. */
+static ssize_t write_data(int fd, const void *buf, size_t len)
+{
+	if (rcl__pressure_seam.write)
+		return rcl__pressure_seam.write(fd, buf, len);
+	return write(fd, buf, len);
 }
 
 /*
@@ -1180,11 +1202,11 @@ static int psi_triggers(struct rcl_pressure *p, struct psrc *s, int idx,
 			       psi_levels[i].full ? "full" : "some",
 			       (unsigned long long)psi_levels[i].stall_us,
 			       (unsigned long long)PSI_WINDOW_US);
-		fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		fd = open_poll(AT_FDCWD, path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			goto fail;
 		/* The kernel takes the string with its NUL. */
-		if (write(fd, t, (size_t)len + 1) < 0) {
+		if (write_data(fd, t, (size_t)len + 1) < 0) {
 			err = errno;
 			close(fd);
 			errno = err;
@@ -1426,8 +1448,8 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 	if (version == 2) {
 		s->mode = RCL_PSOURCE_CGROUP_V2;
 		if (fs_magic(dfd) == CGROUP2_MAGIC) {
-			s->file = openat(dfd, "memory.events",
-					 O_RDONLY | O_CLOEXEC);
+			s->file = open_poll(dfd, "memory.events",
+					    O_RDONLY | O_CLOEXEC);
 			if (s->file >= 0 &&
 			    epoll_add(p, s->file, EPOLLPRI, (uint64_t)idx << 2 | 3))
 				close_fd(&s->file);
@@ -1531,14 +1553,14 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		ssize_t n;
 		unsigned long magic;
 
-		fd = open(watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		fd = open_poll(AT_FDCWD, watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0) {
 			err = -errno;
 			goto out;
 		}
 		magic = fs_magic(fd);
 		if (magic == PROC_MAGIC || magic == CGROUP2_MAGIC) {
-			if (dlen && write(fd, data, (size_t)dlen) < 0)
+			if (dlen && write_data(fd, data, (size_t)dlen) < 0)
 				s->fallback_errno = errno;
 			else if (epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2))
 				s->fallback_errno = errno ? errno : EINVAL;
@@ -1579,7 +1601,7 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		goto out;
 	}
 	/* FIFO or socket: write the data, then wait for POLLIN. */
-	if (dlen && write(fd, data, (size_t)dlen) != dlen) {
+	if (dlen && write_data(fd, data, (size_t)dlen) != dlen) {
 		err = -errno;
 		goto out;
 	}
