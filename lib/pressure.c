@@ -71,7 +71,10 @@ __extension__ typedef unsigned __int128 u128;
 #define TAG_TIMER (~0ull)
 #define TAG_STOP (~0ull - 1)
 
-/* A file the monitor reads is at most this long (v2 memory.stat: ~3 KiB). */
+/*
+ * A file the monitor reads is at most this long, 16 KiB (v2 memory.stat:
+ * ~3 KiB); a longer one is -EFBIG (pressure.h).
+ */
 #define READ_MAX 16384
 
 /* Longest decoded $MEMORY_PRESSURE_WRITE. */
@@ -175,7 +178,8 @@ struct rcl_pressure {
 	pthread_t thread;
 	pid_t pid;		/* of the process that created it (fork) */
 
-	char buf[READ_MAX];	/* file reads, under lock */
+	/* File reads, under lock: READ_MAX, a byte that tells a longer file, NUL. */
+	char buf[READ_MAX + 2];
 };
 
 /* The monitor whose thread this is, and the one acting in this thread. */
@@ -279,7 +283,9 @@ static ssize_t write_data(int fd, const void *buf, size_t len)
 
 /*
  * Read a whole small file from @fd at offset 0 into p->buf (NUL after it):
- * the length, or a negative errno (-EFBIG if it does not fit).
+ * the length, or a negative errno (-EFBIG if it is longer than READ_MAX).
+ * It asks for one byte more than READ_MAX, so that a file of exactly
+ * READ_MAX bytes ends at EOF and only a longer one is refused.
  */
 static ssize_t read_fd(struct rcl_pressure *p, int fd)
 {
@@ -288,8 +294,7 @@ static ssize_t read_fd(struct rcl_pressure *p, int fd)
 	int tries = 0;
 
 	for (;;) {
-		n = pread(fd, p->buf + len, sizeof(p->buf) - 1 - len,
-			  (off_t)len);
+		n = pread(fd, p->buf + len, READ_MAX + 1 - len, (off_t)len);
 		if (n < 0) {
 			if (errno == EINTR && ++tries < 8)
 				continue;
@@ -298,7 +303,7 @@ static ssize_t read_fd(struct rcl_pressure *p, int fd)
 		if (n == 0)
 			break;
 		len += (size_t)n;
-		if (len == sizeof(p->buf) - 1)
+		if (len > READ_MAX)
 			return -EFBIG;
 	}
 	p->buf[len] = '\0';

@@ -2219,6 +2219,67 @@ static void test_pressure_cgroup_bad_files_at_creation(void **state)
  * memory.events is one of the files the source reads (pressure.h), so one
  * that does not parse at creation is -EBADMSG like the others.
  */
+/*
+ * read_fd()'s limit is what the header says: a file of 16 KiB (16384
+ * bytes) is read, one byte more is -EFBIG.  A memory.stat of exactly the
+ * limit used to be refused, as was one of 16383 bytes: the buffer kept a
+ * byte for the NUL out of the 16384 it read into.
+ */
+static void put_stat_of_len(const char *dir, size_t want)
+{
+	static char big[16384 + 64];
+	static const char tail[] = "inactive_file 0\n";
+	size_t len = 0, pad;
+
+	/* Lines of 12 bytes, then one filler line, then the key. */
+	while (len + 12 + 32 + sizeof(tail) - 1 <= want)
+		len += (size_t)snprintf(big + len, sizeof(big) - len,
+					"pg%07zu 1\n", len % 10000000);
+	pad = want - len - (sizeof(tail) - 1);	/* "z...z 1\n": pad >= 4 */
+	assert_true(pad >= 4 && pad < 64);
+	memset(big + len, 'z', pad - 3);
+	memcpy(big + len + pad - 3, " 1\n", 3);
+	len += pad;
+	memcpy(big + len, tail, sizeof(tail) - 1);
+	len += sizeof(tail) - 1;
+	assert_int_equal(len, want);
+	put_raw(dir, "memory.stat", big, len);
+}
+
+static void test_pressure_cgroup_file_of_16_kib_is_read(void **state)
+{
+	static const size_t lens[] = { 16383, 16384 };
+	struct fx f;
+	struct cg c;
+	unsigned i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	for (i = 0; i < 2; i++) {
+		char name[16];
+
+		fx_monitor(&f);
+		snprintf(name, sizeof(name), "cg16k%u", i);
+		cg_init(&c, &f, name, 2, 1);
+		c.max = 1000 * MB;
+		cg_write(&c);
+		put_stat_of_len(c.dir, lens[i]);
+		if (rcl_pressure_add_cgroup(f.p, c.dir, 0) != 0)
+			fail_msg("a memory.stat of %zu bytes refused", lens[i]);
+		assert_int_equal(pstats(f.p).read_errors, 0);
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg16k+1", 2, 1);
+	c.max = 1000 * MB;
+	cg_write(&c);
+	put_stat_of_len(c.dir, 16385);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, c.dir, 0), -EFBIG);
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+	fx_fini(&f);
+}
+
 static void test_pressure_cgroup_bad_events_file_at_creation(void **state)
 {
 	static const char *const bad[] = {
@@ -3130,6 +3191,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_budget_follows_the_limit),
 		cmocka_unit_test(test_pressure_cgroup_inactive_file_is_not_pressure),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_at_creation),
+		cmocka_unit_test(test_pressure_cgroup_file_of_16_kib_is_read),
 		cmocka_unit_test(test_pressure_cgroup_bad_events_file_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_after_creation),
 		cmocka_unit_test(test_pressure_memory_sample),

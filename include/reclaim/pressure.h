@@ -402,7 +402,7 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
  * 0, 1, 2; -ENOENT (no such directory, no memory controller for this
  * process, or neither version's files); -EBADMSG if a file does not parse;
  * -ERANGE if a value does not fit 64 bits; -EFBIG if a file is larger than
- * 16 KiB; -EEXIST if the monitor has a cgroup source; -ENOSPC; -ENOMEM;
+ * 16 KiB (16384 bytes: one of exactly 16384 is read); -EEXIST if the monitor has a cgroup source; -ENOSPC; -ENOMEM;
  * -EDEADLK; the errno of opening a file.
  */
 RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
