@@ -576,39 +576,85 @@ static enum rcl_pressure_level psi_level(uint64_t some, uint64_t full,
 	return l;
 }
 
+/* The shortest interval a PSI reading is rated over: 1 ms. */
+#define PSI_MIN_DT_US 1000ull
+
+/* What psi_read_locked() got. */
+enum psi_read {
+	PSI_READ_FAILED,	/* the file did not read or parse */
+	PSI_READ_BASE,		/* no interval to rate: a baseline, or too short */
+	PSI_READ_DELTA,		/* the stall growth since the baseline */
+};
+
+/* Make @cur, read at @now, source @s's baseline. */
+static void psi_rebase(struct psrc *s, const struct rcl__psi *cur,
+		       uint64_t now)
+{
+	s->prev = *cur;
+	s->prev_ns = now;
+	s->have_prev = true;
+}
+
+/*
+ * Read source @s's PSI totals from s->file (p->lock held) into @cur, and
+ * the growth of the "some" and "full" totals since its baseline into
+ * @dsome, @dfull over @dt_us.  The first reading, and one whose counters
+ * went back, become the baseline.  An interval shorter than PSI_MIN_DT_US
+ * (a forced tick right after a reading) is rated as no reading and keeps
+ * the baseline: a stall share over no time means nothing, and rated as
+ * such it read as any level (0 >= threshold x 0).  The caller moves the
+ * baseline on PSI_READ_DELTA (psi_rebase()).
+ */
+static enum psi_read psi_read_locked(struct rcl_pressure *p, struct psrc *s,
+				     uint64_t now, struct rcl__psi *cur,
+				     uint64_t *dsome, uint64_t *dfull,
+				     uint64_t *dt_us)
+{
+	ssize_t n = read_fd(p, s->file);
+
+	if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, cur)) {
+		p->read_errors++;
+		return PSI_READ_FAILED;
+	}
+	if (!s->have_prev || cur->some_total_us < s->prev.some_total_us ||
+	    cur->full_total_us < s->prev.full_total_us || now <= s->prev_ns) {
+		psi_rebase(s, cur, now);
+		return PSI_READ_BASE;
+	}
+	*dt_us = (now - s->prev_ns) / 1000;
+	if (*dt_us < PSI_MIN_DT_US)
+		return PSI_READ_BASE;
+	*dsome = cur->some_total_us - s->prev.some_total_us;
+	*dfull = cur->full_total_us - s->prev.full_total_us;
+	return PSI_READ_DELTA;
+}
+
+/* systemd's one level: @s's trigger's stall share reached over @dt_us. */
+static enum rcl_pressure_level sd_level(const struct psrc *s, uint64_t dsome,
+					uint64_t dfull, uint64_t dt_us)
+{
+	uint64_t v = s->sd_full ? dfull : dsome;
+
+	if (!dt_us)
+		return RCL_PRESSURE_NONE;
+	return (u128)v * s->sd_window_us >= (u128)s->sd_stall_us * dt_us ?
+		       RCL_PRESSURE_SEVERE :
+		       RCL_PRESSURE_NONE;
+}
+
 /* Read a polled PSI file (p->lock held): the level, or -1 for no reading. */
 static int psi_poll_locked(struct rcl_pressure *p, struct psrc *s,
 			   uint64_t now)
 {
 	struct rcl__psi cur;
-	ssize_t n = read_fd(p, s->file);
 	uint64_t dsome, dfull, dt;
-	int l;
 
-	if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, &cur)) {
-		p->read_errors++;
+	if (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt) !=
+	    PSI_READ_DELTA)
 		return -1;
-	}
-	if (!s->have_prev || cur.some_total_us < s->prev.some_total_us ||
-	    cur.full_total_us < s->prev.full_total_us || now <= s->prev_ns) {
-		s->prev = cur;
-		s->prev_ns = now;
-		s->have_prev = true;
-		return -1;
-	}
-	dsome = cur.some_total_us - s->prev.some_total_us;
-	dfull = cur.full_total_us - s->prev.full_total_us;
-	dt = (now - s->prev_ns) / 1000;
-	s->prev = cur;
-	s->prev_ns = now;
-	if (s->mode == RCL_PSOURCE_SYSTEMD_PSI_POLL) {
-		uint64_t v = s->sd_full ? dfull : dsome;
-
-		l = (u128)v * s->sd_window_us >=
-		    (u128)s->sd_stall_us * dt ?
-			RCL_PRESSURE_SEVERE : RCL_PRESSURE_NONE;
-		return l;
-	}
+	psi_rebase(s, &cur, now);
+	if (s->mode == RCL_PSOURCE_SYSTEMD_PSI_POLL)
+		return (int)sd_level(s, dsome, dfull, dt);
 	return (int)psi_level(dsome, dfull, dt);
 }
 

@@ -2667,6 +2667,42 @@ static void test_pressure_systemd_psi_file_polled(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A reading right after the baseline is no reading.  The systemd PSI file
+ * polled is added 500 ns before the timer's tick: its first interval is
+ * 0 us long, and rated as such (0 >= threshold x 0) it read SEVERE with no
+ * stall at all (an action, the budget cut by a quarter).  Now it is no
+ * reading, and the baseline stays: the next tick rates the whole interval
+ * since it.
+ */
+static void test_pressure_systemd_psi_poll_needs_an_interval(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "sd.pressure" };
+	char path[PATH_MAX];
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	fx_monitor(&f);
+	adv(&f, SEC - 500);
+	src = rcl_pressure_add_systemd(f.p, path, NULL);
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+	/* The tick, 500 ns after the baseline: nothing. */
+	psi_tick(&f, &t, 0, 0, 500, 0, RCL_PRESSURE_NONE);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	assert_int_equal(pstats(f.p).actions, 0);
+	/* 150 ms over the 1 s + 500 ns since the baseline: 100 ms per 1 s. */
+	psi_tick(&f, &t, 150000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, src).events, 1);
+	fx_fini(&f);
+}
+
 /* A FIFO: each readiness (one byte written per dispatch here) is one event. */
 static void test_pressure_systemd_fifo(void **state)
 {
@@ -3198,6 +3234,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_psi_file_polled),
 		cmocka_unit_test(test_pressure_psi_bad_files),
 		cmocka_unit_test(test_pressure_systemd_psi_file_polled),
+		cmocka_unit_test(test_pressure_systemd_psi_poll_needs_an_interval),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
 		cmocka_unit_test(test_pressure_systemd_paths_and_environment),
