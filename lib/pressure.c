@@ -1210,6 +1210,8 @@ static struct psrc *new_source_locked(struct rcl_pressure *p, int *idx)
 		return NULL;
 	*idx = (int)p->nr;
 	s = &p->src[p->nr];
+	/* Whatever an add that failed left in it is gone. */
+	clear_source(s);
 	s->wait = p->window;
 	return s;
 }
@@ -1651,10 +1653,19 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		err = RCL__REFUSE(-EBADF, "the watch path is no regular file, FIFO or socket");
 		goto out;
 	}
-	/* FIFO or socket: write the data, then wait for POLLIN. */
-	if (dlen && write_data(fd, data, (size_t)dlen) != dlen) {
-		err = -errno;
-		goto out;
+	/*
+	 * FIFO or socket: write the data, then wait for POLLIN.  A short
+	 * write sets no errno (a stale one, or 0, would have made this call
+	 * return an index for a source it never added): -EIO.
+	 */
+	if (dlen) {
+		ssize_t n = write_data(fd, data, (size_t)dlen);
+
+		if (n != dlen) {
+			err = n < 0 ? -errno :
+				      RCL__REFUSE(-EIO, "a short write of the data to the FIFO or socket");
+			goto out;
+		}
 	}
 	if (s->mode == RCL_PSOURCE_SYSTEMD_FIFO)
 		drain(fd);	/* our own bytes are no event */

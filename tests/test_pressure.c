@@ -58,6 +58,7 @@
 #include <reclaim/reclaim.h>
 
 #include "test_util.h"
+#include "../lib/pressure_internal.h"
 
 #define MS RCL_NSEC_PER_MSEC
 #define SEC RCL_NSEC_PER_SEC
@@ -2893,6 +2894,58 @@ static void b64(const unsigned char *in, size_t n, char *out)
 	out[o] = '\0';
 }
 
+/* The write seam: short by half, and errno left as it was. */
+static ssize_t short_write(int fd, const void *buf, size_t len)
+{
+	(void)buf;
+	(void)fd;
+	errno = 0;
+	return (ssize_t)(len / 2);
+}
+
+/*
+ * A short write of systemd's data to the socket is -EIO, and adds
+ * nothing.  The call returned 0, the index of a source it never added
+ * (err = -errno with errno 0), left its half-made slot in place, and the
+ * next add took the slot over with its mode.
+ */
+static void test_pressure_systemd_short_write_adds_nothing(void **state)
+{
+	struct fx f;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct rcl_pressure_source_info si;
+	char path[PATH_MAX];
+	unsigned fds;
+	int lfd, src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	path_of(path, sizeof(path), f.tmp, "sock");
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+
+	fds = fd_count();
+	rcl__pressure_seam.write = short_write;
+	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
+	rcl__pressure_seam.write = NULL;
+	assert_int_equal(src, -EIO);
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+	assert_int_equal(fd_count(), fds);
+	assert_int_equal(rcl_pressure_source_info(f.p, 0, &si), -ENOENT);
+	/* The slot is clean for the next add. */
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_MANUAL);
+	assert_string_equal(sinfo(f.p, src).path, "");
+	close(lfd);
+	fx_fini(&f);
+}
+
 /*
  * The protocol's edges: "/dev/null" is off; a relative path, bad base64
  * or more than 1 KiB decoded -EINVAL; a directory or device -EBADF; a
@@ -3237,6 +3290,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_systemd_psi_poll_needs_an_interval),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
+		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
 		cmocka_unit_test(test_pressure_systemd_paths_and_environment),
 		cmocka_unit_test(test_pressure_holds_its_domain),
 		cmocka_unit_test(test_pressure_fd_busy_while_thread_runs),

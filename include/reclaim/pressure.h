@@ -422,8 +422,9 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
  * variable is unset (or the path does not exist); -EBADF for a file that is
  * no regular file, FIFO or socket; -EBADMSG for a regular file whose
  * trigger is refused and whose content is not PSI's; -ENAMETOOLONG for a
- * socket path longer than sun_path; -ENOSPC; -ENOMEM; -EDEADLK; the errno
- * of opening, connecting or writing.
+ * socket path longer than sun_path; -EIO for a short write to a FIFO or
+ * socket; -ENOSPC; -ENOMEM; -EDEADLK; the errno of opening, connecting or
+ * writing.  On error nothing is added.
  */
 RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 				     const char *write_b64);
