@@ -959,13 +959,27 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 		    (u128)s->cg_ws * 100 < (u128)s->cg_limit * cg_ratio[0])
 			return -1;
 		return (int)slot + 1;
-	case RCL_PSOURCE_CGROUP_V2:
+	case RCL_PSOURCE_CGROUP_V2: {
 		/* memory.events changed: reading it through this descriptor
 		   is what clears its POLLPRI (kernfs). */
-		if (read_fd(p, s->file) < 0)
+		ssize_t n = read_fd(p, s->file);
+
+		if (n < 0) {
+			/*
+			 * A read that fails cannot clear it (a removed
+			 * cgroup's file: ENODEV, EPOLLERR | EPOLLPRI for
+			 * ever): kept, it would wake every dispatch and
+			 * force a tick each time.  The timer's reads go on.
+			 */
 			p->read_errors++;
+			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->file, NULL);
+			close_fd(&s->file);
+			s->fallback_errno = (int)-n;
+			return -1;
+		}
 		s->read_now = true;
 		return -1;
+	}
 	case RCL_PSOURCE_SYSTEMD_FIFO:
 	case RCL_PSOURCE_SYSTEMD_SOCKET:
 		if (!drain(s->fds[0]) || (events & (EPOLLHUP | EPOLLERR)))

@@ -627,6 +627,108 @@ static unsigned fd_count(void)
 }
 
 /* ------------------------------------------------------------------------- */
+/* The test seam: descriptors that behave as the kernel's                     */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * What a temporary file cannot do, the seam (lib/pressure_internal.h)
+ * stands in for: the filesystem check says procfs or cgroup2, and each
+ * polled descriptor the monitor opens on a path ending in seam.match
+ * (a PSI trigger's, systemd's PSI file's, memory.events) is one end of an
+ * AF_UNIX stream socketpair whose other end the test keeps.  One byte of
+ * out-of-band data from the peer raises EPOLLPRI, as a trigger's event
+ * or a changed memory.events does; reading it back through the monitor's
+ * end clears it, as the nested poll of an application's event loop
+ * clears a PSI trigger's event; a peer that closes with data unread
+ * leaves EPOLLERR | EPOLLHUP | EPOLLPRI for ever, as a removed cgroup's
+ * file does (and reads fail, as they do there).  Triggers written go to
+ * the peer, unread.
+ */
+#define PROC_MAGIC 0x9fa0ul
+#define CGROUP2_MAGIC 0x63677270ul
+#define SEAM_MAX 8
+
+static struct {
+	const char *match;
+	unsigned long magic;
+	int nr;
+	int ours[SEAM_MAX], peer[SEAM_MAX];
+} seam;
+
+static unsigned long seam_magic(int fd)
+{
+	(void)fd;
+	return seam.magic;
+}
+
+static int seam_open(int dir, const char *path, int flags)
+{
+	size_t n = strlen(path), m = strlen(seam.match);
+	int sv[2];
+
+	if (n < m || strcmp(path + n - m, seam.match))
+		return openat(dir, path, flags);
+	if (seam.nr >= SEAM_MAX ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+		       sv)) {
+		errno = EMFILE;
+		return -1;
+	}
+	seam.ours[seam.nr] = sv[0];
+	seam.peer[seam.nr++] = sv[1];
+	return sv[0];
+}
+
+/* Descriptors on paths ending in @match, on a filesystem of @magic. */
+static void seam_on(const char *match, unsigned long magic)
+{
+	memset(&seam, 0, sizeof(seam));
+	seam.match = match;
+	seam.magic = magic;
+	rcl__pressure_seam.fs_magic = seam_magic;
+	rcl__pressure_seam.open_poll = seam_open;
+}
+
+/* Back to the system calls (the peers stay the test's). */
+static void seam_off(void)
+{
+	memset(&rcl__pressure_seam, 0, sizeof(rcl__pressure_seam));
+}
+
+static void seam_close_peers(void)
+{
+	int i;
+
+	for (i = 0; i < seam.nr; i++)
+		if (seam.peer[i] >= 0)
+			close(seam.peer[i]);
+	seam.nr = 0;
+}
+
+/* Descriptor @i's event: EPOLLPRI until it is read. */
+static void seam_fire(int i)
+{
+	assert_int_equal(send(seam.peer[i], "!", 1, MSG_OOB), 1);
+}
+
+/* Descriptor @i's file is gone: EPOLLERR | EPOLLHUP | EPOLLPRI for ever. */
+static void seam_gone(int i)
+{
+	assert_int_equal(send(seam.ours[i], "x", 1, 0), 1);
+	seam_fire(i);
+	close(seam.peer[i]);
+	seam.peer[i] = -1;
+}
+
+/* Whether the monitor's descriptor is readable now. */
+static bool fd_readable(struct rcl_pressure *p)
+{
+	struct pollfd pfd = { .fd = rcl_pressure_fd(p), .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+/* ------------------------------------------------------------------------- */
 /* 1. Levels of other systems, names                                          */
 /* ------------------------------------------------------------------------- */
 
@@ -1904,6 +2006,57 @@ static void test_pressure_cgroup_v2_events(void **state)
 	cg_tick(&f, NULL, 0, RCL_PRESSURE_NONE, FLOOR);
 	assert_int_equal(sinfo(f.p, src).actions, 6);
 	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
+ * A v2 memory.events descriptor whose reads fail (its cgroup removed:
+ * EPOLLERR | EPOLLPRI for ever, reads ENODEV; emulated through the seam,
+ * whose reads fail with ESPIPE) is closed, with the errno in the source's
+ * fallback_errno and a read error; the timer's reads go on.  It stayed in
+ * the epoll set: the monitor's descriptor readable for ever and a tick
+ * forced by every dispatch (a busy loop of the application's event loop
+ * or of the library thread).
+ */
+static void test_pressure_cgroup_v2_events_fd_gone(void **state)
+{
+	struct fx f;
+	struct cg c;
+	unsigned fds;
+	int src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 2, 1);
+	c.max = 1000 * MB;
+	c.ws = 100 * MB;
+	cg_write(&c);
+	seam_on("memory.events", CGROUP2_MAGIC);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	seam_off();
+	assert_int_equal(src, 0);
+	assert_int_equal(seam.nr, 1);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_CGROUP_V2);
+	assert_false(fd_readable(f.p));
+
+	seam_gone(0);
+	assert_true(fd_readable(f.p));
+	fds = fd_count();
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(pstats(f.p).read_errors, 1);
+	assert_int_equal(sinfo(f.p, src).fallback_errno, ESPIPE);
+	assert_int_equal(fd_count(), fds - 1);	/* closed */
+	for (i = 0; i < 3; i++) {
+		assert_false(fd_readable(f.p));
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	}
+	assert_int_equal(pstats(f.p).read_errors, 1);
+	/* The timer's reads go on: a working set at 95 % is SEVERE. */
+	c.ws = 950 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_CGROUP_V2);
+	seam_close_peers();
 	fx_fini(&f);
 }
 
@@ -3276,6 +3429,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
 		cmocka_unit_test(test_pressure_cgroup_v2_ratio_levels),
 		cmocka_unit_test(test_pressure_cgroup_v2_events),
+		cmocka_unit_test(test_pressure_cgroup_v2_events_fd_gone),
 		cmocka_unit_test(test_pressure_cgroup_v1),
 		cmocka_unit_test(test_pressure_cgroup_budget_follows_the_limit),
 		cmocka_unit_test(test_pressure_cgroup_inactive_file_is_not_pressure),

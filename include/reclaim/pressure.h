@@ -76,7 +76,9 @@
  *   page cache, at no cost), medium SEVERE, critical CRITICAL.  On a real
  *   v2 cgroup
  *   memory.events is also watched for POLLPRI (an event wakes the monitor
- *   before the timer).
+ *   before the timer); a read through that descriptor that fails (the
+ *   cgroup removed) closes it, counts a read error and sets the source's
+ *   fallback_errno, and the timer's reads go on.
  * - systemd (rcl_pressure_add_systemd()): $MEMORY_PRESSURE_WATCH and
  *   $MEMORY_PRESSURE_WRITE as systemd's docs/PRESSURE.md says: a regular
  *   file is a PSI file (write the decoded trigger, wait for POLLPRI, never
@@ -268,7 +270,11 @@ enum rcl_psource_mode {
  * @empty_actions: actions that freed nothing
  * @wait_ns: its current wait between actions (window, or backed off)
  * @fallback_errno: why a PSI trigger was not used (positive errno: EINVAL,
- *	EPERM, ...; ENOTSUP when the file is not on procfs or cgroup2); 0
+ *	EPERM, ...; ENOTSUP when the file is not on procfs or cgroup2); for
+ *	a cgroup v2 source, why memory.events is no longer watched for
+ *	POLLPRI (the errno of a read through its descriptor that failed,
+ *	ENODEV once the cgroup is removed: the descriptor is closed, the
+ *	timer's reads go on); 0
  * @path: the file, directory or socket it watches ("" for manual)
  */
 struct rcl_pressure_source_info {
