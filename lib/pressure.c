@@ -939,8 +939,13 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 	switch (s->mode) {
 	case RCL_PSOURCE_PSI_TRIGGER:
 	case RCL_PSOURCE_SYSTEMD_PSI:
-		if (events & EPOLLERR && !(events & EPOLLPRI)) {
-			/* The file went away (a removed cgroup). */
+		/*
+		 * A trigger's descriptor reports EPOLLERR only when it has
+		 * none to wait on: its cgroup removed (kernfs), PSI off, no
+		 * trigger written; always with EPOLLPRI, and for ever.
+		 */
+		if (events & (EPOLLERR | EPOLLHUP)) {
+			s->fallback_errno = ENODEV;
 			goto off;
 		}
 		return s->mode == RCL_PSOURCE_SYSTEMD_PSI ?
@@ -990,6 +995,7 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 	}
 off:
 	drop_slots(p, s);
+	close_fd(&s->file);	/* a trigger source's totals */
 	s->mode = RCL_PSOURCE_OFF;
 	s->level = RCL_PRESSURE_NONE;
 	s->pending = RCL_PRESSURE_NONE;
@@ -1252,48 +1258,60 @@ static void undo_source(struct rcl_pressure *p, struct psrc *s)
 	clear_source(s);
 }
 
+/*
+ * Open @path read-write for a PSI trigger and write the @len bytes of
+ * @trigger: the descriptor, or a negative errno (the kernel refuses a
+ * trigger with EINVAL, EPERM, ...; a short write is -EIO).
+ */
+static int trigger_open(const char *path, const void *trigger, size_t len)
+{
+	int fd = open_poll(AT_FDCWD, path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ssize_t n;
+	int err;
+
+	if (fd < 0)
+		return errno ? -errno : -EINVAL;
+	n = write_data(fd, trigger, len);
+	if (n == (ssize_t)len)
+		return fd;
+	err = n < 0 && errno ? -errno : -EIO;
+	close(fd);
+	return err;
+}
+
 /* Try PSI triggers on @path for source @idx: 0 or a positive errno. */
 static int psi_triggers(struct rcl_pressure *p, struct psrc *s, int idx,
 			const char *path, int file)
 {
 	unsigned long magic = fs_magic(file);
 	unsigned i;
+	int err;
 
 	if (magic != PROC_MAGIC && magic != CGROUP2_MAGIC)
 		return ENOTSUP;
 	for (i = 0; i < 3; i++) {
 		char t[64];
-		int fd, len, err;
+		int fd, len;
 
 		len = snprintf(t, sizeof(t), "%s %llu %llu",
 			       psi_levels[i].full ? "full" : "some",
 			       (unsigned long long)psi_levels[i].stall_us,
 			       (unsigned long long)PSI_WINDOW_US);
-		fd = open_poll(AT_FDCWD, path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0)
-			goto fail;
 		/* The kernel takes the string with its NUL. */
-		if (write_data(fd, t, (size_t)len + 1) < 0) {
-			err = errno;
-			close(fd);
-			errno = err;
+		fd = trigger_open(path, t, (size_t)len + 1);
+		if (fd < 0) {
+			err = -fd;
 			goto fail;
 		}
 		s->fds[i] = fd;
-		err = epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2 | i);
-		if (err) {
-			errno = -err;
+		err = -epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2 | i);
+		if (err)
 			goto fail;
-		}
 	}
 	return 0;
 fail:
-	{
-		int e = errno ? errno : EINVAL;
-
-		drop_slots(p, s);
-		return e;
-	}
+	drop_slots(p, s);
+	return err;
 }
 
 RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
@@ -1617,36 +1635,28 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		s->mode = RCL_PSOURCE_SYSTEMD_FIFO;
 	} else if (S_ISREG(st.st_mode)) {
 		struct rcl__psi psi;
-		ssize_t n;
 		unsigned long magic;
+		ssize_t n;
+		int tfd;
 
-		fd = open_poll(AT_FDCWD, watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		/*
+		 * Read-only: the totals (polled, or checked in fd mode) and
+		 * the filesystem.  The trigger has a descriptor of its own,
+		 * read-write, only if there is one to write: a file only
+		 * readable is polled, as rcl_pressure_add_psi() polls it.
+		 */
+		fd = open(watch, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0) {
 			err = -errno;
 			goto out;
 		}
-		magic = fs_magic(fd);
-		if (magic == PROC_MAGIC || magic == CGROUP2_MAGIC) {
-			if (dlen && write_data(fd, data, (size_t)dlen) < 0)
-				s->fallback_errno = errno;
-			else if (epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2))
-				s->fallback_errno = errno ? errno : EINVAL;
-		} else {
-			s->fallback_errno = ENOTSUP;
-		}
-		if (!s->fallback_errno) {
-			s->mode = RCL_PSOURCE_SYSTEMD_PSI;
-			s->fds[0] = fd;
-			fd = -1;
-			goto commit;
-		}
-		/* Poll the totals against the trigger's own threshold. */
 		n = read_fd(p, fd);
 		if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, &psi)) {
 			err = n < 0 ? (int)n :
 				      RCL__REFUSE(-EBADMSG, "the watched file is not in PSI's format");
 			goto out;
 		}
+		/* The trigger's own threshold, for polling and fd mode. */
 		if (!dlen || rcl__psi_trigger_parse((const char *)data,
 						    (size_t)dlen, &s->sd_full,
 						    &s->sd_stall_us,
@@ -1656,12 +1666,37 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 			s->sd_stall_us = 100000;
 			s->sd_window_us = 1000000;
 		}
-		s->mode = RCL_PSOURCE_SYSTEMD_PSI_POLL;
+		magic = fs_magic(fd);
+		if (magic != PROC_MAGIC && magic != CGROUP2_MAGIC) {
+			s->fallback_errno = ENOTSUP;
+		} else if (!dlen) {
+			/*
+			 * Nothing to write: a PSI descriptor without a
+			 * trigger polls EPOLLERR | EPOLLPRI for ever.  Polled
+			 * against systemd's default threshold instead.
+			 */
+			s->fallback_errno = ENODATA;
+		} else {
+			tfd = trigger_open(watch, data, (size_t)dlen);
+			if (tfd < 0) {
+				s->fallback_errno = -tfd;
+			} else {
+				err = epoll_add(p, tfd, EPOLLPRI,
+						(uint64_t)idx << 2);
+				if (err) {
+					close(tfd);
+					s->fallback_errno = -err;
+					err = 0;
+				} else {
+					s->fds[0] = tfd;
+				}
+			}
+		}
+		s->mode = s->fallback_errno ? RCL_PSOURCE_SYSTEMD_PSI_POLL :
+					      RCL_PSOURCE_SYSTEMD_PSI;
 		s->file = fd;
 		fd = -1;
-		s->prev = psi;
-		s->prev_ns = now_ns(p);
-		s->have_prev = true;
+		psi_rebase(s, &psi, now_ns(p));
 		goto commit;
 	} else {
 		err = RCL__REFUSE(-EBADF, "the watch path is no regular file, FIFO or socket");

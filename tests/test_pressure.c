@@ -651,6 +651,7 @@ static unsigned fd_count(void)
 static struct {
 	const char *match;
 	unsigned long magic;
+	int refuse_rw;		/* an errno: read-write opens refused */
 	int nr;
 	int ours[SEAM_MAX], peer[SEAM_MAX];
 } seam;
@@ -668,6 +669,10 @@ static int seam_open(int dir, const char *path, int flags)
 
 	if (n < m || strcmp(path + n - m, seam.match))
 		return openat(dir, path, flags);
+	if (seam.refuse_rw && (flags & O_ACCMODE) != O_RDONLY) {
+		errno = seam.refuse_rw;
+		return -1;
+	}
 	if (seam.nr >= SEAM_MAX ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 		       sv)) {
@@ -2857,6 +2862,128 @@ static void test_pressure_systemd_psi_poll_needs_an_interval(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * systemd's PSI file with nothing to write (no $MEMORY_PRESSURE_WRITE, or
+ * ""): a PSI descriptor without a trigger polls EPOLLERR | EPOLLPRI for
+ * ever, which the monitor read as a SEVERE event per dispatch (335,621 in
+ * 1 s, measured).  It is polled against systemd's default threshold, no
+ * descriptor is opened for polling (the seam counts none), fallback_errno
+ * ENODATA.  A file that opens only for reading (EACCES for read-write:
+ * emulated through the seam, as root passes any mode bits) was refused
+ * with EACCES; now it is read-only with nothing to write, and polled with
+ * EACCES as the reason when there is a trigger to write.
+ */
+static void test_pressure_systemd_psi_file_without_trigger_is_polled(void **state)
+{
+	static const char *const writes[] = { NULL, "" };
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	struct rcl_pressure_source_info si;
+	char path[PATH_MAX];
+	unsigned i;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	for (i = 0; i < 2; i++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", PROC_MAGIC);
+		src = rcl_pressure_add_systemd(f.p, path, writes[i]);
+		seam_off();
+		assert_int_equal(src, 0);
+		si = sinfo(f.p, src);
+		assert_int_equal(si.mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+		assert_int_equal(si.fallback_errno, ENODATA);
+		assert_int_equal(seam.nr, 0);
+		assert_false(fd_readable(f.p));
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		psi_tick(&f, &t, 99999, 0, SEC, 0, RCL_PRESSURE_NONE);
+		psi_tick(&f, &t, 100000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+
+	/* Opens only for reading: with nothing to write, and with a trigger. */
+	for (i = 0; i < 2; i++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", PROC_MAGIC);
+		seam.refuse_rw = EACCES;
+		src = rcl_pressure_add_systemd(f.p, path, i ? SD_WRITE : NULL);
+		seam_off();
+		assert_int_equal(src, 0);
+		si = sinfo(f.p, src);
+		assert_int_equal(si.mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+		assert_int_equal(si.fallback_errno, i ? EACCES : ENODATA);
+		/* systemd's trigger, 200 ms per 2 s, or the default. */
+		psi_tick(&f, &t, 99999, 0, SEC, 0, RCL_PRESSURE_NONE);
+		psi_tick(&f, &t, 100000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
+/*
+ * A PSI trigger's descriptor that reports EPOLLERR | EPOLLPRI (its cgroup
+ * removed: kernfs reports that for ever) turns the source off.  The old
+ * check (EPOLLERR without EPOLLPRI) never matched it: an event per
+ * dispatch, for ever (239,280 dispatches in 1 s, measured, the level stuck
+ * at severe).  rcl_pressure_add_psi()'s triggers and systemd's alike.
+ */
+static void test_pressure_psi_trigger_gone_turns_off(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	struct rcl_pressure_source_info si;
+	char path[PATH_MAX];
+	unsigned k, fds;
+	int src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	for (k = 0; k < 2; k++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", CGROUP2_MAGIC);
+		src = k ? rcl_pressure_add_systemd(f.p, path, SD_WRITE) :
+			  rcl_pressure_add_psi(f.p, path);
+		seam_off();
+		assert_int_equal(src, 0);
+		assert_int_equal(seam.nr, k ? 1 : 3);
+		assert_int_equal(sinfo(f.p, src).mode,
+				 k ? RCL_PSOURCE_SYSTEMD_PSI :
+				     RCL_PSOURCE_PSI_TRIGGER);
+		assert_false(fd_readable(f.p));
+		seam_gone(0);
+		assert_true(fd_readable(f.p));
+		fds = fd_count();
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		si = sinfo(f.p, src);
+		assert_int_equal(si.mode, RCL_PSOURCE_OFF);
+		assert_int_equal(si.fallback_errno, ENODEV);
+		assert_int_equal(si.events, 0);
+		assert_int_equal(si.level, RCL_PRESSURE_NONE);
+		assert_true(fd_count() < fds);
+		for (i = 0; i < 3; i++) {
+			assert_false(fd_readable(f.p));
+			adv(&f, SEC);
+			assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		}
+		assert_int_equal(pstats(f.p).actions, 0);
+		seam_close_peers();
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
 /* A FIFO: each readiness (one byte written per dispatch here) is one event. */
 static void test_pressure_systemd_fifo(void **state)
 {
@@ -3442,6 +3569,8 @@ int main(void)
 		cmocka_unit_test(test_pressure_psi_bad_files),
 		cmocka_unit_test(test_pressure_systemd_psi_file_polled),
 		cmocka_unit_test(test_pressure_systemd_psi_poll_needs_an_interval),
+		cmocka_unit_test(test_pressure_systemd_psi_file_without_trigger_is_polled),
+		cmocka_unit_test(test_pressure_psi_trigger_gone_turns_off),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),

@@ -81,11 +81,20 @@
  *   fallback_errno, and the timer's reads go on.
  * - systemd (rcl_pressure_add_systemd()): $MEMORY_PRESSURE_WATCH and
  *   $MEMORY_PRESSURE_WRITE as systemd's docs/PRESSURE.md says: a regular
- *   file is a PSI file (write the decoded trigger, wait for POLLPRI, never
- *   read; where the trigger is refused, poll its totals against the
- *   trigger's own threshold), a FIFO (write, wait for POLLIN, read and
- *   discard) or an AF_UNIX stream socket (connect, write, POLLIN, read and
- *   discard); "/dev/null" means off.  systemd has one level: SEVERE.
+ *   file is a PSI file (write the decoded trigger on a read-write
+ *   descriptor, wait for POLLPRI; its totals are read through a read-only
+ *   one), a FIFO (write, wait for POLLIN, read and discard) or an AF_UNIX
+ *   stream socket (connect, write, POLLIN, read and discard); "/dev/null"
+ *   means off.  A PSI file with nothing to write (no trigger: its
+ *   descriptor would report EPOLLERR | EPOLLPRI for ever), or whose
+ *   trigger is refused (or that opens only for reading), or that is not on
+ *   procfs or cgroup2, is polled: its totals on the timer against the
+ *   trigger's own threshold, or systemd's default of 100 ms per 1 s
+ *   (mode RCL_PSOURCE_SYSTEMD_PSI_POLL, fallback_errno ENODATA, EINVAL,
+ *   EACCES, ..., ENOTSUP).  systemd has one level: SEVERE.
+ * - A PSI trigger's descriptor (rcl_pressure_add_psi()'s or systemd's)
+ *   that reports an error has nothing left to wait on (its cgroup was
+ *   removed): the source turns RCL_PSOURCE_OFF, fallback_errno ENODEV.
  * - the application (rcl_pressure_notify()), with the mappings of
  *   rcl_pressure_level_from_glib() and rcl_pressure_level_from_android().
  *
@@ -253,8 +262,9 @@ enum rcl_psource_mode {
 	RCL_PSOURCE_SYSTEMD_PSI_POLL,	/**< ... its trigger refused: totals polled */
 	RCL_PSOURCE_SYSTEMD_FIFO,	/**< ... a FIFO */
 	RCL_PSOURCE_SYSTEMD_SOCKET,	/**< ... an AF_UNIX stream socket */
-	RCL_PSOURCE_OFF,		/**< $MEMORY_PRESSURE_WATCH=/dev/null, or a
-					     peer that closed: watches nothing */
+	RCL_PSOURCE_OFF,		/**< $MEMORY_PRESSURE_WATCH=/dev/null, a
+					     peer that closed, or a trigger
+					     whose file went: watches nothing */
 };
 
 /**
@@ -270,7 +280,10 @@ enum rcl_psource_mode {
  * @empty_actions: actions that freed nothing
  * @wait_ns: its current wait between actions (window, or backed off)
  * @fallback_errno: why a PSI trigger was not used (positive errno: EINVAL,
- *	EPERM, ...; ENOTSUP when the file is not on procfs or cgroup2); for
+ *	EPERM, EACCES, ...; ENOTSUP when the file is not on procfs or
+ *	cgroup2; ENODATA for systemd's PSI file with nothing to write;
+ *	ENODEV when a trigger's descriptor reported an error and the source
+ *	turned off); for
  *	a cgroup v2 source, why memory.events is no longer watched for
  *	POLLPRI (the errno of a read through its descriptor that failed,
  *	ENODEV once the cgroup is removed: the descriptor is closed, the
@@ -427,7 +440,7 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
  * (or decodes to more than 1 KiB); -ENOENT if @watch is NULL and the
  * variable is unset (or the path does not exist); -EBADF for a file that is
  * no regular file, FIFO or socket; -EBADMSG for a regular file whose
- * trigger is refused and whose content is not PSI's; -ENAMETOOLONG for a
+ * content is not PSI's; -ENAMETOOLONG for a
  * socket path longer than sun_path; -EIO for a short write to a FIFO or
  * socket; -ENOSPC; -ENOMEM; -EDEADLK; the errno of opening, connecting or
  * writing.  On error nothing is added.
