@@ -121,6 +121,7 @@ struct psrc {
 
 	/* Rate limit. */
 	enum rcl_pressure_level level;
+	uint64_t level_gen;	/* the dispatch that set level (0: none) */
 	uint64_t last_event;	/* of the latest event above NONE */
 	enum rcl_pressure_level pending;
 	bool acted;
@@ -533,12 +534,20 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 /*
  * An event of source @s (p->lock held): true if it should act now (the
  * caller does, after dropping the lock), else it merged into the pending
- * level.
+ * level.  @gen is the dispatch it came in (p->dispatches), 0 for one of its
+ * own (rcl_pressure_notify()): within one dispatch the source's level is
+ * the highest of its events (its three triggers, an eventfd and the tick's
+ * reading), whatever order epoll returned them in.
  */
 static bool event_locked(struct rcl_pressure *p, struct psrc *s,
-			 enum rcl_pressure_level level, uint64_t now)
+			 enum rcl_pressure_level level, uint64_t now,
+			 uint64_t gen)
 {
-	s->level = level;
+	if (gen && s->level_gen == gen)
+		s->level = max_level(s->level, level);
+	else
+		s->level = level;
+	s->level_gen = gen;
 	if (level == RCL_PRESSURE_NONE)
 		return false;
 	s->events++;
@@ -830,7 +839,7 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 			break;
 		}
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
-					   now))
+					   now, p->dispatches))
 			act_now[i] = true;
 		/*
 		 * A descriptor says when pressure starts, never when it
@@ -1034,7 +1043,7 @@ static int do_dispatch(struct rcl_pressure *p)
 			continue;
 		l = ready_locked(p, s, (unsigned)(tag & 3), ev[i].events);
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
-					   now))
+					   now, p->dispatches))
 			act_now[tag >> 2] = true;
 	}
 	if (p->cg >= 0 && p->src[p->cg].read_now && now < p->next_tick)
@@ -1775,7 +1784,7 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 	}
 	s = &p->src[source];
 	now = now_ns(p);
-	now_act = event_locked(p, s, level, now);
+	now_act = event_locked(p, s, level, now, 0);
 	level = s->pending;
 	pthread_mutex_unlock(&p->lock);
 	if (now_act)

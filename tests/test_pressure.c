@@ -2984,6 +2984,43 @@ static void test_pressure_psi_trigger_gone_turns_off(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * Within one dispatch a source's level is the highest of its events, not
+ * the last epoll returned: the CRITICAL trigger fires before the MODERATE
+ * one (epoll returns them in that order), and the source's level stayed
+ * MODERATE although its action was CRITICAL.
+ */
+static void test_pressure_psi_trigger_level_is_the_highest(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	uint64_t u;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	fx_monitor(&f);
+	seam_on("memory.pressure", PROC_MAGIC);
+	src = rcl_pressure_add_psi(f.p, path);
+	seam_off();
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_PSI_TRIGGER);
+	seam_fire(2);		/* full 70 %: CRITICAL */
+	seam_fire(0);		/* some 7 %: MODERATE */
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_CRITICAL, FLOOR));
+	assert_int_equal(sinfo(f.p, src).events, 2);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_CRITICAL);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_CRITICAL);
+	seam_close_peers();
+	fx_fini(&f);
+}
+
 /* A FIFO: each readiness (one byte written per dispatch here) is one event. */
 static void test_pressure_systemd_fifo(void **state)
 {
@@ -3571,6 +3608,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_systemd_psi_poll_needs_an_interval),
 		cmocka_unit_test(test_pressure_systemd_psi_file_without_trigger_is_polled),
 		cmocka_unit_test(test_pressure_psi_trigger_gone_turns_off),
+		cmocka_unit_test(test_pressure_psi_trigger_level_is_the_highest),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
