@@ -667,6 +667,60 @@ static int psi_poll_locked(struct rcl_pressure *p, struct psrc *s,
 	return (int)psi_level(dsome, dfull, dt);
 }
 
+/* Whether @s waits on PSI triggers. */
+static bool is_trigger(const struct psrc *s)
+{
+	return s->mode == RCL_PSOURCE_PSI_TRIGGER ||
+	       s->mode == RCL_PSOURCE_SYSTEMD_PSI;
+}
+
+/* The window of @s's triggers, in us. */
+static uint64_t trigger_window_us(const struct psrc *s)
+{
+	return s->mode == RCL_PSOURCE_SYSTEMD_PSI ? s->sd_window_us :
+						    PSI_WINDOW_US;
+}
+
+/*
+ * fd mode: what trigger source @s's totals say (p->lock held): the level,
+ * or -1.  A PSI trigger's event is cleared by the poll that reports it
+ * (psi_trigger_poll()), and the application's poll of the epoll descriptor
+ * polls the trigger's descriptor (a nested poll), so the event is gone by
+ * the time dispatch asks epoll for it.  So the totals stand in for it: a
+ * level whose threshold the stall grew by since the baseline, if that is at
+ * most one window old (so much stall within one window is what the kernel's
+ * trigger means), or whose share of a longer time (a dispatch that came
+ * late) it reached (the polled mode's rule).  The baseline moves when a
+ * level is found (the event is consumed), when it is a window old (the
+ * timer makes it no older: deadline_locked()), or when @fired (epoll did
+ * return the trigger's own event).
+ */
+static int trigger_totals_locked(struct rcl_pressure *p, struct psrc *s,
+				 uint64_t now, bool fired)
+{
+	struct rcl__psi cur;
+	uint64_t dsome, dfull, dt, w = trigger_window_us(s), over;
+	enum rcl_pressure_level l;
+
+	switch (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt)) {
+	case PSI_READ_FAILED:
+		s->have_prev = false;	/* no deadline until a reading */
+		return -1;
+	case PSI_READ_BASE:
+		if (fired)
+			psi_rebase(s, &cur, now);
+		return -1;
+	default:
+		break;
+	}
+	over = RCL_MAX(dt, w);
+	l = s->mode == RCL_PSOURCE_SYSTEMD_PSI ? sd_level(s, dsome, dfull, over) :
+						 psi_level(dsome, dfull, over);
+	if (fired || l != RCL_PRESSURE_NONE || dt >= w)
+		psi_rebase(s, &cur, now);
+	return l != RCL_PRESSURE_NONE ? (int)l : -1;
+}
+
 /*
  * Read a cgroup's usage, working set and limit (p->lock held): 0 or a
  * negative errno; the outputs only on success.
@@ -902,6 +956,10 @@ static uint64_t deadline_locked(const struct rcl_pressure *p)
 
 		if (s->used && s->pending != RCL_PRESSURE_NONE && s->acted)
 			d = RCL_MIN(d, sat_add(s->last_action, s->wait));
+		/* fd mode: a trigger's baseline is at most a window old. */
+		if (s->used && !p->running && is_trigger(s) && s->have_prev)
+			d = RCL_MIN(d, sat_add(s->prev_ns,
+					       trigger_window_us(s) * 1000));
 	}
 	return d;
 }
@@ -1011,18 +1069,28 @@ off:
 	return -1;
 }
 
-static int do_dispatch(struct rcl_pressure *p)
+/* Most events one wait takes. */
+#define NR_EVENTS 16
+
+/*
+ * Handle @n events that a wait on p->epfd returned, then do what is due.
+ * The library thread passes those of its one blocking wait: a second wait
+ * would find a PSI trigger's event gone (its poll clears it).  @fd_mode
+ * (rcl_pressure_dispatch()) also checks the trigger sources' totals, for the
+ * events the application's poll consumed (trigger_totals_locked()).
+ */
+static int dispatch_events(struct rcl_pressure *p,
+			   const struct epoll_event *ev, int n, bool fd_mode)
 {
-	struct epoll_event ev[16];
 	bool act_now[RCL_PRESSURE_MAX_SOURCES] = { false };
-	int n, i, nr, nr_actions = 0;
+	bool fired[RCL_PRESSURE_MAX_SOURCES] = { false };
+	int i, nr, nr_actions = 0;
 	uint64_t now;
 
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
 	p->dispatches++;
 	now = now_ns(p);
-	n = epoll_wait(p->epfd, ev, 16, 0);
 	for (i = 0; i < n; i++) {
 		uint64_t tag = ev[i].data.u64;
 		struct psrc *s;
@@ -1042,9 +1110,23 @@ static int do_dispatch(struct rcl_pressure *p)
 		if (!s->used)
 			continue;
 		l = ready_locked(p, s, (unsigned)(tag & 3), ev[i].events);
+		if (l >= 0)
+			fired[tag >> 2] = true;
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
 					   now, p->dispatches))
 			act_now[tag >> 2] = true;
+	}
+	for (i = 0; fd_mode && i < (int)p->nr; i++) {
+		struct psrc *s = &p->src[i];
+		int l;
+
+		if (!s->used || !is_trigger(s) || s->file < 0)
+			continue;
+		l = trigger_totals_locked(p, s, now, fired[i]);
+		if (l >= 0 && !fired[i] &&
+		    event_locked(p, s, (enum rcl_pressure_level)l, now,
+				 p->dispatches))
+			act_now[i] = true;
 	}
 	if (p->cg >= 0 && p->src[p->cg].read_now && now < p->next_tick)
 		p->next_tick = now;	/* memory.events changed: read now */
@@ -1313,7 +1395,9 @@ static int psi_triggers(struct rcl_pressure *p, struct psrc *s, int idx,
 			goto fail;
 		}
 		s->fds[i] = fd;
-		err = -epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2 | i);
+		err = -epoll_add(p, fd,
+				 EPOLLPRI | rcl__pressure_seam.trigger_epoll_flags,
+				 (uint64_t)idx << 2 | i);
 		if (err)
 			goto fail;
 	}
@@ -1356,16 +1440,12 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 		goto out;
 	}
 	s->fallback_errno = psi_triggers(p, s, idx, path, fd);
-	if (s->fallback_errno) {
-		s->mode = RCL_PSOURCE_PSI_POLL;
-		s->file = fd;
-		s->prev = psi;
-		s->prev_ns = now_ns(p);
-		s->have_prev = true;
-		fd = -1;
-	} else {
-		s->mode = RCL_PSOURCE_PSI_TRIGGER;
-	}
+	s->mode = s->fallback_errno ? RCL_PSOURCE_PSI_POLL :
+				      RCL_PSOURCE_PSI_TRIGGER;
+	/* Polled, or the triggers' totals checked in fd mode. */
+	s->file = fd;
+	fd = -1;
+	psi_rebase(s, &psi, now_ns(p));
 	err = commit_source_locked(p, idx, path);
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -1690,7 +1770,8 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 			if (tfd < 0) {
 				s->fallback_errno = -tfd;
 			} else {
-				err = epoll_add(p, tfd, EPOLLPRI,
+				err = epoll_add(p, tfd,
+						EPOLLPRI | rcl__pressure_seam.trigger_epoll_flags,
 						(uint64_t)idx << 2);
 				if (err) {
 					close(tfd);
@@ -1866,15 +1947,20 @@ RCL_API const char *rcl_pressure_source_mode_name(enum rcl_psource_mode mode)
 static void *monitor_thread(void *arg)
 {
 	struct rcl_pressure *p = arg;
-	struct epoll_event ev;
+	struct epoll_event ev[NR_EVENTS];
+	int n;
 
 	tls_thread_of = p;
 	while (!atomic_load(&p->stop)) {
-		/* The timerfd wakes it for deadlines; 1 s bounds any miss. */
-		epoll_wait(p->epfd, &ev, 1, 1000);
+		/*
+		 * The timerfd wakes it for deadlines; 1 s bounds any miss.
+		 * One wait, whose events dispatch handles: a PSI trigger's
+		 * event is cleared by the poll that reports it.
+		 */
+		n = epoll_wait(p->epfd, ev, NR_EVENTS, 1000);
 		if (atomic_load(&p->stop))
 			break;
-		do_dispatch(p);
+		dispatch_events(p, ev, n > 0 ? n : 0, false);
 	}
 	return NULL;
 }
@@ -1952,11 +2038,15 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p)
 
 RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p)
 {
+	struct epoll_event ev[NR_EVENTS];
+	int n;
+
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
 	if (tls_acting == p || rcl__tls_pass_domain == p->d)
 		return RCL__REFUSE(-EDEADLK, "called from a callback of the domain's reclaim");
-	return do_dispatch(p);
+	n = epoll_wait(p->epfd, ev, NR_EVENTS, 0);
+	return dispatch_events(p, ev, n > 0 ? n : 0, true);
 }
 
 RCL_API uint64_t rcl_pressure_next_deadline(struct rcl_pressure *p)

@@ -26,6 +26,12 @@ struct rcl__pressure_seam {
 	int (*open_poll)(int dir, const char *path, int flags);
 	/* write(2) of a trigger or of systemd's data to a FIFO or socket. */
 	ssize_t (*write)(int fd, const void *buf, size_t len);
+	/*
+	 * Added to a trigger descriptor's EPOLLPRI in the epoll set: EPOLLET
+	 * makes epoll report its event once, as psi_trigger_poll() clears
+	 * the event it reports.
+	 */
+	unsigned trigger_epoll_flags;
 };
 
 extern struct rcl__pressure_seam rcl__pressure_seam;

@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -714,6 +715,14 @@ static void seam_close_peers(void)
 static void seam_fire(int i)
 {
 	assert_int_equal(send(seam.peer[i], "!", 1, MSG_OOB), 1);
+}
+
+/* Read descriptor @i's event, as a nested poll consumes a trigger's. */
+static void seam_consume(int i)
+{
+	char c;
+
+	assert_int_equal(recv(seam.ours[i], &c, 1, MSG_OOB), 1);
 }
 
 /* Descriptor @i's file is gone: EPOLLERR | EPOLLHUP | EPOLLPRI for ever. */
@@ -3021,7 +3030,172 @@ static void test_pressure_psi_trigger_level_is_the_highest(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * The library thread sees every trigger event.  psi_trigger_poll() clears
+ * the event it reports, so the thread's own wait consumed it and the second
+ * wait in dispatch found nothing: on the real kernel a systemd PSI source
+ * gave 0 events where its raw trigger fired 8 times, rcl_pressure_add_psi()
+ * lost about a third.  Emulated with EPOLLET through the seam (epoll reports
+ * each event once): no event at all before, each one now.
+ */
+static void test_pressure_psi_trigger_events_reach_the_thread(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	unsigned k;
+	int src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.window_ns = 1;	/* each event acts */
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	for (k = 0; k < 2; k++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", PROC_MAGIC);
+		rcl__pressure_seam.trigger_epoll_flags = EPOLLET;
+		src = k ? rcl_pressure_add_systemd(f.p, path, SD_WRITE) :
+			  rcl_pressure_add_psi(f.p, path);
+		seam_off();
+		assert_int_equal(src, 0);
+		assert_int_equal(sinfo(f.p, src).mode,
+				 k ? RCL_PSOURCE_SYSTEMD_PSI :
+				     RCL_PSOURCE_PSI_TRIGGER);
+		assert_int_equal(rcl_pressure_start(f.p), 0);
+		for (i = 1; i <= 3; i++) {
+			int ms;
+
+			seam_fire(k ? 0 : i - 1);
+			for (ms = 0; ms < 10000; ms++) {
+				if (sinfo(f.p, src).events == (uint64_t)i)
+					break;
+				usleep(1000);
+			}
+			if (sinfo(f.p, src).events != (uint64_t)i)
+				fail_msg("event %d not seen by the thread", i);
+			adv(&f, SEC);
+		}
+		assert_int_equal(rcl_pressure_stop(f.p), 0);
+		assert_int_equal(sinfo(f.p, src).level,
+				 k ? RCL_PRESSURE_SEVERE : RCL_PRESSURE_CRITICAL);
+		seam_close_peers();
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
+/*
+ * fd mode: the application's poll of rcl_pressure_fd() polls the trigger
+ * descriptors inside it, and that poll clears a trigger's event (emulated:
+ * seam_consume()), so dispatch's wait returns nothing.  The totals stand
+ * in: a level whose threshold the stall grew by within one window since
+ * the baseline (some 140 ms MODERATE, 300 ms SEVERE, full 1400 ms
+ * CRITICAL, systemd's trigger 200 ms SEVERE), or, over a longer time, the
+ * same share of it; no growth is no event.  Before, none of them was seen.
+ */
+static void test_pressure_psi_trigger_fd_mode_consumed_events(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	uint64_t u;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;	/* no tick in the way */
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	fx_monitor(&f);
+	seam_on("memory.pressure", PROC_MAGIC);
+	src = rcl_pressure_add_psi(f.p, path);
+	seam_off();
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_PSI_TRIGGER);
+	/* The baseline is at most a window old: the timer says so. */
+	assert_int_equal(rcl_pressure_next_deadline(f.p), now(&f) + 2 * SEC);
+
+	/* Consumed, no growth: nothing. */
+	seam_fire(0);
+	seam_consume(0);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+
+	/* 140 ms of some within the window: MODERATE. */
+	seam_fire(0);
+	seam_consume(0);
+	t.some += 140000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_MODERATE, FLOOR));
+	assert_int_equal(sinfo(f.p, src).events, 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_MODERATE);
+	/* The baseline moved: the same totals again are nothing. */
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 1);
+
+	/* full 1400 ms: CRITICAL (after the window, the action at once). */
+	adv(&f, 2 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* rolled */
+	seam_fire(2);
+	seam_consume(2);
+	t.some += 1400000;
+	t.full += 1400000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 500 * MS);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_CRITICAL, FLOOR));
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_CRITICAL);
+
+	/* A late dispatch: 150 ms over 10 s is 1.5 %, nothing. */
+	t.some += 150000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 10 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 2);
+	/* ... but 1.5 s of some over 10 s (15 %) is SEVERE. */
+	t.some += 1500000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 10 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).events, 3);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	seam_close_peers();
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* systemd's PSI file: its own trigger, 200 ms per 2 s. */
+	fx_monitor(&f);
+	seam_on("memory.pressure", PROC_MAGIC);
+	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
+	seam_off();
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_PSI);
+	seam_fire(0);
+	seam_consume(0);
+	t.some += 199999;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	t.some += 1;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	seam_close_peers();
+	fx_fini(&f);
+}
+
 /* A FIFO: each readiness (one byte written per dispatch here) is one event. */
+
 static void test_pressure_systemd_fifo(void **state)
 {
 	struct fx f;
@@ -3609,6 +3783,8 @@ int main(void)
 		cmocka_unit_test(test_pressure_systemd_psi_file_without_trigger_is_polled),
 		cmocka_unit_test(test_pressure_psi_trigger_gone_turns_off),
 		cmocka_unit_test(test_pressure_psi_trigger_level_is_the_highest),
+		cmocka_unit_test(test_pressure_psi_trigger_events_reach_the_thread),
+		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_consumed_events),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),

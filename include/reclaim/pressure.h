@@ -133,7 +133,19 @@
  * sources' descriptors and a timerfd armed for the next deadline) and calls
  * rcl_pressure_dispatch() when it is readable, or whenever it likes: with a
  * fake clock (tests) dispatch does exactly what the clock's time says is
- * due.
+ * due.  PSI triggers and the two ways: the kernel clears a trigger's event
+ * when a poll reports it, and a poll of the epoll descriptor polls the
+ * trigger's descriptor inside it, so the application's own poll consumes
+ * the event before dispatch can ask epoll for it.  The thread waits once
+ * and handles what that wait returned, so it sees every event.  In fd mode
+ * each dispatch reads the totals of the trigger sources (one small read
+ * each) and takes a level as fired when the stall grew by its trigger's
+ * threshold since a baseline at most one trigger window old (what the
+ * kernel's trigger means), or, after a longer time, by the same share of
+ * it; the baseline moves when a level fires or the window has passed, and
+ * the timer keeps it no older than one window (a dispatch at least every
+ * 2 s, systemd's trigger's window for its file).  An event that epoll does
+ * return is taken as it is.
  *
  * Real memory.  rcl_pressure_memory() samples the process's resident memory
  * (/proc/self/statm) and, with a cgroup source, the cgroup's usage, working
@@ -534,7 +546,9 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p);
  * @p: the monitor
  *
  * Readable (POLLIN) when a source has an event or the timer is due; then
- * call rcl_pressure_dispatch().  Do not read or close it.
+ * call rcl_pressure_dispatch().  Do not read or close it.  Polling it
+ * consumes PSI trigger events (see "Two ways to run it" above): dispatch
+ * reads the trigger sources' totals in their stead.
  *
  * Context: any thread.
  * Return: the descriptor; -EINVAL for NULL; -EBUSY while the library thread
@@ -546,9 +560,11 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p);
  * rcl_pressure_dispatch() - do what is due
  * @p: the monitor
  *
- * Reads the sources that have events (without waiting), runs the timer's
- * work if the clock says it is due (PSI and cgroup reads, budget growth),
- * runs the actions whose windows have ended, and re-arms the timerfd.
+ * Reads the sources that have events (without waiting), reads the PSI
+ * trigger sources' totals (their events are consumed by the poll that
+ * woke the caller), runs the timer's work if the clock says it is due (PSI
+ * and cgroup reads, budget growth), runs the actions whose windows have
+ * ended, and re-arms the timerfd.
  *
  * Context: any thread but the domain's reclaim callbacks and the monitor's
  * trim hook (-EDEADLK); runs reclaim.  Calls from several threads are
@@ -562,8 +578,9 @@ RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p);
  * @p: the monitor
  *
  * Context: any thread.
- * Return: the clock time (ns) of the next timer or pending action;
- * RCL_CLOCK_FOREVER for none or for NULL.
+ * Return: the clock time (ns) of the next timer or pending action (or,
+ * without the library thread, the end of a PSI trigger source's window,
+ * when its totals' baseline moves); RCL_CLOCK_FOREVER for none or for NULL.
  */
 RCL_API uint64_t rcl_pressure_next_deadline(struct rcl_pressure *p);
 
