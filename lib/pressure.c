@@ -107,6 +107,8 @@ struct psrc {
 	bool have_prev;
 	struct rcl__psi prev;
 	uint64_t prev_ns;
+	/* fd mode: the highest level the totals fired in this window. */
+	enum rcl_pressure_level tot_level;
 	/* systemd's PSI file polled: its trigger's own threshold. */
 	bool sd_full;
 	uint64_t sd_stall_us, sd_window_us;
@@ -690,10 +692,10 @@ static uint64_t trigger_window_us(const struct psrc *s)
  * level whose threshold the stall grew by since the baseline, if that is at
  * most one window old (so much stall within one window is what the kernel's
  * trigger means), or whose share of a longer time (a dispatch that came
- * late) it reached (the polled mode's rule).  The baseline moves when a
- * level is found (the event is consumed), when it is a window old (the
- * timer makes it no older: deadline_locked()), or when @fired (epoll did
- * return the trigger's own event).
+ * late) it reached (the polled mode's rule).  Each level fires at most once
+ * per window, as a kernel trigger does.  The baseline moves when it is a
+ * window old (the timer makes it no older: deadline_locked()), or when
+ * @fired (epoll did return the trigger's own event).
  */
 static int trigger_totals_locked(struct rcl_pressure *p, struct psrc *s,
 				 uint64_t now, bool fired)
@@ -701,14 +703,18 @@ static int trigger_totals_locked(struct rcl_pressure *p, struct psrc *s,
 	struct rcl__psi cur;
 	uint64_t dsome, dfull, dt, w = trigger_window_us(s), over;
 	enum rcl_pressure_level l;
+	bool fire;
 
 	switch (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt)) {
 	case PSI_READ_FAILED:
 		s->have_prev = false;	/* no deadline until a reading */
+		s->tot_level = RCL_PRESSURE_NONE;
 		return -1;
 	case PSI_READ_BASE:
-		if (fired)
+		if (fired) {
 			psi_rebase(s, &cur, now);
+			s->tot_level = RCL_PRESSURE_NONE;
+		}
 		return -1;
 	default:
 		break;
@@ -716,9 +722,14 @@ static int trigger_totals_locked(struct rcl_pressure *p, struct psrc *s,
 	over = RCL_MAX(dt, w);
 	l = s->mode == RCL_PSOURCE_SYSTEMD_PSI ? sd_level(s, dsome, dfull, over) :
 						 psi_level(dsome, dfull, over);
-	if (fired || l != RCL_PRESSURE_NONE || dt >= w)
+	fire = l > s->tot_level;
+	if (fire)
+		s->tot_level = l;
+	if (fired || dt >= w) {
 		psi_rebase(s, &cur, now);
-	return l != RCL_PRESSURE_NONE ? (int)l : -1;
+		s->tot_level = RCL_PRESSURE_NONE;
+	}
+	return fire ? (int)l : -1;
 }
 
 /*

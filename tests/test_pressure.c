@@ -3094,8 +3094,9 @@ static void test_pressure_psi_trigger_events_reach_the_thread(void **state)
  * seam_consume()), so dispatch's wait returns nothing.  The totals stand
  * in: a level whose threshold the stall grew by within one window since
  * the baseline (some 140 ms MODERATE, 300 ms SEVERE, full 1400 ms
- * CRITICAL, systemd's trigger 200 ms SEVERE), or, over a longer time, the
- * same share of it; no growth is no event.  Before, none of them was seen.
+ * CRITICAL, systemd's trigger 200 ms SEVERE), each level once per window,
+ * or, over a longer time, the same share of it; no growth is no event.
+ * Before, none of them was seen.
  */
 static void test_pressure_psi_trigger_fd_mode_consumed_events(void **state)
 {
@@ -3137,20 +3138,35 @@ static void test_pressure_psi_trigger_fd_mode_consumed_events(void **state)
 	assert_budget(&f, doc_target(u, RCL_PRESSURE_MODERATE, FLOOR));
 	assert_int_equal(sinfo(f.p, src).events, 1);
 	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_MODERATE);
-	/* The baseline moved: the same totals again are nothing. */
+	/* Once per level per window, as the kernel's trigger: nothing. */
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	t.some += 140000;
+	put_psi(t.dir, t.name, t.some, t.full);
 	adv(&f, 100 * MS);
 	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
 	assert_int_equal(sinfo(f.p, src).events, 1);
+	/* ... but 300 ms within it is SEVERE, a level higher. */
+	t.some += 20000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* merged */
+	assert_int_equal(sinfo(f.p, src).events, 2);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
 
-	/* full 1400 ms: CRITICAL (after the window, the action at once). */
+	/* full 1400 ms: CRITICAL. */
 	adv(&f, 2 * SEC);
-	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* rolled */
+	u = usage(&f);
+	/* The window rolls; the merged SEVERE acts at its wait's end. */
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, FLOOR));
+	assert_int_equal(sinfo(f.p, src).events, 2);
 	seam_fire(2);
 	seam_consume(2);
 	t.some += 1400000;
 	t.full += 1400000;
 	put_psi(t.dir, t.name, t.some, t.full);
-	adv(&f, 500 * MS);
+	adv(&f, SEC);		/* the SEVERE action's wait ends */
 	u = usage(&f);
 	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
 	assert_budget(&f, doc_target(u, RCL_PRESSURE_CRITICAL, FLOOR));
@@ -3161,13 +3177,13 @@ static void test_pressure_psi_trigger_fd_mode_consumed_events(void **state)
 	put_psi(t.dir, t.name, t.some, t.full);
 	adv(&f, 10 * SEC);
 	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
-	assert_int_equal(sinfo(f.p, src).events, 2);
+	assert_int_equal(sinfo(f.p, src).events, 3);
 	/* ... but 1.5 s of some over 10 s (15 %) is SEVERE. */
 	t.some += 1500000;
 	put_psi(t.dir, t.name, t.some, t.full);
 	adv(&f, 10 * SEC);
 	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
-	assert_int_equal(sinfo(f.p, src).events, 3);
+	assert_int_equal(sinfo(f.p, src).events, 4);
 	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
 	assert_int_equal(pstats(f.p).read_errors, 0);
 	seam_close_peers();
