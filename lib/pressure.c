@@ -107,8 +107,9 @@ struct psrc {
 	bool have_prev;
 	struct rcl__psi prev;
 	uint64_t prev_ns;
-	/* fd mode: the highest level the totals fired in this window. */
-	enum rcl_pressure_level tot_level;
+	/* A trigger's last event (per descriptor), as the kernel rate-limits. */
+	bool fire_set[3];
+	uint64_t fire_ns[3];
 	/* systemd's PSI file polled: its trigger's own threshold. */
 	bool sd_full;
 	uint64_t sd_stall_us, sd_window_us;
@@ -692,44 +693,51 @@ static uint64_t trigger_window_us(const struct psrc *s)
  * level whose threshold the stall grew by since the baseline, if that is at
  * most one window old (so much stall within one window is what the kernel's
  * trigger means), or whose share of a longer time (a dispatch that came
- * late) it reached (the polled mode's rule).  Each level fires at most once
- * per window, as a kernel trigger does.  The baseline moves when it is a
- * window old (the timer makes it no older: deadline_locked()), or when
- * @fired (epoll did return the trigger's own event).
+ * late) it reached (the polled mode's rule).  As a kernel trigger, each
+ * fires at most once per window (since its last event, from epoll or from
+ * here).  The baseline moves when a level fires (the stall that fired it
+ * fires nothing again; a higher level then needs its own threshold's worth
+ * of new stall, a little later than the kernel's sliding window would), when
+ * it is a window old (the timer makes it no older: deadline_locked()), or
+ * when @fired (epoll did return the trigger's own event).
  */
 static int trigger_totals_locked(struct rcl_pressure *p, struct psrc *s,
 				 uint64_t now, bool fired)
 {
+	bool sd = s->mode == RCL_PSOURCE_SYSTEMD_PSI;
 	struct rcl__psi cur;
 	uint64_t dsome, dfull, dt, w = trigger_window_us(s), over;
-	enum rcl_pressure_level l;
-	bool fire;
+	unsigned i;
+	int l = -1;
 
 	switch (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt)) {
 	case PSI_READ_FAILED:
 		s->have_prev = false;	/* no deadline until a reading */
-		s->tot_level = RCL_PRESSURE_NONE;
 		return -1;
 	case PSI_READ_BASE:
-		if (fired) {
+		if (fired)
 			psi_rebase(s, &cur, now);
-			s->tot_level = RCL_PRESSURE_NONE;
-		}
 		return -1;
 	default:
 		break;
 	}
 	over = RCL_MAX(dt, w);
-	l = s->mode == RCL_PSOURCE_SYSTEMD_PSI ? sd_level(s, dsome, dfull, over) :
-						 psi_level(dsome, dfull, over);
-	fire = l > s->tot_level;
-	if (fire)
-		s->tot_level = l;
-	if (fired || dt >= w) {
-		psi_rebase(s, &cur, now);
-		s->tot_level = RCL_PRESSURE_NONE;
+	for (i = 0; i < (sd ? 1u : 3u); i++) {
+		uint64_t v = (sd ? s->sd_full : psi_levels[i].full) ? dfull :
+								      dsome;
+		uint64_t stall = sd ? s->sd_stall_us : psi_levels[i].stall_us;
+
+		if ((u128)v * w < (u128)stall * over)
+			continue;
+		if (s->fire_set[i] && now - s->fire_ns[i] < w * 1000)
+			continue;
+		s->fire_set[i] = true;
+		s->fire_ns[i] = now;
+		l = sd ? RCL_PRESSURE_SEVERE : (int)i + 1;
 	}
-	return fire ? (int)l : -1;
+	if (fired || l >= 0 || dt >= w)
+		psi_rebase(s, &cur, now);
+	return l;
 }
 
 /*
@@ -1123,6 +1131,10 @@ static int dispatch_events(struct rcl_pressure *p,
 		l = ready_locked(p, s, (unsigned)(tag & 3), ev[i].events);
 		if (l >= 0)
 			fired[tag >> 2] = true;
+		if (l >= 0 && is_trigger(s) && (tag & 3) < 3) {
+			s->fire_set[tag & 3] = true;
+			s->fire_ns[tag & 3] = now;
+		}
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
 					   now, p->dispatches))
 			act_now[tag >> 2] = true;
