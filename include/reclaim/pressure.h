@@ -142,10 +142,13 @@
  * each) and takes a level as fired when the stall grew by its trigger's
  * threshold since a baseline at most one trigger window old (what the
  * kernel's trigger means), or, after a longer time, by the same share of
- * it; the baseline moves when a level fires or the window has passed, and
- * the timer keeps it no older than one window (a dispatch at least every
- * 2 s, systemd's trigger's window for its file).  An event that epoll does
- * return is taken as it is.
+ * it; each trigger fires at most once per window after its last event (as
+ * the kernel's does); the baseline moves when a level fires (so a stall is
+ * counted once; a higher level then needs its own threshold of new stall,
+ * a little later than the kernel's sliding window) or the window has
+ * passed, and the timer keeps it no older than one window (a dispatch at
+ * least every 2 s, systemd's trigger's window for its file).  An event that
+ * epoll does return is taken as it is.
  *
  * Real memory.  rcl_pressure_memory() samples the process's resident memory
  * (/proc/self/statm) and, with a cgroup source, the cgroup's usage, working
@@ -433,8 +436,9 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
  * 0, 1, 2; -ENOENT (no such directory, no memory controller for this
  * process, or neither version's files); -EBADMSG if a file does not parse;
  * -ERANGE if a value does not fit 64 bits; -EFBIG if a file is larger than
- * 16 KiB (16384 bytes: one of exactly 16384 is read); -EEXIST if the monitor has a cgroup source; -ENOSPC; -ENOMEM;
- * -EDEADLK; the errno of opening a file.
+ * 16 KiB (16384 bytes: one of exactly 16384 is read); -EEXIST if the
+ * monitor has a cgroup source; -ENOSPC; -ENOMEM; -EDEADLK; the errno of
+ * opening a file.
  */
 RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 				    unsigned version);
