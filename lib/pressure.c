@@ -35,6 +35,7 @@
  * next deadline, and an eventfd that stops it.
  */
 #include "domain_internal.h"
+#include "pressure_internal.h"
 #include "pressure_parse.h"
 #include "refusal.h"
 
@@ -70,7 +71,10 @@ __extension__ typedef unsigned __int128 u128;
 #define TAG_TIMER (~0ull)
 #define TAG_STOP (~0ull - 1)
 
-/* A file the monitor reads is at most this long (v2 memory.stat: ~3 KiB). */
+/*
+ * A file the monitor reads is at most this long, 16 KiB (v2 memory.stat:
+ * ~3 KiB); a longer one is -EFBIG (pressure.h).
+ */
 #define READ_MAX 16384
 
 /* Longest decoded $MEMORY_PRESSURE_WRITE. */
@@ -103,6 +107,9 @@ struct psrc {
 	bool have_prev;
 	struct rcl__psi prev;
 	uint64_t prev_ns;
+	/* A trigger's last event (per descriptor), as the kernel rate-limits. */
+	bool fire_set[3];
+	uint64_t fire_ns[3];
 	/* systemd's PSI file polled: its trigger's own threshold. */
 	bool sd_full;
 	uint64_t sd_stall_us, sd_window_us;
@@ -117,6 +124,7 @@ struct psrc {
 
 	/* Rate limit. */
 	enum rcl_pressure_level level;
+	uint64_t level_gen;	/* the dispatch that set level (0: none) */
 	uint64_t last_event;	/* of the latest event above NONE */
 	enum rcl_pressure_level pending;
 	bool acted;
@@ -174,7 +182,8 @@ struct rcl_pressure {
 	pthread_t thread;
 	pid_t pid;		/* of the process that created it (fork) */
 
-	char buf[READ_MAX];	/* file reads, under lock */
+	/* File reads, under lock: READ_MAX, a byte that tells a longer file, NUL. */
+	char buf[READ_MAX + 2];
 };
 
 /* The monitor whose thread this is, and the one acting in this thread. */
@@ -246,18 +255,41 @@ static void clear_source(struct psrc *s)
 		s->fds[i] = -1;
 }
 
+/* The test seam (pressure_internal.h): all NULL, the system calls. */
+struct rcl__pressure_seam rcl__pressure_seam;
+
 static unsigned long fs_magic(int fd)
 {
 	struct statfs sf;
 
+	if (rcl__pressure_seam.fs_magic)
+		return rcl__pressure_seam.fs_magic(fd);
 	if (fstatfs(fd, &sf))
 		return 0;
 	return (unsigned long)sf.f_type;
 }
 
+/* Open a descriptor the monitor polls (a trigger's, memory.events). */
+static int open_poll(int dir, const char *path, int flags)
+{
+	if (rcl__pressure_seam.open_poll)
+		return rcl__pressure_seam.open_poll(dir, path, flags);
+	return openat(dir, path, flags);
+}
+
+/* Write a trigger, or systemd's data to a FIFO or socket. */
+static ssize_t write_data(int fd, const void *buf, size_t len)
+{
+	if (rcl__pressure_seam.write)
+		return rcl__pressure_seam.write(fd, buf, len);
+	return write(fd, buf, len);
+}
+
 /*
  * Read a whole small file from @fd at offset 0 into p->buf (NUL after it):
- * the length, or a negative errno (-EFBIG if it does not fit).
+ * the length, or a negative errno (-EFBIG if it is longer than READ_MAX).
+ * It asks for one byte more than READ_MAX, so that a file of exactly
+ * READ_MAX bytes ends at EOF and only a longer one is refused.
  */
 static ssize_t read_fd(struct rcl_pressure *p, int fd)
 {
@@ -266,8 +298,7 @@ static ssize_t read_fd(struct rcl_pressure *p, int fd)
 	int tries = 0;
 
 	for (;;) {
-		n = pread(fd, p->buf + len, sizeof(p->buf) - 1 - len,
-			  (off_t)len);
+		n = pread(fd, p->buf + len, READ_MAX + 1 - len, (off_t)len);
 		if (n < 0) {
 			if (errno == EINTR && ++tries < 8)
 				continue;
@@ -276,7 +307,7 @@ static ssize_t read_fd(struct rcl_pressure *p, int fd)
 		if (n == 0)
 			break;
 		len += (size_t)n;
-		if (len == sizeof(p->buf) - 1)
+		if (len > READ_MAX)
 			return -EFBIG;
 	}
 	p->buf[len] = '\0';
@@ -506,12 +537,20 @@ static int act(struct rcl_pressure *p, struct psrc *s,
 /*
  * An event of source @s (p->lock held): true if it should act now (the
  * caller does, after dropping the lock), else it merged into the pending
- * level.
+ * level.  @gen is the dispatch it came in (p->dispatches), 0 for one of its
+ * own (rcl_pressure_notify()): within one dispatch the source's level is
+ * the highest of its events (its three triggers, an eventfd and the tick's
+ * reading), whatever order epoll returned them in.
  */
 static bool event_locked(struct rcl_pressure *p, struct psrc *s,
-			 enum rcl_pressure_level level, uint64_t now)
+			 enum rcl_pressure_level level, uint64_t now,
+			 uint64_t gen)
 {
-	s->level = level;
+	if (gen && s->level_gen == gen)
+		s->level = max_level(s->level, level);
+	else
+		s->level = level;
+	s->level_gen = gen;
 	if (level == RCL_PRESSURE_NONE)
 		return false;
 	s->events++;
@@ -549,40 +588,156 @@ static enum rcl_pressure_level psi_level(uint64_t some, uint64_t full,
 	return l;
 }
 
+/* The shortest interval a PSI reading is rated over: 1 ms. */
+#define PSI_MIN_DT_US 1000ull
+
+/* What psi_read_locked() got. */
+enum psi_read {
+	PSI_READ_FAILED,	/* the file did not read or parse */
+	PSI_READ_BASE,		/* no interval to rate: a baseline, or too short */
+	PSI_READ_DELTA,		/* the stall growth since the baseline */
+};
+
+/* Make @cur, read at @now, source @s's baseline. */
+static void psi_rebase(struct psrc *s, const struct rcl__psi *cur,
+		       uint64_t now)
+{
+	s->prev = *cur;
+	s->prev_ns = now;
+	s->have_prev = true;
+}
+
+/*
+ * Read source @s's PSI totals from s->file (p->lock held) into @cur, and
+ * the growth of the "some" and "full" totals since its baseline into
+ * @dsome, @dfull over @dt_us.  The first reading, and one whose counters
+ * went back, become the baseline.  An interval shorter than PSI_MIN_DT_US
+ * (a forced tick right after a reading) is rated as no reading and keeps
+ * the baseline: a stall share over no time means nothing, and rated as
+ * such it read as any level (0 >= threshold x 0).  The caller moves the
+ * baseline on PSI_READ_DELTA (psi_rebase()).
+ */
+static enum psi_read psi_read_locked(struct rcl_pressure *p, struct psrc *s,
+				     uint64_t now, struct rcl__psi *cur,
+				     uint64_t *dsome, uint64_t *dfull,
+				     uint64_t *dt_us)
+{
+	ssize_t n = read_fd(p, s->file);
+
+	if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, cur)) {
+		p->read_errors++;
+		return PSI_READ_FAILED;
+	}
+	if (!s->have_prev || cur->some_total_us < s->prev.some_total_us ||
+	    cur->full_total_us < s->prev.full_total_us || now <= s->prev_ns) {
+		psi_rebase(s, cur, now);
+		return PSI_READ_BASE;
+	}
+	*dt_us = (now - s->prev_ns) / 1000;
+	if (*dt_us < PSI_MIN_DT_US)
+		return PSI_READ_BASE;
+	*dsome = cur->some_total_us - s->prev.some_total_us;
+	*dfull = cur->full_total_us - s->prev.full_total_us;
+	return PSI_READ_DELTA;
+}
+
+/* systemd's one level: @s's trigger's stall share reached over @dt_us. */
+static enum rcl_pressure_level sd_level(const struct psrc *s, uint64_t dsome,
+					uint64_t dfull, uint64_t dt_us)
+{
+	uint64_t v = s->sd_full ? dfull : dsome;
+
+	if (!dt_us)
+		return RCL_PRESSURE_NONE;
+	return (u128)v * s->sd_window_us >= (u128)s->sd_stall_us * dt_us ?
+		       RCL_PRESSURE_SEVERE :
+		       RCL_PRESSURE_NONE;
+}
+
 /* Read a polled PSI file (p->lock held): the level, or -1 for no reading. */
 static int psi_poll_locked(struct rcl_pressure *p, struct psrc *s,
 			   uint64_t now)
 {
 	struct rcl__psi cur;
-	ssize_t n = read_fd(p, s->file);
 	uint64_t dsome, dfull, dt;
-	int l;
 
-	if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, &cur)) {
-		p->read_errors++;
+	if (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt) !=
+	    PSI_READ_DELTA)
 		return -1;
-	}
-	if (!s->have_prev || cur.some_total_us < s->prev.some_total_us ||
-	    cur.full_total_us < s->prev.full_total_us || now <= s->prev_ns) {
-		s->prev = cur;
-		s->prev_ns = now;
-		s->have_prev = true;
-		return -1;
-	}
-	dsome = cur.some_total_us - s->prev.some_total_us;
-	dfull = cur.full_total_us - s->prev.full_total_us;
-	dt = (now - s->prev_ns) / 1000;
-	s->prev = cur;
-	s->prev_ns = now;
-	if (s->mode == RCL_PSOURCE_SYSTEMD_PSI_POLL) {
-		uint64_t v = s->sd_full ? dfull : dsome;
-
-		l = (u128)v * s->sd_window_us >=
-		    (u128)s->sd_stall_us * dt ?
-			RCL_PRESSURE_SEVERE : RCL_PRESSURE_NONE;
-		return l;
-	}
+	psi_rebase(s, &cur, now);
+	if (s->mode == RCL_PSOURCE_SYSTEMD_PSI_POLL)
+		return (int)sd_level(s, dsome, dfull, dt);
 	return (int)psi_level(dsome, dfull, dt);
+}
+
+/* Whether @s waits on PSI triggers. */
+static bool is_trigger(const struct psrc *s)
+{
+	return s->mode == RCL_PSOURCE_PSI_TRIGGER ||
+	       s->mode == RCL_PSOURCE_SYSTEMD_PSI;
+}
+
+/* The window of @s's triggers, in us. */
+static uint64_t trigger_window_us(const struct psrc *s)
+{
+	return s->mode == RCL_PSOURCE_SYSTEMD_PSI ? s->sd_window_us :
+						    PSI_WINDOW_US;
+}
+
+/*
+ * fd mode: what trigger source @s's totals say (p->lock held): the level,
+ * or -1.  A PSI trigger's event is cleared by the poll that reports it
+ * (psi_trigger_poll()), and the application's poll of the epoll descriptor
+ * polls the trigger's descriptor (a nested poll), so the event is gone by
+ * the time dispatch asks epoll for it.  So the totals stand in for it: a
+ * level whose threshold the stall grew by since the baseline, if that is at
+ * most one window old (so much stall within one window is what the kernel's
+ * trigger means), or whose share of a longer time (a dispatch that came
+ * late) it reached (the polled mode's rule).  As a kernel trigger, each
+ * fires at most once per window (since its last event, from epoll or from
+ * here).  The baseline moves when a level fires (the stall that fired it
+ * fires nothing again; a higher level then needs its own threshold's worth
+ * of new stall, a little later than the kernel's sliding window would), when
+ * it is a window old (the timer makes it no older: deadline_locked()), or
+ * when @fired (epoll did return the trigger's own event).
+ */
+static int trigger_totals_locked(struct rcl_pressure *p, struct psrc *s,
+				 uint64_t now, bool fired)
+{
+	bool sd = s->mode == RCL_PSOURCE_SYSTEMD_PSI;
+	struct rcl__psi cur;
+	uint64_t dsome, dfull, dt, w = trigger_window_us(s), over;
+	unsigned i;
+	int l = -1;
+
+	switch (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt)) {
+	case PSI_READ_FAILED:
+		s->have_prev = false;	/* no deadline until a reading */
+		return -1;
+	case PSI_READ_BASE:
+		if (fired)
+			psi_rebase(s, &cur, now);
+		return -1;
+	default:
+		break;
+	}
+	over = RCL_MAX(dt, w);
+	for (i = 0; i < (sd ? 1u : 3u); i++) {
+		uint64_t v = (sd ? s->sd_full : psi_levels[i].full) ? dfull :
+								      dsome;
+		uint64_t stall = sd ? s->sd_stall_us : psi_levels[i].stall_us;
+
+		if ((u128)v * w < (u128)stall * over)
+			continue;
+		if (s->fire_set[i] && now - s->fire_ns[i] < w * 1000)
+			continue;
+		s->fire_set[i] = true;
+		s->fire_ns[i] = now;
+		l = sd ? RCL_PRESSURE_SEVERE : (int)i + 1;
+	}
+	if (fired || l >= 0 || dt >= w)
+		psi_rebase(s, &cur, now);
+	return l;
 }
 
 /*
@@ -757,7 +912,7 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 			break;
 		}
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
-					   now))
+					   now, p->dispatches))
 			act_now[i] = true;
 		/*
 		 * A descriptor says when pressure starts, never when it
@@ -820,6 +975,10 @@ static uint64_t deadline_locked(const struct rcl_pressure *p)
 
 		if (s->used && s->pending != RCL_PRESSURE_NONE && s->acted)
 			d = RCL_MIN(d, sat_add(s->last_action, s->wait));
+		/* fd mode: a trigger's baseline is at most a window old. */
+		if (s->used && !p->running && is_trigger(s) && s->have_prev)
+			d = RCL_MIN(d, sat_add(s->prev_ns,
+					       trigger_window_us(s) * 1000));
 	}
 	return d;
 }
@@ -866,8 +1025,13 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 	switch (s->mode) {
 	case RCL_PSOURCE_PSI_TRIGGER:
 	case RCL_PSOURCE_SYSTEMD_PSI:
-		if (events & EPOLLERR && !(events & EPOLLPRI)) {
-			/* The file went away (a removed cgroup). */
+		/*
+		 * A trigger's descriptor reports EPOLLERR only when it has
+		 * none to wait on: its cgroup removed (kernfs), PSI off, no
+		 * trigger written; always with EPOLLPRI, and for ever.
+		 */
+		if (events & (EPOLLERR | EPOLLHUP)) {
+			s->fallback_errno = ENODEV;
 			goto off;
 		}
 		return s->mode == RCL_PSOURCE_SYSTEMD_PSI ?
@@ -886,13 +1050,27 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 		    (u128)s->cg_ws * 100 < (u128)s->cg_limit * cg_ratio[0])
 			return -1;
 		return (int)slot + 1;
-	case RCL_PSOURCE_CGROUP_V2:
+	case RCL_PSOURCE_CGROUP_V2: {
 		/* memory.events changed: reading it through this descriptor
 		   is what clears its POLLPRI (kernfs). */
-		if (read_fd(p, s->file) < 0)
+		ssize_t n = read_fd(p, s->file);
+
+		if (n < 0) {
+			/*
+			 * A read that fails cannot clear it (a removed
+			 * cgroup's file: ENODEV, EPOLLERR | EPOLLPRI for
+			 * ever): kept, it would wake every dispatch and
+			 * force a tick each time.  The timer's reads go on.
+			 */
 			p->read_errors++;
+			epoll_ctl(p->epfd, EPOLL_CTL_DEL, s->file, NULL);
+			close_fd(&s->file);
+			s->fallback_errno = (int)-n;
+			return -1;
+		}
 		s->read_now = true;
 		return -1;
+	}
 	case RCL_PSOURCE_SYSTEMD_FIFO:
 	case RCL_PSOURCE_SYSTEMD_SOCKET:
 		if (!drain(s->fds[0]) || (events & (EPOLLHUP | EPOLLERR)))
@@ -903,24 +1081,35 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 	}
 off:
 	drop_slots(p, s);
+	close_fd(&s->file);	/* a trigger source's totals */
 	s->mode = RCL_PSOURCE_OFF;
 	s->level = RCL_PRESSURE_NONE;
 	s->pending = RCL_PRESSURE_NONE;
 	return -1;
 }
 
-static int do_dispatch(struct rcl_pressure *p)
+/* Most events one wait takes. */
+#define NR_EVENTS 16
+
+/*
+ * Handle @n events that a wait on p->epfd returned, then do what is due.
+ * The library thread passes those of its one blocking wait: a second wait
+ * would find a PSI trigger's event gone (its poll clears it).  @fd_mode
+ * (rcl_pressure_dispatch()) also checks the trigger sources' totals, for the
+ * events the application's poll consumed (trigger_totals_locked()).
+ */
+static int dispatch_events(struct rcl_pressure *p,
+			   const struct epoll_event *ev, int n, bool fd_mode)
 {
-	struct epoll_event ev[16];
 	bool act_now[RCL_PRESSURE_MAX_SOURCES] = { false };
-	int n, i, nr, nr_actions = 0;
+	bool fired[RCL_PRESSURE_MAX_SOURCES] = { false };
+	int i, nr, nr_actions = 0;
 	uint64_t now;
 
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
 	p->dispatches++;
 	now = now_ns(p);
-	n = epoll_wait(p->epfd, ev, 16, 0);
 	for (i = 0; i < n; i++) {
 		uint64_t tag = ev[i].data.u64;
 		struct psrc *s;
@@ -940,9 +1129,27 @@ static int do_dispatch(struct rcl_pressure *p)
 		if (!s->used)
 			continue;
 		l = ready_locked(p, s, (unsigned)(tag & 3), ev[i].events);
+		if (l >= 0)
+			fired[tag >> 2] = true;
+		if (l >= 0 && is_trigger(s) && (tag & 3) < 3) {
+			s->fire_set[tag & 3] = true;
+			s->fire_ns[tag & 3] = now;
+		}
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
-					   now))
+					   now, p->dispatches))
 			act_now[tag >> 2] = true;
+	}
+	for (i = 0; fd_mode && i < (int)p->nr; i++) {
+		struct psrc *s = &p->src[i];
+		int l;
+
+		if (!s->used || !is_trigger(s) || s->file < 0)
+			continue;
+		l = trigger_totals_locked(p, s, now, fired[i]);
+		if (l >= 0 && !fired[i] &&
+		    event_locked(p, s, (enum rcl_pressure_level)l, now,
+				 p->dispatches))
+			act_now[i] = true;
 	}
 	if (p->cg >= 0 && p->src[p->cg].read_now && now < p->next_tick)
 		p->next_tick = now;	/* memory.events changed: read now */
@@ -1137,6 +1344,8 @@ static struct psrc *new_source_locked(struct rcl_pressure *p, int *idx)
 		return NULL;
 	*idx = (int)p->nr;
 	s = &p->src[p->nr];
+	/* Whatever an add that failed left in it is gone. */
+	clear_source(s);
 	s->wait = p->window;
 	return s;
 }
@@ -1163,48 +1372,62 @@ static void undo_source(struct rcl_pressure *p, struct psrc *s)
 	clear_source(s);
 }
 
+/*
+ * Open @path read-write for a PSI trigger and write the @len bytes of
+ * @trigger: the descriptor, or a negative errno (the kernel refuses a
+ * trigger with EINVAL, EPERM, ...; a short write is -EIO).
+ */
+static int trigger_open(const char *path, const void *trigger, size_t len)
+{
+	int fd = open_poll(AT_FDCWD, path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ssize_t n;
+	int err;
+
+	if (fd < 0)
+		return errno ? -errno : -EINVAL;
+	n = write_data(fd, trigger, len);
+	if (n == (ssize_t)len)
+		return fd;
+	err = n < 0 && errno ? -errno : -EIO;
+	close(fd);
+	return err;
+}
+
 /* Try PSI triggers on @path for source @idx: 0 or a positive errno. */
 static int psi_triggers(struct rcl_pressure *p, struct psrc *s, int idx,
 			const char *path, int file)
 {
 	unsigned long magic = fs_magic(file);
 	unsigned i;
+	int err;
 
 	if (magic != PROC_MAGIC && magic != CGROUP2_MAGIC)
 		return ENOTSUP;
 	for (i = 0; i < 3; i++) {
 		char t[64];
-		int fd, len, err;
+		int fd, len;
 
 		len = snprintf(t, sizeof(t), "%s %llu %llu",
 			       psi_levels[i].full ? "full" : "some",
 			       (unsigned long long)psi_levels[i].stall_us,
 			       (unsigned long long)PSI_WINDOW_US);
-		fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0)
-			goto fail;
 		/* The kernel takes the string with its NUL. */
-		if (write(fd, t, (size_t)len + 1) < 0) {
-			err = errno;
-			close(fd);
-			errno = err;
+		fd = trigger_open(path, t, (size_t)len + 1);
+		if (fd < 0) {
+			err = -fd;
 			goto fail;
 		}
 		s->fds[i] = fd;
-		err = epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2 | i);
-		if (err) {
-			errno = -err;
+		err = -epoll_add(p, fd,
+				 EPOLLPRI | rcl__pressure_seam.trigger_epoll_flags,
+				 (uint64_t)idx << 2 | i);
+		if (err)
 			goto fail;
-		}
 	}
 	return 0;
 fail:
-	{
-		int e = errno ? errno : EINVAL;
-
-		drop_slots(p, s);
-		return e;
-	}
+	drop_slots(p, s);
+	return err;
 }
 
 RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
@@ -1240,16 +1463,12 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 		goto out;
 	}
 	s->fallback_errno = psi_triggers(p, s, idx, path, fd);
-	if (s->fallback_errno) {
-		s->mode = RCL_PSOURCE_PSI_POLL;
-		s->file = fd;
-		s->prev = psi;
-		s->prev_ns = now_ns(p);
-		s->have_prev = true;
-		fd = -1;
-	} else {
-		s->mode = RCL_PSOURCE_PSI_TRIGGER;
-	}
+	s->mode = s->fallback_errno ? RCL_PSOURCE_PSI_POLL :
+				      RCL_PSOURCE_PSI_TRIGGER;
+	/* Polled, or the triggers' totals checked in fd mode. */
+	s->file = fd;
+	fd = -1;
+	psi_rebase(s, &psi, now_ns(p));
 	err = commit_source_locked(p, idx, path);
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -1426,8 +1645,8 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 	if (version == 2) {
 		s->mode = RCL_PSOURCE_CGROUP_V2;
 		if (fs_magic(dfd) == CGROUP2_MAGIC) {
-			s->file = openat(dfd, "memory.events",
-					 O_RDONLY | O_CLOEXEC);
+			s->file = open_poll(dfd, "memory.events",
+					    O_RDONLY | O_CLOEXEC);
 			if (s->file >= 0 &&
 			    epoll_add(p, s->file, EPOLLPRI, (uint64_t)idx << 2 | 3))
 				close_fd(&s->file);
@@ -1528,36 +1747,28 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		s->mode = RCL_PSOURCE_SYSTEMD_FIFO;
 	} else if (S_ISREG(st.st_mode)) {
 		struct rcl__psi psi;
-		ssize_t n;
 		unsigned long magic;
+		ssize_t n;
+		int tfd;
 
-		fd = open(watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		/*
+		 * Read-only: the totals (polled, or checked in fd mode) and
+		 * the filesystem.  The trigger has a descriptor of its own,
+		 * read-write, only if there is one to write: a file only
+		 * readable is polled, as rcl_pressure_add_psi() polls it.
+		 */
+		fd = open(watch, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0) {
 			err = -errno;
 			goto out;
 		}
-		magic = fs_magic(fd);
-		if (magic == PROC_MAGIC || magic == CGROUP2_MAGIC) {
-			if (dlen && write(fd, data, (size_t)dlen) < 0)
-				s->fallback_errno = errno;
-			else if (epoll_add(p, fd, EPOLLPRI, (uint64_t)idx << 2))
-				s->fallback_errno = errno ? errno : EINVAL;
-		} else {
-			s->fallback_errno = ENOTSUP;
-		}
-		if (!s->fallback_errno) {
-			s->mode = RCL_PSOURCE_SYSTEMD_PSI;
-			s->fds[0] = fd;
-			fd = -1;
-			goto commit;
-		}
-		/* Poll the totals against the trigger's own threshold. */
 		n = read_fd(p, fd);
 		if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, &psi)) {
 			err = n < 0 ? (int)n :
 				      RCL__REFUSE(-EBADMSG, "the watched file is not in PSI's format");
 			goto out;
 		}
+		/* The trigger's own threshold, for polling and fd mode. */
 		if (!dlen || rcl__psi_trigger_parse((const char *)data,
 						    (size_t)dlen, &s->sd_full,
 						    &s->sd_stall_us,
@@ -1567,21 +1778,56 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 			s->sd_stall_us = 100000;
 			s->sd_window_us = 1000000;
 		}
-		s->mode = RCL_PSOURCE_SYSTEMD_PSI_POLL;
+		magic = fs_magic(fd);
+		if (magic != PROC_MAGIC && magic != CGROUP2_MAGIC) {
+			s->fallback_errno = ENOTSUP;
+		} else if (!dlen) {
+			/*
+			 * Nothing to write: a PSI descriptor without a
+			 * trigger polls EPOLLERR | EPOLLPRI for ever.  Polled
+			 * against systemd's default threshold instead.
+			 */
+			s->fallback_errno = ENODATA;
+		} else {
+			tfd = trigger_open(watch, data, (size_t)dlen);
+			if (tfd < 0) {
+				s->fallback_errno = -tfd;
+			} else {
+				err = epoll_add(p, tfd,
+						EPOLLPRI | rcl__pressure_seam.trigger_epoll_flags,
+						(uint64_t)idx << 2);
+				if (err) {
+					close(tfd);
+					s->fallback_errno = -err;
+					err = 0;
+				} else {
+					s->fds[0] = tfd;
+				}
+			}
+		}
+		s->mode = s->fallback_errno ? RCL_PSOURCE_SYSTEMD_PSI_POLL :
+					      RCL_PSOURCE_SYSTEMD_PSI;
 		s->file = fd;
 		fd = -1;
-		s->prev = psi;
-		s->prev_ns = now_ns(p);
-		s->have_prev = true;
+		psi_rebase(s, &psi, now_ns(p));
 		goto commit;
 	} else {
 		err = RCL__REFUSE(-EBADF, "the watch path is no regular file, FIFO or socket");
 		goto out;
 	}
-	/* FIFO or socket: write the data, then wait for POLLIN. */
-	if (dlen && write(fd, data, (size_t)dlen) != dlen) {
-		err = -errno;
-		goto out;
+	/*
+	 * FIFO or socket: write the data, then wait for POLLIN.  A short
+	 * write sets no errno (a stale one, or 0, would have made this call
+	 * return an index for a source it never added): -EIO.
+	 */
+	if (dlen) {
+		ssize_t n = write_data(fd, data, (size_t)dlen);
+
+		if (n != dlen) {
+			err = n < 0 ? -errno :
+				      RCL__REFUSE(-EIO, "a short write of the data to the FIFO or socket");
+			goto out;
+		}
 	}
 	if (s->mode == RCL_PSOURCE_SYSTEMD_FIFO)
 		drain(fd);	/* our own bytes are no event */
@@ -1642,7 +1888,7 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 	}
 	s = &p->src[source];
 	now = now_ns(p);
-	now_act = event_locked(p, s, level, now);
+	now_act = event_locked(p, s, level, now, 0);
 	level = s->pending;
 	pthread_mutex_unlock(&p->lock);
 	if (now_act)
@@ -1724,15 +1970,20 @@ RCL_API const char *rcl_pressure_source_mode_name(enum rcl_psource_mode mode)
 static void *monitor_thread(void *arg)
 {
 	struct rcl_pressure *p = arg;
-	struct epoll_event ev;
+	struct epoll_event ev[NR_EVENTS];
+	int n;
 
 	tls_thread_of = p;
 	while (!atomic_load(&p->stop)) {
-		/* The timerfd wakes it for deadlines; 1 s bounds any miss. */
-		epoll_wait(p->epfd, &ev, 1, 1000);
+		/*
+		 * The timerfd wakes it for deadlines; 1 s bounds any miss.
+		 * One wait, whose events dispatch handles: a PSI trigger's
+		 * event is cleared by the poll that reports it.
+		 */
+		n = epoll_wait(p->epfd, ev, NR_EVENTS, 1000);
 		if (atomic_load(&p->stop))
 			break;
-		do_dispatch(p);
+		dispatch_events(p, ev, n > 0 ? n : 0, false);
 	}
 	return NULL;
 }
@@ -1810,11 +2061,15 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p)
 
 RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p)
 {
+	struct epoll_event ev[NR_EVENTS];
+	int n;
+
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
 	if (tls_acting == p || rcl__tls_pass_domain == p->d)
 		return RCL__REFUSE(-EDEADLK, "called from a callback of the domain's reclaim");
-	return do_dispatch(p);
+	n = epoll_wait(p->epfd, ev, NR_EVENTS, 0);
+	return dispatch_events(p, ev, n > 0 ? n : 0, true);
 }
 
 RCL_API uint64_t rcl_pressure_next_deadline(struct rcl_pressure *p)

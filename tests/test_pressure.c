@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -58,6 +59,7 @@
 #include <reclaim/reclaim.h>
 
 #include "test_util.h"
+#include "../lib/pressure_internal.h"
 
 #define MS RCL_NSEC_PER_MSEC
 #define SEC RCL_NSEC_PER_SEC
@@ -623,6 +625,121 @@ static unsigned fd_count(void)
 	bool set[MAX_FDS];
 
 	return fd_set_now(set);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The test seam: descriptors that behave as the kernel's                     */
+/* ------------------------------------------------------------------------- */
+
+/*
+ * What a temporary file cannot do, the seam (lib/pressure_internal.h)
+ * stands in for: the filesystem check says procfs or cgroup2, and each
+ * polled descriptor the monitor opens on a path ending in seam.match
+ * (a PSI trigger's, systemd's PSI file's, memory.events) is one end of an
+ * AF_UNIX stream socketpair whose other end the test keeps.  One byte of
+ * out-of-band data from the peer raises EPOLLPRI, as a trigger's event
+ * or a changed memory.events does; reading it back through the monitor's
+ * end clears it, as the nested poll of an application's event loop
+ * clears a PSI trigger's event; a peer that closes with data unread
+ * leaves EPOLLERR | EPOLLHUP | EPOLLPRI for ever, as a removed cgroup's
+ * file does (and reads fail, as they do there).  Triggers written go to
+ * the peer, unread.
+ */
+#define PROC_MAGIC 0x9fa0ul
+#define CGROUP2_MAGIC 0x63677270ul
+#define SEAM_MAX 8
+
+static struct {
+	const char *match;
+	unsigned long magic;
+	int refuse_rw;		/* an errno: read-write opens refused */
+	int nr;
+	int ours[SEAM_MAX], peer[SEAM_MAX];
+} seam;
+
+static unsigned long seam_magic(int fd)
+{
+	(void)fd;
+	return seam.magic;
+}
+
+static int seam_open(int dir, const char *path, int flags)
+{
+	size_t n = strlen(path), m = strlen(seam.match);
+	int sv[2];
+
+	if (n < m || strcmp(path + n - m, seam.match))
+		return openat(dir, path, flags);
+	if (seam.refuse_rw && (flags & O_ACCMODE) != O_RDONLY) {
+		errno = seam.refuse_rw;
+		return -1;
+	}
+	if (seam.nr >= SEAM_MAX ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+		       sv)) {
+		errno = EMFILE;
+		return -1;
+	}
+	seam.ours[seam.nr] = sv[0];
+	seam.peer[seam.nr++] = sv[1];
+	return sv[0];
+}
+
+/* Descriptors on paths ending in @match, on a filesystem of @magic. */
+static void seam_on(const char *match, unsigned long magic)
+{
+	memset(&seam, 0, sizeof(seam));
+	seam.match = match;
+	seam.magic = magic;
+	rcl__pressure_seam.fs_magic = seam_magic;
+	rcl__pressure_seam.open_poll = seam_open;
+}
+
+/* Back to the system calls (the peers stay the test's). */
+static void seam_off(void)
+{
+	memset(&rcl__pressure_seam, 0, sizeof(rcl__pressure_seam));
+}
+
+static void seam_close_peers(void)
+{
+	int i;
+
+	for (i = 0; i < seam.nr; i++)
+		if (seam.peer[i] >= 0)
+			close(seam.peer[i]);
+	seam.nr = 0;
+}
+
+/* Descriptor @i's event: EPOLLPRI until it is read. */
+static void seam_fire(int i)
+{
+	assert_int_equal(send(seam.peer[i], "!", 1, MSG_OOB), 1);
+}
+
+/* Read descriptor @i's event, as a nested poll consumes a trigger's. */
+static void seam_consume(int i)
+{
+	char c;
+
+	assert_int_equal(recv(seam.ours[i], &c, 1, MSG_OOB), 1);
+}
+
+/* Descriptor @i's file is gone: EPOLLERR | EPOLLHUP | EPOLLPRI for ever. */
+static void seam_gone(int i)
+{
+	assert_int_equal(send(seam.ours[i], "x", 1, 0), 1);
+	seam_fire(i);
+	close(seam.peer[i]);
+	seam.peer[i] = -1;
+}
+
+/* Whether the monitor's descriptor is readable now. */
+static bool fd_readable(struct rcl_pressure *p)
+{
+	struct pollfd pfd = { .fd = rcl_pressure_fd(p), .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1907,6 +2024,57 @@ static void test_pressure_cgroup_v2_events(void **state)
 }
 
 /*
+ * A v2 memory.events descriptor whose reads fail (its cgroup removed:
+ * EPOLLERR | EPOLLPRI for ever, reads ENODEV; emulated through the seam,
+ * whose reads fail with ESPIPE) is closed, with the errno in the source's
+ * fallback_errno and a read error; the timer's reads go on.  It stayed in
+ * the epoll set: the monitor's descriptor readable for ever and a tick
+ * forced by every dispatch (a busy loop of the application's event loop
+ * or of the library thread).
+ */
+static void test_pressure_cgroup_v2_events_fd_gone(void **state)
+{
+	struct fx f;
+	struct cg c;
+	unsigned fds;
+	int src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 2, 1);
+	c.max = 1000 * MB;
+	c.ws = 100 * MB;
+	cg_write(&c);
+	seam_on("memory.events", CGROUP2_MAGIC);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	seam_off();
+	assert_int_equal(src, 0);
+	assert_int_equal(seam.nr, 1);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_CGROUP_V2);
+	assert_false(fd_readable(f.p));
+
+	seam_gone(0);
+	assert_true(fd_readable(f.p));
+	fds = fd_count();
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(pstats(f.p).read_errors, 1);
+	assert_int_equal(sinfo(f.p, src).fallback_errno, ESPIPE);
+	assert_int_equal(fd_count(), fds - 1);	/* closed */
+	for (i = 0; i < 3; i++) {
+		assert_false(fd_readable(f.p));
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	}
+	assert_int_equal(pstats(f.p).read_errors, 1);
+	/* The timer's reads go on: a working set at 95 % is SEVERE. */
+	c.ws = 950 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_CGROUP_V2);
+	seam_close_peers();
+	fx_fini(&f);
+}
+
+/*
  * v1: memory.usage_in_bytes, memory.limit_in_bytes (9223372036854771712 is
  * "no limit"), memory.stat's total_inactive_file (not its inactive_file).
  */
@@ -2219,6 +2387,67 @@ static void test_pressure_cgroup_bad_files_at_creation(void **state)
  * memory.events is one of the files the source reads (pressure.h), so one
  * that does not parse at creation is -EBADMSG like the others.
  */
+/*
+ * read_fd()'s limit is what the header says: a file of 16 KiB (16384
+ * bytes) is read, one byte more is -EFBIG.  A memory.stat of exactly the
+ * limit used to be refused, as was one of 16383 bytes: the buffer kept a
+ * byte for the NUL out of the 16384 it read into.
+ */
+static void put_stat_of_len(const char *dir, size_t want)
+{
+	static char big[16384 + 64];
+	static const char tail[] = "inactive_file 0\n";
+	size_t len = 0, pad;
+
+	/* Lines of 12 bytes, then one filler line, then the key. */
+	while (len + 12 + 32 + sizeof(tail) - 1 <= want)
+		len += (size_t)snprintf(big + len, sizeof(big) - len,
+					"pg%07zu 1\n", len % 10000000);
+	pad = want - len - (sizeof(tail) - 1);	/* "z...z 1\n": pad >= 4 */
+	assert_true(pad >= 4 && pad < 64);
+	memset(big + len, 'z', pad - 3);
+	memcpy(big + len + pad - 3, " 1\n", 3);
+	len += pad;
+	memcpy(big + len, tail, sizeof(tail) - 1);
+	len += sizeof(tail) - 1;
+	assert_int_equal(len, want);
+	put_raw(dir, "memory.stat", big, len);
+}
+
+static void test_pressure_cgroup_file_of_16_kib_is_read(void **state)
+{
+	static const size_t lens[] = { 16383, 16384 };
+	struct fx f;
+	struct cg c;
+	unsigned i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	for (i = 0; i < 2; i++) {
+		char name[16];
+
+		fx_monitor(&f);
+		snprintf(name, sizeof(name), "cg16k%u", i);
+		cg_init(&c, &f, name, 2, 1);
+		c.max = 1000 * MB;
+		cg_write(&c);
+		put_stat_of_len(c.dir, lens[i]);
+		if (rcl_pressure_add_cgroup(f.p, c.dir, 0) != 0)
+			fail_msg("a memory.stat of %zu bytes refused", lens[i]);
+		assert_int_equal(pstats(f.p).read_errors, 0);
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg16k+1", 2, 1);
+	c.max = 1000 * MB;
+	cg_write(&c);
+	put_stat_of_len(c.dir, 16385);
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, c.dir, 0), -EFBIG);
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+	fx_fini(&f);
+}
+
 static void test_pressure_cgroup_bad_events_file_at_creation(void **state)
 {
 	static const char *const bad[] = {
@@ -2606,7 +2835,384 @@ static void test_pressure_systemd_psi_file_polled(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A reading right after the baseline is no reading.  The systemd PSI file
+ * polled is added 500 ns before the timer's tick: its first interval is
+ * 0 us long, and rated as such (0 >= threshold x 0) it read SEVERE with no
+ * stall at all (an action, the budget cut by a quarter).  Now it is no
+ * reading, and the baseline stays: the next tick rates the whole interval
+ * since it.
+ */
+static void test_pressure_systemd_psi_poll_needs_an_interval(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "sd.pressure" };
+	char path[PATH_MAX];
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	fx_monitor(&f);
+	adv(&f, SEC - 500);
+	src = rcl_pressure_add_systemd(f.p, path, NULL);
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+	/* The tick, 500 ns after the baseline: nothing. */
+	psi_tick(&f, &t, 0, 0, 500, 0, RCL_PRESSURE_NONE);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	assert_int_equal(pstats(f.p).actions, 0);
+	/* 150 ms over the 1 s + 500 ns since the baseline: 100 ms per 1 s. */
+	psi_tick(&f, &t, 150000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, src).events, 1);
+	fx_fini(&f);
+}
+
+/*
+ * systemd's PSI file with nothing to write (no $MEMORY_PRESSURE_WRITE, or
+ * ""): a PSI descriptor without a trigger polls EPOLLERR | EPOLLPRI for
+ * ever, which the monitor read as a SEVERE event per dispatch (335,621 in
+ * 1 s, measured).  It is polled against systemd's default threshold, no
+ * descriptor is opened for polling (the seam counts none), fallback_errno
+ * ENODATA.  A file that opens only for reading (EACCES for read-write:
+ * emulated through the seam, as root passes any mode bits) was refused
+ * with EACCES; now it is read-only with nothing to write, and polled with
+ * EACCES as the reason when there is a trigger to write.
+ */
+static void test_pressure_systemd_psi_file_without_trigger_is_polled(void **state)
+{
+	static const char *const writes[] = { NULL, "" };
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	struct rcl_pressure_source_info si;
+	char path[PATH_MAX];
+	unsigned i;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	for (i = 0; i < 2; i++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", PROC_MAGIC);
+		src = rcl_pressure_add_systemd(f.p, path, writes[i]);
+		seam_off();
+		assert_int_equal(src, 0);
+		si = sinfo(f.p, src);
+		assert_int_equal(si.mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+		assert_int_equal(si.fallback_errno, ENODATA);
+		assert_int_equal(seam.nr, 0);
+		assert_false(fd_readable(f.p));
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		psi_tick(&f, &t, 99999, 0, SEC, 0, RCL_PRESSURE_NONE);
+		psi_tick(&f, &t, 100000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+
+	/* Opens only for reading: with nothing to write, and with a trigger. */
+	for (i = 0; i < 2; i++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", PROC_MAGIC);
+		seam.refuse_rw = EACCES;
+		src = rcl_pressure_add_systemd(f.p, path, i ? SD_WRITE : NULL);
+		seam_off();
+		assert_int_equal(src, 0);
+		si = sinfo(f.p, src);
+		assert_int_equal(si.mode, RCL_PSOURCE_SYSTEMD_PSI_POLL);
+		assert_int_equal(si.fallback_errno, i ? EACCES : ENODATA);
+		/* systemd's trigger, 200 ms per 2 s, or the default. */
+		psi_tick(&f, &t, 99999, 0, SEC, 0, RCL_PRESSURE_NONE);
+		psi_tick(&f, &t, 100000, 0, SEC, 1, RCL_PRESSURE_SEVERE);
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
+/*
+ * A PSI trigger's descriptor that reports EPOLLERR | EPOLLPRI (its cgroup
+ * removed: kernfs reports that for ever) turns the source off.  The old
+ * check (EPOLLERR without EPOLLPRI) never matched it: an event per
+ * dispatch, for ever (239,280 dispatches in 1 s, measured, the level stuck
+ * at severe).  rcl_pressure_add_psi()'s triggers and systemd's alike.
+ */
+static void test_pressure_psi_trigger_gone_turns_off(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	struct rcl_pressure_source_info si;
+	char path[PATH_MAX];
+	unsigned k, fds;
+	int src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	for (k = 0; k < 2; k++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", CGROUP2_MAGIC);
+		src = k ? rcl_pressure_add_systemd(f.p, path, SD_WRITE) :
+			  rcl_pressure_add_psi(f.p, path);
+		seam_off();
+		assert_int_equal(src, 0);
+		assert_int_equal(seam.nr, k ? 1 : 3);
+		assert_int_equal(sinfo(f.p, src).mode,
+				 k ? RCL_PSOURCE_SYSTEMD_PSI :
+				     RCL_PSOURCE_PSI_TRIGGER);
+		assert_false(fd_readable(f.p));
+		seam_gone(0);
+		assert_true(fd_readable(f.p));
+		fds = fd_count();
+		assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		si = sinfo(f.p, src);
+		assert_int_equal(si.mode, RCL_PSOURCE_OFF);
+		assert_int_equal(si.fallback_errno, ENODEV);
+		assert_int_equal(si.events, 0);
+		assert_int_equal(si.level, RCL_PRESSURE_NONE);
+		assert_true(fd_count() < fds);
+		for (i = 0; i < 3; i++) {
+			assert_false(fd_readable(f.p));
+			adv(&f, SEC);
+			assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+		}
+		assert_int_equal(pstats(f.p).actions, 0);
+		seam_close_peers();
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
+/*
+ * Within one dispatch a source's level is the highest of its events, not
+ * the last epoll returned: the CRITICAL trigger fires before the MODERATE
+ * one (epoll returns them in that order), and the source's level stayed
+ * MODERATE although its action was CRITICAL.
+ */
+static void test_pressure_psi_trigger_level_is_the_highest(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	uint64_t u;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	fx_monitor(&f);
+	seam_on("memory.pressure", PROC_MAGIC);
+	src = rcl_pressure_add_psi(f.p, path);
+	seam_off();
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_PSI_TRIGGER);
+	seam_fire(2);		/* full 70 %: CRITICAL */
+	seam_fire(0);		/* some 7 %: MODERATE */
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_CRITICAL, FLOOR));
+	assert_int_equal(sinfo(f.p, src).events, 2);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_CRITICAL);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_CRITICAL);
+	seam_close_peers();
+	fx_fini(&f);
+}
+
+/*
+ * The library thread sees every trigger event.  psi_trigger_poll() clears
+ * the event it reports, so the thread's own wait consumed it and the second
+ * wait in dispatch found nothing: on the real kernel a systemd PSI source
+ * gave 0 events where its raw trigger fired 8 times, rcl_pressure_add_psi()
+ * lost about a third.  Emulated with EPOLLET through the seam (epoll reports
+ * each event once): no event at all before, each one now.
+ */
+static void test_pressure_psi_trigger_events_reach_the_thread(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	unsigned k;
+	int src, i;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.window_ns = 1;	/* each event acts */
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	for (k = 0; k < 2; k++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", PROC_MAGIC);
+		rcl__pressure_seam.trigger_epoll_flags = EPOLLET;
+		src = k ? rcl_pressure_add_systemd(f.p, path, SD_WRITE) :
+			  rcl_pressure_add_psi(f.p, path);
+		seam_off();
+		assert_int_equal(src, 0);
+		assert_int_equal(sinfo(f.p, src).mode,
+				 k ? RCL_PSOURCE_SYSTEMD_PSI :
+				     RCL_PSOURCE_PSI_TRIGGER);
+		assert_int_equal(rcl_pressure_start(f.p), 0);
+		for (i = 1; i <= 3; i++) {
+			int ms;
+
+			seam_fire(k ? 0 : i - 1);
+			for (ms = 0; ms < 10000; ms++) {
+				if (sinfo(f.p, src).events == (uint64_t)i)
+					break;
+				usleep(1000);
+			}
+			if (sinfo(f.p, src).events != (uint64_t)i)
+				fail_msg("event %d not seen by the thread", i);
+			adv(&f, SEC);
+		}
+		assert_int_equal(rcl_pressure_stop(f.p), 0);
+		assert_int_equal(sinfo(f.p, src).level,
+				 k ? RCL_PRESSURE_SEVERE : RCL_PRESSURE_CRITICAL);
+		seam_close_peers();
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
+/*
+ * fd mode: the application's poll of rcl_pressure_fd() polls the trigger
+ * descriptors inside it, and that poll clears a trigger's event (emulated:
+ * seam_consume()), so dispatch's wait returns nothing.  The totals stand
+ * in: a level whose threshold the stall grew by within one window since
+ * the baseline (some 140 ms MODERATE, 300 ms SEVERE, full 1400 ms
+ * CRITICAL, systemd's trigger 200 ms SEVERE), each level once per window
+ * and the stall that fired one counted once,
+ * or, over a longer time, the same share of it; no growth is no event.
+ * Before, none of them was seen.
+ */
+static void test_pressure_psi_trigger_fd_mode_consumed_events(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	uint64_t u;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;	/* no tick in the way */
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	fx_monitor(&f);
+	seam_on("memory.pressure", PROC_MAGIC);
+	src = rcl_pressure_add_psi(f.p, path);
+	seam_off();
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_PSI_TRIGGER);
+	/* The baseline is at most a window old: the timer says so. */
+	assert_int_equal(rcl_pressure_next_deadline(f.p), now(&f) + 2 * SEC);
+
+	/* Consumed, no growth: nothing. */
+	seam_fire(0);
+	seam_consume(0);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+
+	/* 140 ms of some within the window: MODERATE. */
+	seam_fire(0);
+	seam_consume(0);
+	t.some += 140000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_MODERATE, FLOOR));
+	assert_int_equal(sinfo(f.p, src).events, 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_MODERATE);
+	/* Once per level per window, as the kernel's trigger: nothing. */
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	t.some += 140000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 1);
+	/* ... but 300 ms since the last event is SEVERE, a level higher. */
+	t.some += 160000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* merged */
+	assert_int_equal(sinfo(f.p, src).events, 2);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+
+	/* full 1400 ms: CRITICAL. */
+	adv(&f, 2 * SEC);
+	u = usage(&f);
+	/* The window rolls; the merged SEVERE acts at its wait's end. */
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, FLOOR));
+	assert_int_equal(sinfo(f.p, src).events, 2);
+	seam_fire(2);
+	seam_consume(2);
+	t.some += 1400000;
+	t.full += 1400000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, SEC);		/* the SEVERE action's wait ends */
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_CRITICAL, FLOOR));
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_CRITICAL);
+
+	/* A late dispatch: 150 ms over 10 s is 1.5 %, nothing. */
+	t.some += 150000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 10 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 3);
+	/* ... but 1.5 s of some over 10 s (15 %) is SEVERE. */
+	t.some += 1500000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 10 * SEC);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).events, 4);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	seam_close_peers();
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* systemd's PSI file: its own trigger, 200 ms per 2 s. */
+	fx_monitor(&f);
+	seam_on("memory.pressure", PROC_MAGIC);
+	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
+	seam_off();
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_PSI);
+	seam_fire(0);
+	seam_consume(0);
+	t.some += 199999;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	t.some += 1;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	seam_close_peers();
+	fx_fini(&f);
+}
+
 /* A FIFO: each readiness (one byte written per dispatch here) is one event. */
+
 static void test_pressure_systemd_fifo(void **state)
 {
 	struct fx f;
@@ -2794,6 +3400,58 @@ static void b64(const unsigned char *in, size_t n, char *out)
 		out[o++] = '=';
 	}
 	out[o] = '\0';
+}
+
+/* The write seam: short by half, and errno left as it was. */
+static ssize_t short_write(int fd, const void *buf, size_t len)
+{
+	(void)buf;
+	(void)fd;
+	errno = 0;
+	return (ssize_t)(len / 2);
+}
+
+/*
+ * A short write of systemd's data to the socket is -EIO, and adds
+ * nothing.  The call returned 0, the index of a source it never added
+ * (err = -errno with errno 0), left its half-made slot in place, and the
+ * next add took the slot over with its mode.
+ */
+static void test_pressure_systemd_short_write_adds_nothing(void **state)
+{
+	struct fx f;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct rcl_pressure_source_info si;
+	char path[PATH_MAX];
+	unsigned fds;
+	int lfd, src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	path_of(path, sizeof(path), f.tmp, "sock");
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+
+	fds = fd_count();
+	rcl__pressure_seam.write = short_write;
+	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
+	rcl__pressure_seam.write = NULL;
+	assert_int_equal(src, -EIO);
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+	assert_int_equal(fd_count(), fds);
+	assert_int_equal(rcl_pressure_source_info(f.p, 0, &si), -ENOENT);
+	/* The slot is clean for the next add. */
+	src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_MANUAL);
+	assert_string_equal(sinfo(f.p, src).path, "");
+	close(lfd);
+	fx_fini(&f);
 }
 
 /*
@@ -3126,18 +3784,27 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
 		cmocka_unit_test(test_pressure_cgroup_v2_ratio_levels),
 		cmocka_unit_test(test_pressure_cgroup_v2_events),
+		cmocka_unit_test(test_pressure_cgroup_v2_events_fd_gone),
 		cmocka_unit_test(test_pressure_cgroup_v1),
 		cmocka_unit_test(test_pressure_cgroup_budget_follows_the_limit),
 		cmocka_unit_test(test_pressure_cgroup_inactive_file_is_not_pressure),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_at_creation),
+		cmocka_unit_test(test_pressure_cgroup_file_of_16_kib_is_read),
 		cmocka_unit_test(test_pressure_cgroup_bad_events_file_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_after_creation),
 		cmocka_unit_test(test_pressure_memory_sample),
 		cmocka_unit_test(test_pressure_psi_file_polled),
 		cmocka_unit_test(test_pressure_psi_bad_files),
 		cmocka_unit_test(test_pressure_systemd_psi_file_polled),
+		cmocka_unit_test(test_pressure_systemd_psi_poll_needs_an_interval),
+		cmocka_unit_test(test_pressure_systemd_psi_file_without_trigger_is_polled),
+		cmocka_unit_test(test_pressure_psi_trigger_gone_turns_off),
+		cmocka_unit_test(test_pressure_psi_trigger_level_is_the_highest),
+		cmocka_unit_test(test_pressure_psi_trigger_events_reach_the_thread),
+		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_consumed_events),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
+		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
 		cmocka_unit_test(test_pressure_systemd_paths_and_environment),
 		cmocka_unit_test(test_pressure_holds_its_domain),
 		cmocka_unit_test(test_pressure_fd_busy_while_thread_runs),

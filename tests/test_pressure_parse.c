@@ -414,7 +414,8 @@ static ssize_t b64(const char *s, size_t len, uint8_t *out, size_t outsize)
 	}
 	assert_true((size_t)rc <= outsize);
 	assert_true(untouched(t + rc, sizeof(t) - (size_t)rc));
-	memcpy(out, t, (size_t)rc);
+	if (rc)
+		memcpy(out, t, (size_t)rc);
 	return rc;
 }
 

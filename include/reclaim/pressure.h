@@ -76,14 +76,25 @@
  *   page cache, at no cost), medium SEVERE, critical CRITICAL.  On a real
  *   v2 cgroup
  *   memory.events is also watched for POLLPRI (an event wakes the monitor
- *   before the timer).
+ *   before the timer); a read through that descriptor that fails (the
+ *   cgroup removed) closes it, counts a read error and sets the source's
+ *   fallback_errno, and the timer's reads go on.
  * - systemd (rcl_pressure_add_systemd()): $MEMORY_PRESSURE_WATCH and
  *   $MEMORY_PRESSURE_WRITE as systemd's docs/PRESSURE.md says: a regular
- *   file is a PSI file (write the decoded trigger, wait for POLLPRI, never
- *   read; where the trigger is refused, poll its totals against the
- *   trigger's own threshold), a FIFO (write, wait for POLLIN, read and
- *   discard) or an AF_UNIX stream socket (connect, write, POLLIN, read and
- *   discard); "/dev/null" means off.  systemd has one level: SEVERE.
+ *   file is a PSI file (write the decoded trigger on a read-write
+ *   descriptor, wait for POLLPRI; its totals are read through a read-only
+ *   one), a FIFO (write, wait for POLLIN, read and discard) or an AF_UNIX
+ *   stream socket (connect, write, POLLIN, read and discard); "/dev/null"
+ *   means off.  A PSI file with nothing to write (no trigger: its
+ *   descriptor would report EPOLLERR | EPOLLPRI for ever), or whose
+ *   trigger is refused (or that opens only for reading), or that is not on
+ *   procfs or cgroup2, is polled: its totals on the timer against the
+ *   trigger's own threshold, or systemd's default of 100 ms per 1 s
+ *   (mode RCL_PSOURCE_SYSTEMD_PSI_POLL, fallback_errno ENODATA, EINVAL,
+ *   EACCES, ..., ENOTSUP).  systemd has one level: SEVERE.
+ * - A PSI trigger's descriptor (rcl_pressure_add_psi()'s or systemd's)
+ *   that reports an error has nothing left to wait on (its cgroup was
+ *   removed): the source turns RCL_PSOURCE_OFF, fallback_errno ENODEV.
  * - the application (rcl_pressure_notify()), with the mappings of
  *   rcl_pressure_level_from_glib() and rcl_pressure_level_from_android().
  *
@@ -122,7 +133,22 @@
  * sources' descriptors and a timerfd armed for the next deadline) and calls
  * rcl_pressure_dispatch() when it is readable, or whenever it likes: with a
  * fake clock (tests) dispatch does exactly what the clock's time says is
- * due.
+ * due.  PSI triggers and the two ways: the kernel clears a trigger's event
+ * when a poll reports it, and a poll of the epoll descriptor polls the
+ * trigger's descriptor inside it, so the application's own poll consumes
+ * the event before dispatch can ask epoll for it.  The thread waits once
+ * and handles what that wait returned, so it sees every event.  In fd mode
+ * each dispatch reads the totals of the trigger sources (one small read
+ * each) and takes a level as fired when the stall grew by its trigger's
+ * threshold since a baseline at most one trigger window old (what the
+ * kernel's trigger means), or, after a longer time, by the same share of
+ * it; each trigger fires at most once per window after its last event (as
+ * the kernel's does); the baseline moves when a level fires (so a stall is
+ * counted once; a higher level then needs its own threshold of new stall,
+ * a little later than the kernel's sliding window) or the window has
+ * passed, and the timer keeps it no older than one window (a dispatch at
+ * least every 2 s, systemd's trigger's window for its file).  An event that
+ * epoll does return is taken as it is.
  *
  * Real memory.  rcl_pressure_memory() samples the process's resident memory
  * (/proc/self/statm) and, with a cgroup source, the cgroup's usage, working
@@ -251,8 +277,9 @@ enum rcl_psource_mode {
 	RCL_PSOURCE_SYSTEMD_PSI_POLL,	/**< ... its trigger refused: totals polled */
 	RCL_PSOURCE_SYSTEMD_FIFO,	/**< ... a FIFO */
 	RCL_PSOURCE_SYSTEMD_SOCKET,	/**< ... an AF_UNIX stream socket */
-	RCL_PSOURCE_OFF,		/**< $MEMORY_PRESSURE_WATCH=/dev/null, or a
-					     peer that closed: watches nothing */
+	RCL_PSOURCE_OFF,		/**< $MEMORY_PRESSURE_WATCH=/dev/null, a
+					     peer that closed, or a trigger
+					     whose file went: watches nothing */
 };
 
 /**
@@ -268,7 +295,14 @@ enum rcl_psource_mode {
  * @empty_actions: actions that freed nothing
  * @wait_ns: its current wait between actions (window, or backed off)
  * @fallback_errno: why a PSI trigger was not used (positive errno: EINVAL,
- *	EPERM, ...; ENOTSUP when the file is not on procfs or cgroup2); 0
+ *	EPERM, EACCES, ...; ENOTSUP when the file is not on procfs or
+ *	cgroup2; ENODATA for systemd's PSI file with nothing to write;
+ *	ENODEV when a trigger's descriptor reported an error and the source
+ *	turned off); for
+ *	a cgroup v2 source, why memory.events is no longer watched for
+ *	POLLPRI (the errno of a read through its descriptor that failed,
+ *	ENODEV once the cgroup is removed: the descriptor is closed, the
+ *	timer's reads go on); 0
  * @path: the file, directory or socket it watches ("" for manual)
  */
 struct rcl_pressure_source_info {
@@ -402,8 +436,9 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
  * 0, 1, 2; -ENOENT (no such directory, no memory controller for this
  * process, or neither version's files); -EBADMSG if a file does not parse;
  * -ERANGE if a value does not fit 64 bits; -EFBIG if a file is larger than
- * 16 KiB; -EEXIST if the monitor has a cgroup source; -ENOSPC; -ENOMEM;
- * -EDEADLK; the errno of opening a file.
+ * 16 KiB (16384 bytes: one of exactly 16384 is read); -EEXIST if the
+ * monitor has a cgroup source; -ENOSPC; -ENOMEM; -EDEADLK; the errno of
+ * opening a file.
  */
 RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 				    unsigned version);
@@ -421,9 +456,10 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
  * (or decodes to more than 1 KiB); -ENOENT if @watch is NULL and the
  * variable is unset (or the path does not exist); -EBADF for a file that is
  * no regular file, FIFO or socket; -EBADMSG for a regular file whose
- * trigger is refused and whose content is not PSI's; -ENAMETOOLONG for a
- * socket path longer than sun_path; -ENOSPC; -ENOMEM; -EDEADLK; the errno
- * of opening, connecting or writing.
+ * content is not PSI's; -ENAMETOOLONG for a
+ * socket path longer than sun_path; -EIO for a short write to a FIFO or
+ * socket; -ENOSPC; -ENOMEM; -EDEADLK; the errno of opening, connecting or
+ * writing.  On error nothing is added.
  */
 RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 				     const char *write_b64);
@@ -514,7 +550,9 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p);
  * @p: the monitor
  *
  * Readable (POLLIN) when a source has an event or the timer is due; then
- * call rcl_pressure_dispatch().  Do not read or close it.
+ * call rcl_pressure_dispatch().  Do not read or close it.  Polling it
+ * consumes PSI trigger events (see "Two ways to run it" above): dispatch
+ * reads the trigger sources' totals in their stead.
  *
  * Context: any thread.
  * Return: the descriptor; -EINVAL for NULL; -EBUSY while the library thread
@@ -526,9 +564,11 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p);
  * rcl_pressure_dispatch() - do what is due
  * @p: the monitor
  *
- * Reads the sources that have events (without waiting), runs the timer's
- * work if the clock says it is due (PSI and cgroup reads, budget growth),
- * runs the actions whose windows have ended, and re-arms the timerfd.
+ * Reads the sources that have events (without waiting), reads the PSI
+ * trigger sources' totals (their events are consumed by the poll that
+ * woke the caller), runs the timer's work if the clock says it is due (PSI
+ * and cgroup reads, budget growth), runs the actions whose windows have
+ * ended, and re-arms the timerfd.
  *
  * Context: any thread but the domain's reclaim callbacks and the monitor's
  * trim hook (-EDEADLK); runs reclaim.  Calls from several threads are
@@ -542,8 +582,9 @@ RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p);
  * @p: the monitor
  *
  * Context: any thread.
- * Return: the clock time (ns) of the next timer or pending action;
- * RCL_CLOCK_FOREVER for none or for NULL.
+ * Return: the clock time (ns) of the next timer or pending action (or,
+ * without the library thread, the end of a PSI trigger source's window,
+ * when its totals' baseline moves); RCL_CLOCK_FOREVER for none or for NULL.
  */
 RCL_API uint64_t rcl_pressure_next_deadline(struct rcl_pressure *p);
 
