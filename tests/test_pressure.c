@@ -2875,7 +2875,7 @@ static void test_pressure_systemd_psi_poll_needs_an_interval(void **state)
  * systemd's PSI file with nothing to write (no $MEMORY_PRESSURE_WRITE, or
  * ""): a PSI descriptor without a trigger polls EPOLLERR | EPOLLPRI for
  * ever, which the monitor read as a SEVERE event per dispatch (335,621 in
- * 1 s, measured).  It is polled against systemd's default threshold, no
+ * 1 s, by the review that found it).  It is polled against systemd's default threshold, no
  * descriptor is opened for polling (the seam counts none), fallback_errno
  * ENODATA.  A file that opens only for reading (EACCES for read-write:
  * emulated through the seam, as root passes any mode bits) was refused
@@ -2940,8 +2940,8 @@ static void test_pressure_systemd_psi_file_without_trigger_is_polled(void **stat
  * A PSI trigger's descriptor that reports EPOLLERR | EPOLLPRI (its cgroup
  * removed: kernfs reports that for ever) turns the source off.  The old
  * check (EPOLLERR without EPOLLPRI) never matched it: an event per
- * dispatch, for ever (239,280 dispatches in 1 s, measured, the level stuck
- * at severe).  rcl_pressure_add_psi()'s triggers and systemd's alike.
+ * dispatch, for ever (239,280 dispatches in 1 s by the review that found
+ * it, the level stuck at severe).  rcl_pressure_add_psi()'s triggers and systemd's alike.
  */
 static void test_pressure_psi_trigger_gone_turns_off(void **state)
 {
