@@ -40,8 +40,15 @@
 #include "refusal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <reclaim/flusher.h>
 
@@ -358,28 +365,88 @@ RCL_API unsigned rcl_lru_node_type(const struct rcl_lru_node *node)
 /* Lifecycle                                                                  */
 /* ------------------------------------------------------------------------- */
 
-/*
- * The lruvec lock is held for short stretches (one batch of at most 32
- * nodes) by threads that would otherwise sleep on each other at every batch
- * boundary: glibc's adaptive mutex spins briefly before it sleeps, which the
- * churn benchmark showed worth 1.7x at 2 threads (bench/README.md).
- */
-static int lruvec_mutex_init(pthread_mutex_t *m)
-{
-#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-	pthread_mutexattr_t attr;
-	int err = pthread_mutexattr_init(&attr);
+/* ------------------------------------------------------------------------- */
+/* The lruvec lock (lib/internal.h)                                           */
+/* ------------------------------------------------------------------------- */
 
-	if (err)
-		return err;
-	err = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-	if (!err)
-		err = pthread_mutex_init(m, &attr);
-	pthread_mutexattr_destroy(&attr);
-	return err;
+#if defined(__linux__)
+static void futex_wait(RCL__ATOMIC(uint32_t) *w, uint32_t val)
+{
+	/* Returns at once if *w is no longer @val; spurious returns are fine. */
+	syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(RCL__ATOMIC(uint32_t) *w, int n)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
 #else
-	return pthread_mutex_init(m, NULL);
+static void futex_wait(RCL__ATOMIC(uint32_t) *w, uint32_t val)
+{
+	(void)w;
+	(void)val;
+	sched_yield();
+}
+
+static void futex_wake(RCL__ATOMIC(uint32_t) *w, int n)
+{
+	(void)w;
+	(void)n;
+}
 #endif
+
+void rcl__lruvec_lock_slow(struct rcl_lruvec *lv)
+{
+	unsigned spent = 0, j, backoff = 1;
+
+	/*
+	 * Spin on loads while the holder runs, whether or not others sleep
+	 * (as glibc's adaptive mutex does): a waiter that slept as soon as
+	 * it saw a sleeper would turn every contended hand-over into a
+	 * futex wake-up and sleep.
+	 */
+	while (spent < RCL__LRUVEC_SPINS) {
+		uint32_t c = atomic_load_explicit(&lv->__lock,
+						  memory_order_relaxed);
+
+		if (c == 0 && rcl__lruvec_trylock(lv))
+			return;
+		for (j = 0; j < backoff; j++)
+			rcl__cpu_relax();
+		spent += backoff;
+		if (backoff < RCL__LOCK_BACKOFF_MAX)
+			backoff *= 2;
+	}
+	while (atomic_exchange_explicit(&lv->__lock, 2, memory_order_acquire))
+		futex_wait(&lv->__lock, 2);
+}
+
+void rcl__lruvec_wake_one(struct rcl_lruvec *lv)
+{
+	futex_wake(&lv->__lock, 1);
+}
+
+/*
+ * Lock held: release it, sleep until a putback after this call (or a
+ * spurious wake-up), take it again.  The count is read and raised under the
+ * lock, so a putback between the unlock and the sleep makes the sleep return
+ * at once.
+ */
+void rcl__lruvec_wait_putback(struct rcl_lruvec *lv)
+{
+	uint32_t seq = atomic_load_explicit(&lv->__putback,
+					    memory_order_relaxed);
+
+	rcl__lruvec_unlock(lv);
+	futex_wait(&lv->__putback, seq);
+	rcl__lruvec_lock(lv);
+}
+
+/* Lock held: wake every rcl__lruvec_wait_putback() sleeper. */
+void rcl__lruvec_wake_putback(struct rcl_lruvec *lv)
+{
+	atomic_fetch_add_explicit(&lv->__putback, 1, memory_order_relaxed);
+	futex_wake(&lv->__putback, INT_MAX);
 }
 
 RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
@@ -392,7 +459,6 @@ RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
 	const struct rcl_lru_type_config *types = defaults;
 	unsigned nr_types = 2, i;
 	unsigned id;
-	int err;
 
 	if (!lv)
 		return -EINVAL;
@@ -405,20 +471,11 @@ RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
 	}
 
 	memset(lv, 0, sizeof(*lv));
-	err = lruvec_mutex_init(&lv->__lock);
-	if (err)
-		return -err;
-	err = pthread_cond_init(&lv->__putback, NULL);
-	if (err) {
-		pthread_mutex_destroy(&lv->__lock);
-		return -err;
-	}
+	atomic_init(&lv->__lock, 0);
+	atomic_init(&lv->__putback, 0);
 	id = id_alloc();
-	if (!id) {
-		pthread_cond_destroy(&lv->__putback);
-		pthread_mutex_destroy(&lv->__lock);
+	if (!id)
 		return -ENOSPC;
-	}
 
 	for (i = 0; i < RCL_LRU_NR_LISTS; i++) {
 		struct rcl_lru_node *h = &lv->__lists[i].head;
@@ -481,8 +538,6 @@ RCL_API int rcl_lruvec_destroy(struct rcl_lruvec *lv)
 	atomic_store_explicit(&lv->__magic, 0, memory_order_release);
 	id_free(lv->__id);
 	lv->__id = 0;
-	pthread_cond_destroy(&lv->__putback);
-	pthread_mutex_destroy(&lv->__lock);
 	return 0;
 }
 
@@ -627,7 +682,7 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			atomic_fetch_add_explicit(&lv->__nr_waiters, 1,
 						  memory_order_relaxed);
 			while (node_held(lv, f)) {
-				pthread_cond_wait(&lv->__putback, &lv->__lock);
+				rcl__lruvec_wait_putback(lv);
 				f = node_flags(node);
 			}
 			atomic_fetch_sub_explicit(&lv->__nr_waiters, 1,
@@ -1006,7 +1061,7 @@ static int wait_evicting_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	atomic_fetch_add_explicit(&lv->__nr_waiters, 1, memory_order_relaxed);
 	while (node_on(lv, f, F_ISOLATED) && (f & F_EVICTING)) {
-		pthread_cond_wait(&lv->__putback, &lv->__lock);
+		rcl__lruvec_wait_putback(lv);
 		f = node_flags(node);
 	}
 	atomic_fetch_sub_explicit(&lv->__nr_waiters, 1, memory_order_relaxed);
@@ -1328,7 +1383,7 @@ static bool iso_member(const struct rcl_lru_isolated *iso,
 static void wake_waiters_locked(struct rcl_lruvec *lv)
 {
 	if (atomic_load_explicit(&lv->__nr_waiters, memory_order_relaxed))
-		pthread_cond_broadcast(&lv->__putback);
+		rcl__lruvec_wake_putback(lv);
 }
 
 RCL_API int rcl_lru_isolated_remove(struct rcl_lru_isolated *iso,

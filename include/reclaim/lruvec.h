@@ -466,8 +466,9 @@ struct rcl__lru_type {
  */
 struct rcl_lruvec {
 	/* These are for internal use */
-	pthread_mutex_t __lock;
-	pthread_cond_t __putback;
+	RCL__ATOMIC(uint32_t) __lock;	/* 0 free, 1 held, 2 held and waited for */
+	RCL__ATOMIC(uint32_t) __putback; /* putbacks: del_wait's futex word */
+	uint64_t __lock_reserved[10];	/* the size a pthread mutex and cond had */
 	struct rcl__lru_list __lists[RCL_LRU_NR_LISTS];
 	struct rcl__lru_type __types[RCL_LRU_MAX_TYPES];
 	const struct rcl_lruvec_ops *__ops;
@@ -537,9 +538,8 @@ RCL_API unsigned rcl_lru_node_type(const struct rcl_lru_node *node);
  * Context: any thread; not concurrently with any other call on @lv.
  * Return: 0; -EINVAL if @lv is NULL, @cfg->nr_types exceeds
  * RCL_LRU_MAX_TYPES or @cfg->flags has an unknown bit; -ENOSPC if
- * RCL_LRUVEC_MAX_IDS lruvecs exist;
- * -ENOMEM (or another pthread error, negated) if the mutex or condition
- * variable cannot be created.
+ * RCL_LRUVEC_MAX_IDS lruvecs exist.  (The lruvec's lock is a futex word
+ * of its own, lib/internal.h: nothing to create, so no -ENOMEM.)
  *
  * Bad input: Initialising a live lruvec again is not detected: its id stays
  * allocated for the life of the process.
