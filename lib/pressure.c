@@ -1091,23 +1091,60 @@ off:
 /* Most events one wait takes. */
 #define NR_EVENTS 16
 
+/* Is @tag (an epoll event's) one of a PSI trigger's descriptors? */
+static bool trigger_tag_locked(const struct rcl_pressure *p, uint64_t tag)
+{
+	if (tag == TAG_TIMER || tag == TAG_STOP || (tag >> 2) >= p->nr ||
+	    (tag & 3) >= 3)
+		return false;
+	return p->src[tag >> 2].used && is_trigger(&p->src[tag >> 2]);
+}
+
 /*
- * Handle @n events that a wait on p->epfd returned, then do what is due.
- * The library thread passes those of its one blocking wait: a second wait
- * would find a PSI trigger's event gone (its poll clears it).  @fd_mode
- * (rcl_pressure_dispatch()) also checks the trigger sources' totals, for the
- * events the application's poll consumed (trigger_totals_locked()).
+ * Handle the events of one wait on p->epfd, then do what is due, all under
+ * p->act and p->lock, so that dispatches in several threads are serialised.
+ *
+ * The library thread passes the @n events of its one blocking wait (@ev),
+ * made with no lock held, and @gen, p->dispatches before it: a second wait
+ * would find a PSI trigger's event gone (its poll clears it).  If another
+ * dispatch ran meanwhile (the application's rcl_pressure_dispatch()), it
+ * handled the level-triggered descriptors already: of @ev only the trigger
+ * events are kept (nobody else saw them), and the rest is asked of epoll
+ * again.  rcl_pressure_dispatch() passes no events and waits here.
+ *
+ * Without the library thread (fd mode), the trigger sources' totals are
+ * read too, for the events the application's poll consumed
+ * (trigger_totals_locked()); a level from them counts if it is above what
+ * epoll returned for that source.  An event epoll returns for a trigger
+ * that the totals fired within its window is the same stall: not counted
+ * again.
  */
 static int dispatch_events(struct rcl_pressure *p,
-			   const struct epoll_event *ev, int n, bool fd_mode)
+			   const struct epoll_event *ev, int n, uint64_t gen)
 {
 	bool act_now[RCL_PRESSURE_MAX_SOURCES] = { false };
 	bool fired[RCL_PRESSURE_MAX_SOURCES] = { false };
+	int ev_level[RCL_PRESSURE_MAX_SOURCES];
+	struct epoll_event local[NR_EVENTS];
 	int i, nr, nr_actions = 0;
+	bool fd_mode;
 	uint64_t now;
 
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
+	if (!ev || p->dispatches != gen) {
+		int m = 0, k;
+
+		for (i = 0; ev && i < n; i++)
+			if (trigger_tag_locked(p, ev[i].data.u64))
+				local[m++] = ev[i];
+		k = epoll_wait(p->epfd, local + m, NR_EVENTS - m, 0);
+		n = m + (k > 0 ? k : 0);
+		ev = local;
+	}
+	fd_mode = !p->running;
+	for (i = 0; i < RCL_PRESSURE_MAX_SOURCES; i++)
+		ev_level[i] = -1;
 	p->dispatches++;
 	now = now_ns(p);
 	for (i = 0; i < n; i++) {
@@ -1132,9 +1169,18 @@ static int dispatch_events(struct rcl_pressure *p,
 		if (l >= 0)
 			fired[tag >> 2] = true;
 		if (l >= 0 && is_trigger(s) && (tag & 3) < 3) {
-			s->fire_set[tag & 3] = true;
-			s->fire_ns[tag & 3] = now;
+			unsigned slot = (unsigned)(tag & 3);
+
+			/* fd mode: the totals fired it already (the kernel's
+			   own events are at most one a window). */
+			if (fd_mode && s->fire_set[slot] &&
+			    now - s->fire_ns[slot] < trigger_window_us(s) * 1000)
+				continue;
+			s->fire_set[slot] = true;
+			s->fire_ns[slot] = now;
 		}
+		if (l > ev_level[tag >> 2])
+			ev_level[tag >> 2] = l;
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
 					   now, p->dispatches))
 			act_now[tag >> 2] = true;
@@ -1146,7 +1192,7 @@ static int dispatch_events(struct rcl_pressure *p,
 		if (!s->used || !is_trigger(s) || s->file < 0)
 			continue;
 		l = trigger_totals_locked(p, s, now, fired[i]);
-		if (l >= 0 && !fired[i] &&
+		if (l > ev_level[i] &&
 		    event_locked(p, s, (enum rcl_pressure_level)l, now,
 				 p->dispatches))
 			act_now[i] = true;
@@ -1359,6 +1405,8 @@ static int commit_source_locked(struct rcl_pressure *p, int idx,
 	copy_str(s->path, sizeof(s->path), path ? path : "");
 	s->used = true;
 	p->nr++;
+	/* A trigger source's baseline is due to move one window from now. */
+	arm_timer_locked(p, now_ns(p));
 	return idx;
 }
 
@@ -1975,6 +2023,11 @@ static void *monitor_thread(void *arg)
 
 	tls_thread_of = p;
 	while (!atomic_load(&p->stop)) {
+		uint64_t gen;
+
+		pthread_mutex_lock(&p->lock);
+		gen = p->dispatches;
+		pthread_mutex_unlock(&p->lock);
 		/*
 		 * The timerfd wakes it for deadlines; 1 s bounds any miss.
 		 * One wait, whose events dispatch handles: a PSI trigger's
@@ -1983,7 +2036,7 @@ static void *monitor_thread(void *arg)
 		n = epoll_wait(p->epfd, ev, NR_EVENTS, 1000);
 		if (atomic_load(&p->stop))
 			break;
-		dispatch_events(p, ev, n > 0 ? n : 0, false);
+		dispatch_events(p, ev, n > 0 ? n : 0, gen);
 	}
 	return NULL;
 }
@@ -2010,6 +2063,7 @@ RCL_API int rcl_pressure_start(struct rcl_pressure *p)
 RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 {
 	uint64_t one = 1, x;
+	unsigned i;
 	pthread_t t;
 
 	if (!p)
@@ -2041,6 +2095,22 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 	if (read(p->stopfd, &x, sizeof(x)) < 0) {
 		/* EAGAIN: nothing left to read */
 	}
+	/*
+	 * fd mode from here: the thread never moved the trigger sources'
+	 * baselines (their events came from epoll), so each takes a fresh
+	 * one now, and the timer keeps it no older than a window.
+	 */
+	for (i = 0; i < p->nr; i++) {
+		struct psrc *s = &p->src[i];
+		struct rcl__psi cur;
+		uint64_t ds, df, dt;
+
+		if (!s->used || !is_trigger(s) || s->file < 0)
+			continue;
+		s->have_prev = false;
+		(void)psi_read_locked(p, s, now_ns(p), &cur, &ds, &df, &dt);
+	}
+	arm_timer_locked(p, now_ns(p));
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_unlock(&p->join);
 	return 0;
@@ -2061,15 +2131,11 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p)
 
 RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p)
 {
-	struct epoll_event ev[NR_EVENTS];
-	int n;
-
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
 	if (tls_acting == p || rcl__tls_pass_domain == p->d)
 		return RCL__REFUSE(-EDEADLK, "called from a callback of the domain's reclaim");
-	n = epoll_wait(p->epfd, ev, NR_EVENTS, 0);
-	return dispatch_events(p, ev, n > 0 ? n : 0, true);
+	return dispatch_events(p, NULL, 0, 0);
 }
 
 RCL_API uint64_t rcl_pressure_next_deadline(struct rcl_pressure *p)

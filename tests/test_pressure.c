@@ -3089,6 +3089,95 @@ static void test_pressure_psi_trigger_events_reach_the_thread(void **state)
 }
 
 /*
+ * fd mode, mixed: the application's poll consumed the CRITICAL trigger's
+ * event (the kernel wakes the trigger added last first, and a nested poll
+ * stops at the first ready one) while epoll still returns MODERATE's.  The
+ * totals say CRITICAL: the source acts at CRITICAL.  Before, a source with
+ * any event from epoll ignored its totals, and acted at MODERATE.
+ */
+static void test_pressure_psi_trigger_fd_mode_mixed_events(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	uint64_t u;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;	/* no tick in the way */
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	fx_monitor(&f);
+	seam_on("memory.pressure", PROC_MAGIC);
+	rcl__pressure_seam.trigger_epoll_flags = EPOLLET;
+	src = rcl_pressure_add_psi(f.p, path);
+	seam_off();
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_PSI_TRIGGER);
+	seam_fire(2);
+	seam_consume(2);
+	seam_fire(0);
+	t.some += 1400000;
+	t.full += 1400000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 100 * MS);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_CRITICAL, FLOOR));
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_CRITICAL);
+	seam_close_peers();
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+	f.p = NULL;
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
+/*
+ * After the library thread stops, fd mode starts from a fresh baseline:
+ * the thread's events came from epoll and it never moved the totals'
+ * baseline, so the stall of the whole run (1.0 s of some over 10 s, 10 %:
+ * MODERATE by the polled rule) would have fired at the first dispatch.
+ */
+static void test_pressure_psi_trigger_fd_mode_after_stop(void **state)
+{
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;	/* no tick in the way */
+	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
+	put_psi(t.dir, t.name, 0, 0);
+	path_of(path, sizeof(path), f.tmp, t.name);
+	fx_monitor(&f);
+	seam_on("memory.pressure", PROC_MAGIC);
+	rcl__pressure_seam.trigger_epoll_flags = EPOLLET;
+	src = rcl_pressure_add_psi(f.p, path);
+	seam_off();
+	assert_int_equal(rcl_pressure_start(f.p), 0);
+	t.some += 1000000;
+	put_psi(t.dir, t.name, t.some, t.full);
+	adv(&f, 10 * SEC);
+	assert_int_equal(rcl_pressure_stop(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+	/* The timer keeps the new baseline no older than a window. */
+	assert_int_equal(rcl_pressure_next_deadline(f.p), now(&f) + 2 * SEC);
+	seam_fire(0);
+	seam_consume(0);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+	seam_close_peers();
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+	f.p = NULL;
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
+/*
  * fd mode: the application's poll of rcl_pressure_fd() polls the trigger
  * descriptors inside it, and that poll clears a trigger's event (emulated:
  * seam_consume()), so dispatch's wait returns nothing.  The totals stand
@@ -3802,6 +3891,8 @@ int main(void)
 		cmocka_unit_test(test_pressure_psi_trigger_level_is_the_highest),
 		cmocka_unit_test(test_pressure_psi_trigger_events_reach_the_thread),
 		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_consumed_events),
+		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_mixed_events),
+		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_after_stop),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
