@@ -2632,6 +2632,15 @@ struct psi_totals {
 	uint64_t some, full;
 };
 
+/* @t's file in @f's directory with zero totals; its path into @path. */
+static void psi_file(struct fx *f, struct psi_totals *t, char *path,
+		     size_t size)
+{
+	snprintf(t->dir, sizeof(t->dir), "%s", f->tmp);
+	put_psi(t->dir, t->name, 0, 0);
+	path_of(path, size, f->tmp, t->name);
+}
+
 /* Add to the totals, write them, and run one interval of @ns. */
 static void psi_tick(struct fx *f, struct psi_totals *t, uint64_t dsome,
 		     uint64_t dfull, uint64_t ns, int n,
@@ -2789,9 +2798,7 @@ static void test_pressure_systemd_psi_file_polled(void **state)
 
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 
 	fx_monitor(&f);
 	src = rcl_pressure_add_systemd(f.p, path, "ZnVsbCA1MDAwMDAgMjAwMDAwMAA=");
@@ -2852,9 +2859,7 @@ static void test_pressure_systemd_psi_poll_needs_an_interval(void **state)
 
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 	fx_monitor(&f);
 	adv(&f, SEC - 500);
 	src = rcl_pressure_add_systemd(f.p, path, NULL);
@@ -2894,9 +2899,7 @@ static void test_pressure_systemd_psi_file_without_trigger_is_polled(void **stat
 
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 	for (i = 0; i < 2; i++) {
 		fx_monitor(&f);
 		seam_on("memory.pressure", PROC_MAGIC);
@@ -2954,9 +2957,7 @@ static void test_pressure_psi_trigger_gone_turns_off(void **state)
 
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 	for (k = 0; k < 2; k++) {
 		fx_monitor(&f);
 		seam_on("memory.pressure", CGROUP2_MAGIC);
@@ -3009,9 +3010,7 @@ static void test_pressure_psi_trigger_level_is_the_highest(void **state)
 
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 	fx_monitor(&f);
 	seam_on("memory.pressure", PROC_MAGIC);
 	src = rcl_pressure_add_psi(f.p, path);
@@ -3049,9 +3048,7 @@ static void test_pressure_psi_trigger_events_reach_the_thread(void **state)
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
 	f.cfg.window_ns = 1;	/* each event acts */
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 	for (k = 0; k < 2; k++) {
 		fx_monitor(&f);
 		seam_on("memory.pressure", PROC_MAGIC);
@@ -3106,9 +3103,7 @@ static void test_pressure_psi_trigger_fd_mode_mixed_events(void **state)
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
 	f.cfg.interval_ns = 3600 * SEC;	/* no tick in the way */
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 	fx_monitor(&f);
 	seam_on("memory.pressure", PROC_MAGIC);
 	rcl__pressure_seam.trigger_epoll_flags = EPOLLET;
@@ -3149,9 +3144,7 @@ static void test_pressure_psi_trigger_fd_mode_after_stop(void **state)
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
 	f.cfg.interval_ns = 3600 * SEC;	/* no tick in the way */
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 	fx_monitor(&f);
 	seam_on("memory.pressure", PROC_MAGIC);
 	rcl__pressure_seam.trigger_epoll_flags = EPOLLET;
@@ -3199,9 +3192,7 @@ static void test_pressure_psi_trigger_fd_mode_consumed_events(void **state)
 	(void)state;
 	fx_init(&f, BUDGET, FILL);
 	f.cfg.interval_ns = 3600 * SEC;	/* no tick in the way */
-	snprintf(t.dir, sizeof(t.dir), "%s", f.tmp);
-	put_psi(t.dir, t.name, 0, 0);
-	path_of(path, sizeof(path), f.tmp, t.name);
+	psi_file(&f, &t, path, sizeof(path));
 	fx_monitor(&f);
 	seam_on("memory.pressure", PROC_MAGIC);
 	src = rcl_pressure_add_psi(f.p, path);
