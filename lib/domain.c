@@ -78,19 +78,23 @@ static void derive_watermarks(uint64_t budget, unsigned scale,
 			      struct rcl_watermarks *wm)
 {
 	uint64_t min = budget / 1024, gap;
+	/* In 128 bits: a budget near 2^64 times a large scale factor. */
+	unsigned __int128 g = RCL_MAX((unsigned __int128)budget * scale / 10000,
+				      (unsigned __int128)(min / 4));
 
-	gap = RCL_MAX(min / 4, budget / 10000 * scale +
-				       budget % 10000 * scale / 10000);
+	gap = g > UINT64_MAX ? UINT64_MAX : (uint64_t)g;
 	if (!gap)
 		gap = 1;
-	wm->min = min;
-	wm->low = min + gap;
-	wm->high = min + 2 * gap;
-	if (wm->high > budget) {	/* tiny budgets, huge scale factors */
+	/* Tested before adding, so that min + 2 x gap cannot wrap. */
+	if (gap > (budget - min) / 2) {	/* tiny budgets, huge scale factors */
 		wm->min = 0;
 		wm->low = budget / 2;
 		wm->high = budget;
+		return;
 	}
+	wm->min = min;
+	wm->low = min + gap;
+	wm->high = min + 2 * gap;
 }
 
 /*
@@ -169,6 +173,37 @@ static uint64_t path_uncharge(struct rcl_domain *d, struct rcl_domain *stop,
 /* Charge stocks (below). */
 static void stock_size(struct rcl_domain *d, uint64_t budget);
 static void stocks_forget(struct rcl_domain *d);
+
+/* Link child @d last among its siblings (walks visit children in order). */
+static void tree_link(struct rcl_domain *d)
+{
+	struct rcl_domain **link;
+
+	pthread_rwlock_wrlock(&d->root->tree_lock);
+	for (link = &d->parent->children; *link; link = &(*link)->sibling)
+		;
+	*link = d;
+	d->parent->nr_children++;
+	pthread_rwlock_unlock(&d->root->tree_lock);
+}
+
+/*
+ * Unlink child @d from its tree.  Once this returns, no reclaim pass of the
+ * tree sees it: a pass holds the tree lock for reading from its start to its
+ * end, and this takes it for writing.
+ */
+static void tree_unlink(struct rcl_domain *d)
+{
+	struct rcl_domain **link;
+
+	pthread_rwlock_wrlock(&d->root->tree_lock);
+	for (link = &d->parent->children; *link != d; link = &(*link)->sibling)
+		;
+	*link = d->sibling;
+	d->sibling = NULL;
+	d->parent->nr_children--;
+	pthread_rwlock_unlock(&d->root->tree_lock);
+}
 
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out)
@@ -254,8 +289,6 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		    cfg->limit_high && cfg->limit_high != UINT64_MAX
 			    ? cfg->limit_high
 			    : UINT64_MAX);
-	if (atomic_load(&d->limit_high) != UINT64_MAX)
-		atomic_fetch_add(&d->root->nr_high, 1);
 	atomic_init(&d->protect_low, cfg->protect_low);
 	atomic_init(&d->protect_min, cfg->protect_min);
 	d->max_lruvecs = max_lv;
@@ -330,18 +363,11 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		pthread_cond_destroy(&d->cond);
 		goto fail_lock;
 	}
-	if (d->parent) {
-		/* Last among its siblings: walks visit children in order. */
-		struct rcl_domain **link;
-
-		pthread_rwlock_wrlock(&d->root->tree_lock);
-		for (link = &d->parent->children; *link;
-		     link = &(*link)->sibling)
-			;
-		*link = d;
-		d->parent->nr_children++;
-		pthread_rwlock_unlock(&d->root->tree_lock);
-	}
+	/* Only now: a failure above must not leave the root counting it. */
+	if (atomic_load(&d->limit_high) != UINT64_MAX)
+		atomic_fetch_add(&d->root->nr_high, 1);
+	if (d->parent)
+		tree_link(d);
 	*out = d;
 	return 0;
 
@@ -391,9 +417,19 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 		err = rcl_domain_flusher_stop(d);
 	if (err)
 		return err;
+	/*
+	 * Out of the tree before its registry goes: a pass of an ancestor
+	 * (another thread's charge, the root's reclaimer) may be sweeping the
+	 * tree and would shrink a freed registry.
+	 */
+	if (d->parent)
+		tree_unlink(d);
 	err = rcl_shrinker_registry_free(d->reg);
-	if (err)
+	if (err) {
+		if (d->parent)
+			tree_link(d);	/* a failing call changes nothing */
 		return err;
+	}
 	/*
 	 * A call that found the domain through an lruvec before it was
 	 * detached may still be using it (set_dirty()'s flush request).  No
@@ -406,16 +442,8 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	/* No thread-local stock may point at the domain once it is gone. */
 	stocks_forget(d);
 	if (d->parent) {
-		struct rcl_domain **link;
 		uint64_t left;
 
-		pthread_rwlock_wrlock(&d->root->tree_lock);
-		for (link = &d->parent->children; *link != d;
-		     link = &(*link)->sibling)
-			;
-		*link = d->sibling;
-		d->parent->nr_children--;
-		pthread_rwlock_unlock(&d->root->tree_lock);
 		/*
 		 * What is still charged to it leaves the ancestors too, so
 		 * that each level stays the sum of what was charged through

@@ -373,6 +373,56 @@ static void test_domain_watermarks_default_formula(void **state)
 }
 
 /*
+ * Budgets near 2^64 with large scale factors: min + 2 x gap used to wrap
+ * around 64 bits and skip the fallback, leaving min > low or low > high.
+ * Every level stays ordered and within the budget, for a root and for a
+ * child without a limit (budget 0: no limit, UINT64_MAX).
+ */
+static void test_domain_watermarks_huge_budgets(void **state)
+{
+	static const uint64_t budgets[] = {
+		UINT64_MAX, UINT64_MAX / 4 * 3, 1ull << 63, 1ull << 60,
+		UINT64_MAX / 10000 + 1,
+	};
+	static const unsigned scales[] = { 1, 10, 1000, 3000, 5000, 6000,
+					   9999, 10000 };
+	size_t b, s;
+
+	(void)state;
+	for (b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+		for (s = 0; s < sizeof(scales) / sizeof(scales[0]); s++) {
+			struct rcl_domain_config cfg = {
+				.budget = budgets[b],
+				.watermark_scale_factor = scales[s],
+			};
+			struct rcl_domain *d = dom_new_cfg(&cfg), *c;
+			struct rcl_domain_config cc = {
+				.parent = d,
+				.watermark_scale_factor = scales[s],
+			};
+			struct rcl_watermarks wm = wmarks(d);
+
+			if (!(wm.min < wm.low && wm.low < wm.high &&
+			      wm.high <= budgets[b]))
+				fail_msg("budget %llu scale %u: unordered %llu/%llu/%llu",
+					 (unsigned long long)budgets[b], scales[s],
+					 (unsigned long long)wm.min,
+					 (unsigned long long)wm.low,
+					 (unsigned long long)wm.high);
+			assert_int_equal(rcl_domain_new(&cc, &c), 0);
+			wm = wmarks(c);
+			if (!(wm.min < wm.low && wm.low < wm.high))
+				fail_msg("child, scale %u: unordered %llu/%llu/%llu",
+					 scales[s], (unsigned long long)wm.min,
+					 (unsigned long long)wm.low,
+					 (unsigned long long)wm.high);
+			assert_int_equal(rcl_domain_free(c), 0);
+			assert_int_equal(rcl_domain_free(d), 0);
+		}
+	}
+}
+
+/*
  * A sweep: wherever the documented formula gives ordered watermarks (min <
  * low < high <= budget) the domain has exactly those; and the domain's
  * watermarks are always ordered, as rcl_domain_set_watermarks() requires of
@@ -2658,6 +2708,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_domain_watermarks_default_formula),
 		cmocka_unit_test(test_domain_watermarks_sweep),
+		cmocka_unit_test(test_domain_watermarks_huge_budgets),
 		cmocka_unit_test(test_domain_set_budget_recomputes_watermarks),
 		cmocka_unit_test(test_domain_set_watermarks_validates_and_applies),
 		cmocka_unit_test(test_domain_charge_above_low_then_below_low),

@@ -651,11 +651,59 @@ static void test_domain_tree_stress_tree_stocks(void **state)
 	tree_teardown();
 }
 
+/*
+ * Freeing a child while another thread reclaims the tree: a root's pass
+ * sweeps the children under the tree lock, and rcl_domain_free() used to
+ * free the child's shrinker registry before unlinking the child, so the
+ * sweep could shrink a freed registry (ASan: heap-use-after-free).  The
+ * child is charged, so that the sweep does visit it.
+ */
+static struct rcl_domain *fc_root;
+static atomic_bool fc_done;
+static atomic_long fc_passes;
+
+static void *fc_reclaimer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&fc_done)) {
+		rcl_domain_reclaim(fc_root, 32, RCL_CTX_CAPABLE, NULL);
+		atomic_fetch_add(&fc_passes, 1);
+	}
+	return NULL;
+}
+
+static void test_domain_tree_free_child_while_reclaimed(void **state)
+{
+	struct rcl_domain_config rc = { .budget = 1 << 20 };
+	unsigned i, n = ops_per_thread(20000);
+	pthread_t t;
+
+	(void)state;
+	T_EQ(rcl_domain_new(&rc, &fc_root), 0);
+	T_EQ(pthread_create(&t, NULL, fc_reclaimer, NULL), 0);
+	for (i = 0; i < n; i++) {
+		struct rcl_domain_config cc = { .parent = fc_root };
+		struct rcl_domain *c;
+
+		T_EQ(rcl_domain_new(&cc, &c), 0);
+		T_EQ(rcl_domain_charge(c, 100, RCL_CTX_CAPABLE, NULL), 0);
+		T_EQ(rcl_domain_free(c), 0);
+	}
+	atomic_store(&fc_done, true);
+	T_EQ(pthread_join(t, NULL), 0);
+	/* What the freed children held left the root with them. */
+	T_EQ(rcl_domain_usage(fc_root), 0);
+	print_message("free while reclaimed: %u children, %ld passes\n", n,
+		      atomic_load(&fc_passes));
+	T_EQ(rcl_domain_free(fc_root), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_domain_tree_stress_charges),
 		cmocka_unit_test(test_domain_tree_stress_tree_stocks),
+		cmocka_unit_test(test_domain_tree_free_child_while_reclaimed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
