@@ -74,13 +74,14 @@ static const char *const vm_names[NR_VM_ITEMS] = {
 /* Watermarks                                                                 */
 /* ------------------------------------------------------------------------- */
 
+__extension__ typedef unsigned __int128 u128;
+
 static void derive_watermarks(uint64_t budget, unsigned scale,
 			      struct rcl_watermarks *wm)
 {
 	uint64_t min = budget / 1024, gap;
 	/* In 128 bits: a budget near 2^64 times a large scale factor. */
-	unsigned __int128 g = RCL_MAX((unsigned __int128)budget * scale / 10000,
-				      (unsigned __int128)(min / 4));
+	u128 g = RCL_MAX((u128)budget * scale / 10000, (u128)(min / 4));
 
 	gap = g > UINT64_MAX ? UINT64_MAX : (uint64_t)g;
 	if (!gap)
@@ -596,6 +597,18 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 		/* Dekker with slot_put(): clear, then wait for the pins. */
 		atomic_fetch_add(&d->nr_detaching, 1);
 		atomic_store(&s->lv, NULL);
+		if (atomic_load(&s->pins) && rcl__tls_pass_domain) {
+			/*
+			 * A callback of another domain's pass: the pass inside
+			 * @lv may be in a callback that waits for ours (each
+			 * detaching the other's lruvec).  Do not wait there;
+			 * put the slot back as it was.
+			 */
+			atomic_store(&s->lv, lv);
+			atomic_fetch_sub(&d->nr_detaching, 1);
+			err = RCL__REFUSE(-EDEADLK, "called from a callback of another domain's reclaim pass while a pass is inside the lruvec (it would wait there)");
+			break;
+		}
 		while (atomic_load(&s->pins))
 			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
 				       RCL_CLOCK_FOREVER);

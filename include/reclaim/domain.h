@@ -384,9 +384,12 @@ RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
  *
  * Context: any thread, but not from a callback (evict or shrinker) run by
  * this domain's reclaim: two callbacks detaching each other's lruvec would
- * wait for each other.
- * Return: 0; -EINVAL for NULL; -ENOENT if not attached; -EDEADLK from a
- * callback during a reclaim pass of this domain.
+ * wait for each other.  From a callback of another domain's pass it does
+ * not wait either: while a pass is inside @lv it refuses.
+ * Return: 0; -EINVAL for NULL; -ENOENT if not attached; -EDEADLK (nothing
+ * done) from a callback during a reclaim pass of this domain, and from a
+ * callback of another domain's pass while a pass is inside @lv (try again
+ * later, outside the callback).
  */
 RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv);
 
