@@ -686,7 +686,7 @@ static RCL__TLS unsigned tls_stock_retry;
  * budget (a stock never takes memory a charge or reclaim would miss).
  * Nothing is taken if any level refuses.
  */
-static bool stock_take(struct rcl_domain *d, uint64_t amount)
+static bool stock_take_levels(struct rcl_domain *d, uint64_t amount)
 {
 	struct rcl_domain *c, *u;
 	uint64_t limit, high;
@@ -706,6 +706,51 @@ undo:
 	for (u = d; u != c; u = u->parent)
 		level_uncharge(u, amount);
 	return false;
+}
+
+/*
+ * A charge that goes unstocked decides (drain, reclaim, commit) on the
+ * usage it reads; a stock taken by another thread after that read would
+ * change its outcome from the one it has without stocks (a strict charge
+ * that fits failing, a reclaim or an overshoot for nothing).  So, tree-wide
+ * on the root: the charge raises nr_tight, then waits for the takes already
+ * in flight; a take announces itself in nr_taking, then refuses if nr_tight
+ * is raised.  Sequentially consistent both ways (Dekker): either the take
+ * sees nr_tight, or the charge, waiting for nr_taking, sees the take's
+ * usage.  Takes are short (a few CAS, no lock the charge holds); the wait
+ * is bounded anyway, and yields.
+ */
+#define TIGHT_WAIT_SPINS 64u
+#define TIGHT_WAIT_MAX 4096u
+
+static void tight_begin(struct rcl_domain *r)
+{
+	unsigned i;
+
+	atomic_fetch_add(&r->nr_tight, 1);
+	for (i = 0; atomic_load(&r->nr_taking) && i < TIGHT_WAIT_MAX; i++) {
+		if (i < TIGHT_WAIT_SPINS)
+			rcl__cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+static void tight_end(struct rcl_domain *r)
+{
+	atomic_fetch_sub(&r->nr_tight, 1);
+}
+
+static bool stock_take(struct rcl_domain *d, uint64_t amount)
+{
+	struct rcl_domain *r = d->root;
+	bool ok = false;
+
+	atomic_fetch_add(&r->nr_taking, 1);
+	if (!atomic_load(&r->nr_tight))
+		ok = stock_take_levels(d, amount);
+	atomic_fetch_sub(&r->nr_taking, 1);
+	return ok;
 }
 
 /* ... and the one place where it goes back, to every level: clamps at 0. */
@@ -1151,38 +1196,14 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 }
 
 /*
- * A root's charge (the flat domain's): 0, or 1 when the thread's stock
- * served it (usage did not move); -ENOMEM, -EOVERFLOW.
+ * A root's unstocked charge: drain the stocks if it is tight, reclaim,
+ * commit.  0; -ENOMEM, -EOVERFLOW.
  */
-static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
-						  uint64_t amount,
-						  uint64_t context,
-						  uint64_t *overshoot,
-						  bool may_stock)
+static int flat_commit(struct rcl_domain *d, uint64_t amount,
+		       uint64_t context, uint64_t *overshoot)
 {
 	unsigned long long u;
-	uint64_t budget, room, low;
-	bool stocked;
-
-	/*
-	 * From the thread's stock (memory already charged, within the
-	 * budget), else a refill that leaves usage at least the high
-	 * watermark below the budget.  Not inside a pass of this domain: a
-	 * reclaimer's charges and uncharges move usage itself, so that the
-	 * pass sees its progress.
-	 */
-	stocked = may_stock && d->stock_cfg && !in_tree_pass(d);
-	if (stocked && stock_consume(d, amount))
-		return 1;
-	budget = atomic_load(&d->budget);
-	/* A charge that can never fit is refused without evicting anything. */
-	if (d->mode == RCL_CHARGE_STRICT && amount > budget) {
-		vm_add(d, VM_CHARGE_FAILURES, 1);
-		ev_add(d, EV_OOM, 1);
-		return -ENOMEM;
-	}
-	if (stocked && stock_refill(d, amount))
-		return 0;
+	uint64_t budget = atomic_load(&d->budget), room, low;
 
 	/*
 	 * Unstocked.  A charge that would leave less headroom than low
@@ -1262,6 +1283,51 @@ static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 }
 
 /*
+ * A root's charge (the flat domain's): 0, or 1 when the thread's stock
+ * served it (usage did not move); -ENOMEM, -EOVERFLOW.
+ */
+static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
+						  uint64_t amount,
+						  uint64_t context,
+						  uint64_t *overshoot,
+						  bool may_stock)
+{
+	uint64_t budget;
+	bool stocked;
+
+	/*
+	 * From the thread's stock (memory already charged, within the
+	 * budget), else a refill that leaves usage at least the high
+	 * watermark below the budget.  Not inside a pass of this domain: a
+	 * reclaimer's charges and uncharges move usage itself, so that the
+	 * pass sees its progress.
+	 */
+	stocked = may_stock && d->stock_cfg && !in_tree_pass(d);
+	if (stocked && stock_consume(d, amount))
+		return 1;
+	budget = atomic_load(&d->budget);
+	/* A charge that can never fit is refused without evicting anything. */
+	if (d->mode == RCL_CHARGE_STRICT && amount > budget) {
+		vm_add(d, VM_CHARGE_FAILURES, 1);
+		ev_add(d, EV_OOM, 1);
+		return -ENOMEM;
+	}
+	if (stocked && stock_refill(d, amount))
+		return 0;
+	if (!d->stock_cfg)
+		return flat_commit(d, amount, context, overshoot);
+	{
+		int err;
+
+		/* No stock is taken while it decides (tight_begin()). */
+		tight_begin(d);
+		err = flat_commit(d, amount, context, overshoot);
+		tight_end(d);
+		return err;
+	}
+}
+
+/*
  * memory.high (mem_cgroup_handle_over_high()): every level of @d's path
  * that a charge left above its limit_high counts a high event, and the
  * charging thread, if it may block, reclaims that level's subtree down to
@@ -1315,10 +1381,8 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
  * charge if strict (an oom event), or is admitted over its budget if soft.
  * Whatever fails, nothing stays charged at any level.
  */
-static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
-						       uint64_t amount,
-						       uint64_t context,
-						       uint64_t *overshoot)
+static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
+			      uint64_t context, uint64_t *overshoot)
 {
 	bool may = (context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(d);
 	unsigned forced = 0, maxed = 0, stock_drained = 0, rounds, tries = 0;
@@ -1412,6 +1476,23 @@ static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
 	if (atomic_load_explicit(&d->root->nr_high, memory_order_relaxed))
 		over_high(d, context);
 	return 0;
+}
+
+static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
+						       uint64_t amount,
+						       uint64_t context,
+						       uint64_t *overshoot)
+{
+	struct rcl_domain *r = d->root;
+	int err;
+
+	if (!d->stock_cfg)
+		return tree_charge_levels(d, amount, context, overshoot);
+	/* No stock is taken in the tree while it decides (tight_begin()). */
+	tight_begin(r);
+	err = tree_charge_levels(d, amount, context, overshoot);
+	tight_end(r);
+	return err;
 }
 
 /*

@@ -103,7 +103,9 @@
  * strict failure or a soft overshoot), by every direct reclaim
  * (rcl_domain_reclaim() too), by each background reclaimer run, by
  * rcl_domain_set_budget(), by rcl_domain_set_watermarks() below low, and
- * by the pressure monitor's actions.  So the outcome of every charge -
+ * by the pressure monitor's actions; and while a charge that no stock
+ * serves decides (its drain, reclaim and commit), no stock of its tree is
+ * taken, so that none takes the room it counted on.  So the outcome of every charge -
  * admitted, refused, overshoot, reclaim - is the one it would have without
  * stocks; what stocks change is only when usage moves.  A thread's stock
  * serves one domain at a time (charging another gives it back first); a
