@@ -138,12 +138,16 @@ static void test_scan_targets_default_bias(void **state)
 	assert_int_equal(t[FI], 714);
 	assert_int_equal(t[AI], 14);
 
-	/* Priority 0: every type equally (SCAN_EQUAL): half of each list. */
+	/* Priority 0: every list whole (SCAN_EQUAL applies no fraction). */
 	assert_int_equal(rcl_scan_targets(&c->lv, 0, 100, t), 0);
-	assert_int_equal(t[FI], 1500);
-	assert_int_equal(t[FA], 750);
-	assert_int_equal(t[AI], 600);
-	assert_int_equal(t[AA], 300);
+	assert_int_equal(t[FI], 3000);
+	assert_int_equal(t[FA], 1500);
+	assert_int_equal(t[AI], 1200);
+	assert_int_equal(t[AA], 600);
+	/* ... whatever the bias. */
+	assert_int_equal(rcl_scan_targets(&c->lv, 0, 0, t), 0);
+	assert_int_equal(t[FI], 3000);
+	assert_int_equal(t[AI], 1200);
 	cache_free(c);
 }
 
@@ -300,7 +304,7 @@ static void test_scan_nonproportional_mode_for_contrast(void **state)
  */
 static void test_scan_nonproportional_over_reclaims_when_a_type_runs_out(void **state)
 {
-	static const size_t in[2] = { 3000, 80 }, act[2] = { 0, 0 };
+	static const size_t in[2] = { 3000, 40 }, act[2] = { 0, 0 };
 	struct cache *c = cache_new(in, act);
 	struct rcl_scan_control sc = {
 		.nr_to_reclaim = 100, .priority = 0, .swappiness = 100,
@@ -309,16 +313,16 @@ static void test_scan_nonproportional_over_reclaims_when_a_type_runs_out(void **
 
 	(void)state;
 	/*
-	 * Targets file 1500, anon 40.  Rounds: 32 + 32, then 32 + 8 (anon
-	 * done): 104 >= 100.  Anon has 0 left: percentage 0, and file is
-	 * rescaled to all of its 1500.
+	 * Targets at priority 0: every list whole, file 3000, anon 40.
+	 * Rounds: 32 + 32, then 32 + 8 (anon done): 104 >= 100.  Anon has 0
+	 * left: percentage 0, and file is rescaled to all of its 3000.
 	 */
 	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
-	assert_int_equal(c->evicted[RCL_LRU_FILE], 1500);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 3000);
 	assert_int_equal(c->evicted[RCL_LRU_ANON], 40);
 	cache_free(c);
 
-	/* Proportional: chunks 32 and ceil(32 * 40 / 1500) = 1; 33 a round,
+	/* Proportional: chunks 32 and ceil(32 * 40 / 3000) = 1; 33 a round,
 	 * four rounds to pass 100: 128 + 4. */
 	c = cache_new(in, act);
 	sc.flags = 0;
@@ -327,6 +331,32 @@ static void test_scan_nonproportional_over_reclaims_when_a_type_runs_out(void **
 	assert_int_equal(c->evicted[RCL_LRU_FILE], 128);
 	assert_int_equal(c->evicted[RCL_LRU_ANON], 4);
 	assert_int_equal(sc.nr_reclaimed, 132);
+	cache_free(c);
+}
+
+/*
+ * Lists smaller than the number of types: at priority 0 each is scanned
+ * whole.  An equal share of 1/2 of a one-object list was none, so a cache of
+ * one object of each type could never be reclaimed (a strict charge failed
+ * with every object clean and evictable).
+ */
+static void test_scan_priority_0_reaches_one_object_lists(void **state)
+{
+	static const size_t in[2] = { 1, 1 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control sc = {
+		.nr_to_reclaim = 2, .priority = 0, .swappiness = 100,
+	};
+	uint64_t t[RCL_LRU_NR_LISTS];
+
+	(void)state;
+	assert_int_equal(rcl_scan_targets(&c->lv, 0, 100, t), 0);
+	assert_int_equal(t[FI], 1);
+	assert_int_equal(t[AI], 1);
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 1);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 1);
+	assert_int_equal(sc.nr_reclaimed, 2);
 	cache_free(c);
 }
 
@@ -474,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_scan_proportions_preserved_at_early_stop),
 		cmocka_unit_test(test_scan_nonproportional_mode_for_contrast),
 		cmocka_unit_test(test_scan_nonproportional_over_reclaims_when_a_type_runs_out),
+		cmocka_unit_test(test_scan_priority_0_reaches_one_object_lists),
 		cmocka_unit_test(test_scan_stops_with_an_empty_type),
 		cmocka_unit_test(test_scan_no_over_reclaim),
 		cmocka_unit_test(test_scan_full_scan_at_priority_12_for_direct),
