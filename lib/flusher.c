@@ -270,6 +270,17 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  * not yet done) and one pending; more requests merge into the pending one
  * (the larger, 0 meaning "all", wins).  Delivery happens outside the lock.
  */
+/*
+ * Requests go to the library's flusher thread (under flock): it runs and no
+ * stop has begun.  A stopping thread serves none (it checks fl_stop between
+ * batches and quits), so they go where they go without a thread.
+ */
+static bool flusher_owns_requests(const struct rcl_domain *d)
+{
+	return d->fl_running &&
+	       !atomic_load(&((struct rcl_domain *)d)->fl_stop);
+}
+
 static void deliver(struct rcl_domain *d, const struct rcl_flush_request *req,
 		    bool to_thread)
 {
@@ -285,7 +296,7 @@ void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
 	bool now = false, to_thread;
 
 	pthread_mutex_lock(&d->flock);
-	to_thread = d->fl_running;
+	to_thread = flusher_owns_requests(d);
 	if (!to_thread && !d->fops) {
 		pthread_mutex_unlock(&d->flock);
 		return;		/* nobody to ask */
@@ -337,7 +348,7 @@ RCL_API int rcl_domain_flush_done(struct rcl_domain *d,
 		pthread_mutex_unlock(&d->flock);
 		return -ENOENT;
 	}
-	to_thread = d->fl_running;
+	to_thread = flusher_owns_requests(d);
 	if (d->pending) {
 		d->pending = false;
 		d->cur = d->pend;
@@ -366,7 +377,7 @@ RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write)
 	if (!d)
 		return -EINVAL;
 	pthread_mutex_lock(&d->flock);
-	any = d->fl_running || d->fops;
+	any = flusher_owns_requests(d) || d->fops;
 	pthread_mutex_unlock(&d->flock);
 	if (!any)
 		return -ENODEV;
@@ -696,6 +707,18 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 	return err;
 }
 
+/*
+ * One stopper joins the thread; a concurrent one (rcl_domain_free() racing
+ * an explicit stop) waits on fcond until the joiner has cleared fl_running:
+ * joining a thread twice is undefined (glibc's second join never returns).
+ * The joiner does not hold flock across the join, so that a write callback
+ * calling rcl_domain_flusher_start() gets -EBUSY (fl_running is still set)
+ * instead of a deadlock.  Stopping (fl_running with fl_stop set) counts as
+ * no thread for requests (flusher_owns_requests()): the thread's own are
+ * dropped here, and those made until the join is done go to the
+ * application's flusher or nowhere, as when no thread runs, instead of
+ * being queued for a thread that will not serve them.
+ */
 RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 {
 	pthread_t t;
@@ -709,15 +732,27 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 		pthread_mutex_unlock(&d->flock);
 		return 0;
 	}
+	if (atomic_load(&d->fl_stop)) {
+		/* Another stopper joins: wait until it is done. */
+		while (d->fl_running)
+			d->clock->wait(d->clock->ctx, &d->fcond, &d->flock,
+				       RCL_CLOCK_FOREVER);
+		pthread_mutex_unlock(&d->flock);
+		return 0;
+	}
 	atomic_store(&d->fl_stop, true);
 	t = d->fl_thread;
+	/* The thread's requests: it serves none after this batch. */
+	d->inflight = d->pending = false;
+	atomic_store(&d->flush_busy, false);
 	pthread_cond_broadcast(&d->fcond);
 	pthread_mutex_unlock(&d->flock);
+	/* Idle now: a throttled writer may ask again (the application). */
+	rcl__domain_dirty_wake(d);
 	pthread_join(t, NULL);
 	pthread_mutex_lock(&d->flock);
 	d->fl_running = false;
-	d->inflight = d->pending = false;
-	atomic_store(&d->flush_busy, false);
+	pthread_cond_broadcast(&d->fcond);	/* other stoppers */
 	pthread_mutex_unlock(&d->flock);
 	return 0;
 }

@@ -2879,6 +2879,114 @@ static void test_flusher_thread_own_callbacks(void **state)
 	dom_free(d, fc);
 }
 
+/*
+ * Two threads stop the running flusher at once, while its write callback is
+ * held: one joins the thread, the other waits for it (it is then the fake
+ * clock's only waiter: the thread itself is inside its callback), and both
+ * return 0 with the callback no longer running.  Joining the thread twice
+ * is undefined; glibc's second join never returned.  While the stop is
+ * under way, a request goes to the application's flusher, as with no
+ * thread (not queued for the thread, then dropped), and it is still in
+ * flight once the stop is done; the held write callback's
+ * rcl_domain_flusher_start() gets -EBUSY, not a deadlock.
+ */
+static atomic_int dbl_active, dbl_start_ret;
+static struct rcl_domain *dbl_d;
+
+static int dbl_write(void *priv, struct rcl_lru_node *node)
+{
+	int err;
+
+	atomic_fetch_add(&dbl_active, 1);
+	err = mock_write(priv, node);	/* waits while w.hold is set */
+	atomic_store(&dbl_start_ret,
+		     rcl_domain_flusher_start(dbl_d, &wops, priv, 0));
+	atomic_fetch_sub(&dbl_active, 1);
+	return err;
+}
+
+static const struct rcl_writeback_ops dbl_ops = { dbl_write, mock_sync };
+
+struct dbl_stop {
+	struct rcl_domain *d;
+	atomic_int ret, done;
+};
+
+static void *dbl_stop_main(void *arg)
+{
+	struct dbl_stop *s = arg;
+
+	atomic_store(&s->ret, rcl_domain_flusher_stop(s->d));
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+static void test_flusher_thread_concurrent_stop(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d;
+	struct dbl_stop s[2];
+	pthread_t t[2];
+	struct fcache c;
+	struct wctx w;
+	struct mock m;
+	unsigned i;
+
+	(void)state;
+	mock_init(&m);
+	d = dom_make(HUGE_BUDGET, fc, &m, RCL_FLUSH_ALL, 0);
+	dbl_d = d;
+	atomic_store(&dbl_active, 0);
+	atomic_store(&dbl_start_ret, 1);
+	fc_init(&c, d, 4, 1, false, true);
+	fc_fill(&c, 4);
+	set_dirty(&c, 0);
+	set_dirty(&c, 1);
+	wctx_init(&w, W_FLUSHER);
+	atomic_store(&w.hold, 1);
+	assert_int_equal(rcl_domain_flusher_start(d, &dbl_ops, &w, 1), 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(atomic_load(&dbl_active) == 1);	/* held in the write */
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 0);
+
+	for (i = 0; i < 2; i++) {
+		s[i].d = d;
+		atomic_store(&s[i].ret, 1);
+		atomic_store(&s[i].done, 0);
+		assert_int_equal(pthread_create(&t[i], NULL, dbl_stop_main,
+						&s[i]), 0);
+	}
+	/* One stopper joins, the other waits for it on the clock. */
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(atomic_load(&s[0].done) + atomic_load(&s[1].done), 0);
+	/* Stopping: the application's flusher gets the request. */
+	assert_int_equal(mock_n(&m), 0);
+	assert_int_equal(rcl_domain_flush(d, 7), 0);
+	assert_int_equal(mock_n(&m), 1);
+	REQ_EQ(&m, 0, 7, RCL_FLUSH_SYNC, 2);
+
+	atomic_store(&w.hold, 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(atomic_load(&s[i].ret), 0);
+	}
+	assert_int_equal(atomic_load(&dbl_active), 0);
+	assert_int_equal(atomic_load(&dbl_start_ret), -EBUSY);
+	/* One batch (of 1) was written; the rest of the request left. */
+	assert_int_equal(atomic_load(&w.writes), 1);
+	DOM_STATS(d, 1, 1, 0, 0);
+	assert_int_equal(rcl_fake_clock_waiters(fc), 0);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);	/* not running */
+	/* The request made while stopping is still in flight. */
+	assert_int_equal(mock_ack(&m, 0), 0);
+	assert_int_equal(mock_n(&m), 1);
+
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+}
+
 static void test_flusher_thread_errors(void **state)
 {
 	struct rcl_fake_clock *fc = fclock_new();
@@ -3307,6 +3415,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_writeback_all_error),
 		cmocka_unit_test(test_flusher_writeback_all_vs_flusher),
 		cmocka_unit_test(test_flusher_thread_own_callbacks),
+		cmocka_unit_test(test_flusher_thread_concurrent_stop),
 		cmocka_unit_test(test_flusher_thread_errors),
 		cmocka_unit_test(test_flusher_baseline_reclaim_writes),
 		cmocka_unit_test(test_flusher_dirtied_while_isolated),
