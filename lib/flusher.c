@@ -126,10 +126,27 @@ static uint64_t ratio_of_budget(const struct rcl_domain *d, unsigned ratio)
 	return b / 100 * ratio + b % 100 * ratio / 100;
 }
 
-/* Above the hard threshold of the budget as it is now. */
+/*
+ * Above the hard threshold of the budget as it is now (flusher.h: "waits
+ * while the domain is above its hard threshold").  Strictly above: with a
+ * budget so small that the threshold rounds down to 0, no dirty weight at
+ * all would otherwise throttle for the whole timeout.
+ */
 static bool dirty_exceeded(const struct rcl_domain *d)
 {
-	return dirty_weight(d) >= ratio_of_budget(d, d->hard_ratio);
+	return dirty_weight(d) > ratio_of_budget(d, d->hard_ratio);
+}
+
+/*
+ * At or above the background threshold ("reaches" it, flusher.h), with
+ * something dirty: a threshold rounded down to 0 asks for no flush of
+ * nothing.
+ */
+static bool dirty_background(const struct rcl_domain *d)
+{
+	uint64_t w = dirty_weight(d);
+
+	return w && w >= ratio_of_budget(d, d->bg_ratio);
 }
 
 void rcl__domain_dirtied(struct rcl_domain *d)
@@ -137,7 +154,7 @@ void rcl__domain_dirtied(struct rcl_domain *d)
 	/* Lock-free filter: a request is pending or in flight already. */
 	if (atomic_load(&d->flush_busy))
 		return;
-	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio))
+	if (dirty_background(d))
 		rcl__domain_flush_request(d, 0, RCL_FLUSH_BACKGROUND);
 }
 
@@ -198,8 +215,7 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 
 	if (!d)
 		return -EINVAL;
-	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio) &&
-	    !atomic_load(&d->flush_busy))
+	if (dirty_background(d) && !atomic_load(&d->flush_busy))
 		rcl__domain_flush_request(d, 0, RCL_FLUSH_BACKGROUND);
 	if (!dirty_exceeded(d) || !(context & RCL_CTX_MAY_BLOCK) ||
 	    rcl__tls_flusher_of == d || rcl__tls_pass_domain == d)

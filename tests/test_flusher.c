@@ -2128,6 +2128,86 @@ static void test_flusher_dirty_thresholds_clamped(void **state)
 	mock_fini(&m);
 }
 
+/*
+ * Thresholds that round down to 0 (budget 4 at the default 20 %: 4 / 5;
+ * budget 50 with dirty_ratio 1, background half of it): with nothing dirty
+ * the domain is not "above the hard threshold", so
+ * rcl_domain_balance_dirty() returns 0 at once (it used to wait the whole
+ * timeout and return -ETIMEDOUT), and no flush of nothing is requested.
+ * One dirty object is above them: it asks for a flush and throttles.  The
+ * call runs in a thread: a wrong wait would show as a fake-clock waiter,
+ * not as a hang.
+ */
+static void balance_returns_at_once(struct rcl_domain *d,
+				    struct rcl_fake_clock *fc)
+{
+	struct bal b;
+	pthread_t t;
+
+	bal_start(&b, &t, d);
+	WAIT_FOR(atomic_load(&b.done) || rcl_fake_clock_waiters(fc) == 1);
+	if (!atomic_load(&b.done))	/* let it out before failing */
+		rcl_fake_clock_advance(fc, 100 * RCL_NSEC_PER_MSEC);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&b.ret), 0);
+	assert_int_equal(vmstat(d).dirty_throttled, 0);
+}
+
+static void test_flusher_dirty_thresholds_zero(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain_config cfg = { .budget = 50, .dirty_ratio = 1 };
+	struct rcl_domain *d;
+	struct fcache c;
+	struct bal b;
+	struct mock m;
+	pthread_t t;
+
+	(void)state;
+	/* Budget 4, default ratios: both thresholds 0. */
+	mock_init(&m);
+	d = dom_make(4, fc, &m, RCL_FLUSH_ALL, 0);
+	fc_init(&c, d, 2, 1, false, true);
+	fc_fill(&c, 2);
+	DOM_STATS(d, 0, 0, 0, 0);
+	balance_returns_at_once(d, fc);
+	assert_int_equal(rcl_domain_balance_dirty(d, RCL_CTX_MAY_IO), 0);
+	assert_int_equal(mock_n(&m), 0);
+	assert_int_equal(vmstat(d).flush_requests, 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+
+	/* Budget 50, dirty_ratio 1: both thresholds 0 as well. */
+	fc = fclock_new();
+	mock_init(&m);
+	cfg.clock = rcl_fake_clock_clock(fc);
+	d = dom_cfg(&cfg, &m);
+	fc_init(&c, d, 2, 1, false, true);
+	fc_fill(&c, 2);
+	balance_returns_at_once(d, fc);
+	assert_int_equal(mock_n(&m), 0);
+	assert_int_equal(vmstat(d).flush_requests, 0);
+
+	/* Weight 1 dirty is above both: a request, and a throttle. */
+	set_dirty(&c, 0);
+	assert_int_equal(mock_n(&m), 1);
+	REQ_EQ(&m, 0, 0, RCL_FLUSH_BACKGROUND, 1);
+	bal_start(&b, &t, d);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(vmstat(d).dirty_throttled, 1);
+	wb_start(&c, 0);
+	wb_end(&c, 0, 0);		/* 0: not above 0 */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&b.ret), 0);
+	assert_int_equal(vmstat(d).dirty_throttle_timeouts, 0);
+	while (mock_n(&m) > atomic_load(&m.acks))
+		assert_int_equal(mock_ack(&m, (unsigned)atomic_load(&m.acks)), 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 8. Throttling of reclaimers on writeback                                   */
 /* ------------------------------------------------------------------------- */
@@ -3403,6 +3483,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_dirty_rekick),
 		cmocka_unit_test(test_flusher_dirty_thresholds_configured),
 		cmocka_unit_test(test_flusher_dirty_thresholds_clamped),
+		cmocka_unit_test(test_flusher_dirty_thresholds_zero),
 		cmocka_unit_test(test_flusher_throttle_writeback),
 		cmocka_unit_test(test_flusher_throttle_writeback_drained),
 		cmocka_unit_test(test_flusher_throttle_writeback_two),
