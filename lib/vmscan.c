@@ -842,6 +842,13 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
 	return err;
 }
 
+/*
+ * One stopper joins the thread; a concurrent one (rcl_domain_free() racing
+ * an explicit stop) waits on cond until the joiner has cleared running:
+ * joining a thread twice is undefined (glibc's second join never returns).
+ * The lock is not held across the join: the thread's callbacks may take it
+ * (rcl_domain_reclaimer_start() from one gets -EBUSY, running is still set).
+ */
 RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 {
 	pthread_t t;
@@ -855,6 +862,14 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 		pthread_mutex_unlock(&d->lock);
 		return 0;
 	}
+	if (d->stop) {
+		/* Another stopper joins: wait until it is done. */
+		while (d->running)
+			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
+				       RCL_CLOCK_FOREVER);
+		pthread_mutex_unlock(&d->lock);
+		return 0;
+	}
 	d->stop = true;
 	t = d->thread;
 	pthread_cond_broadcast(&d->cond);
@@ -863,6 +878,7 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 	pthread_mutex_lock(&d->lock);
 	d->running = false;
 	atomic_store(&d->wake_pending, false);
+	pthread_cond_broadcast(&d->cond);	/* other stoppers */
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }

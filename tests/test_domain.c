@@ -2339,6 +2339,106 @@ static void test_domain_reclaimer_stop_from_own_callback(void **state)
 	dom_free(d, fc);
 }
 
+/*
+ * Two threads stop the running reclaimer at once, while its evict callback
+ * is held: one joins the thread, the other waits for it (it is then the
+ * fake clock's only waiter: the reclaimer itself is inside its callback),
+ * and both return 0 with the callback no longer running.  Joining the
+ * thread twice is undefined; glibc's second join never returned.  A start
+ * while the stop is under way is -EBUSY.
+ */
+static atomic_int dbl_active, dbl_hold, dbl_held;
+
+static void dbl_hook(struct tcache *c, struct tobj *o,
+		     struct rcl_evict_control *ctl)
+{
+	(void)c;
+	(void)o;
+	(void)ctl;
+	atomic_fetch_add(&dbl_active, 1);
+	if (!atomic_exchange(&dbl_held, 1))
+		while (atomic_load(&dbl_hold))
+			sched_yield();
+	atomic_fetch_sub(&dbl_active, 1);
+}
+
+struct dbl_stop {
+	struct rcl_domain *d;
+	atomic_int ret, done;
+};
+
+static void *dbl_stop_main(void *arg)
+{
+	struct dbl_stop *s = arg;
+
+	atomic_store(&s->ret, rcl_domain_reclaimer_stop(s->d));
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+static void spin_until(atomic_int *v, int want, const char *what)
+{
+	unsigned long i;
+
+	for (i = 0; i < SPIN_MAX && atomic_load(v) != want; i++)
+		sched_yield();
+	if (atomic_load(v) != want)
+		fail_msg("timed out waiting for %s", what);
+}
+
+static void test_domain_reclaimer_concurrent_stop(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d = dom_new(100000, RCL_CHARGE_STRICT, fc);
+	struct dbl_stop s[2];
+	pthread_t t[2];
+	struct tcache c;
+	unsigned long k;
+	unsigned i;
+
+	(void)state;
+	atomic_store(&dbl_active, 0);
+	atomic_store(&dbl_held, 0);
+	atomic_store(&dbl_hold, 1);
+	tc_init(&c, d, 1000, W, 0);
+	tc_fill(&c, 900, RCL_CTX_CAPABLE, 0);
+	atomic_store(&c.hook, dbl_hook);
+	assert_int_equal(rcl_domain_reclaimer_start(d), 0);
+	wait_idle(d, fc);
+	tc_fill(&c, 990, RCL_CTX_CAPABLE, 0);	/* below low: it runs */
+	spin_until(&dbl_active, 1, "the held evict callback");
+
+	for (i = 0; i < 2; i++) {
+		s[i].d = d;
+		atomic_store(&s[i].ret, 1);
+		atomic_store(&s[i].done, 0);
+		assert_int_equal(pthread_create(&t[i], NULL, dbl_stop_main,
+						&s[i]), 0);
+	}
+	/* One stopper joins, the other waits for it on the clock. */
+	for (k = 0; k < SPIN_MAX && rcl_fake_clock_waiters(fc) != 1; k++)
+		sched_yield();
+	assert_int_equal(rcl_fake_clock_waiters(fc), 1);
+	assert_int_equal(atomic_load(&s[0].done) + atomic_load(&s[1].done), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(d), -EBUSY);
+
+	atomic_store(&dbl_hold, 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(atomic_load(&s[i].ret), 0);
+	}
+	assert_int_equal(atomic_load(&dbl_active), 0);
+	assert_int_equal(rcl_fake_clock_waiters(fc), 0);
+	assert_int_equal(rcl_domain_reclaimer_stop(d), 0);	/* not running */
+	/* It can be started again. */
+	atomic_store(&c.hook, NULL);
+	assert_int_equal(rcl_domain_reclaimer_start(d), 0);
+	wait_idle(d, fc);
+	assert_int_equal(rcl_domain_reclaimer_stop(d), 0);
+	tc_destroy(&c, true);
+	dom_free(d, fc);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Small functions and NULL arguments                                         */
 /* ------------------------------------------------------------------------- */
@@ -2742,6 +2842,7 @@ int main(void)
 		cmocka_unit_test(test_domain_new_errors),
 		cmocka_unit_test(test_domain_reclaimer_start_stop),
 		cmocka_unit_test(test_domain_reclaimer_stop_from_own_callback),
+		cmocka_unit_test(test_domain_reclaimer_concurrent_stop),
 		cmocka_unit_test(test_domain_null_and_small_functions),
 		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_in_charge),
 		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_explicit),

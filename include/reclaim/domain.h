@@ -637,6 +637,10 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d);
  * rcl_domain_reclaimer_stop() - stop the background reclaimer and join it
  * @d: the domain
  *
+ * Two stops at once (rcl_domain_free() is one): one joins the thread, the
+ * other waits until it has; both return 0.  rcl_domain_reclaimer_start()
+ * returns -EBUSY until the thread is joined.
+ *
  * Context: any thread but the reclaimer's own callbacks (-EDEADLK).
  * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK.
  */

@@ -394,7 +394,12 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
  * The thread checks between batches: it finishes the batch it is writing
  * (writes, sync, end of writeback) and leaves the rest of its request.
  * Dirty objects stay dirty: flush them first (rcl_domain_flush() and wait,
- * or rcl_domain_writeback_all()) if they must reach storage.
+ * or rcl_domain_writeback_all()) if they must reach storage.  Once the stop
+ * has begun, flush requests go where they go with no thread running (the
+ * application's wakeup callback, or nowhere); the thread's own are dropped.
+ * Two stops at once (rcl_domain_free() is one): one joins the thread, the
+ * other waits until it has; both return 0.  rcl_domain_flusher_start()
+ * returns -EBUSY until the thread is joined.
  *
  * Context: any thread but the flusher's callbacks (-EDEADLK).
  * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK from
