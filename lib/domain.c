@@ -1202,9 +1202,12 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 static int flat_commit(struct rcl_domain *d, uint64_t amount,
 		       uint64_t context, uint64_t *overshoot)
 {
-	unsigned long long u;
+	unsigned long long u = atomic_load(&d->usage);
 	uint64_t budget = atomic_load(&d->budget), room, low;
 
+	/* A charge that can never be counted evicts nothing either. */
+	if (u + amount < u)
+		return -EOVERFLOW;
 	/*
 	 * Unstocked.  A charge that would leave less headroom than low
 	 * (direct reclaim, the reclaimer's wakeup, failure and overshoot are

@@ -637,6 +637,31 @@ static void test_domain_charge_below_min_reclaims_directly(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+/*
+ * A soft charge whose sum with the usage would wrap 64 bits fails with
+ * -EOVERFLOW before anything is reclaimed (domain.h): it used to reclaim
+ * toward a deficit of 2^64 - 1, evicting the whole cache, and then either
+ * fail or, with the cache gone, admit a charge of almost 2^64.
+ */
+static void test_domain_soft_overflow_reclaims_nothing(void **state)
+{
+	struct rcl_domain *d = dom_new(100000, RCL_CHARGE_SOFT, NULL);
+	struct tcache c;
+
+	(void)state;
+	tc_init(&c, d, 100, W, 0);
+	tc_fill(&c, 100, RCL_CTX_CAPABLE, 0);
+	assert_int_equal(rcl_domain_charge(d, UINT64_MAX - rcl_domain_usage(d) + 1,
+					   RCL_CTX_CAPABLE, NULL),
+			 -EOVERFLOW);
+	assert_int_equal(atomic_load(&c.evicted), 0);
+	assert_int_equal(vmstat(d).allocstall, 0);
+	assert_int_equal(tc_cached(&c), 100);
+	assert_int_equal(rcl_domain_usage(d), tc_cached_weight(&c));
+	tc_destroy(&c, true);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
 static void test_domain_charge_without_may_block_does_not_reclaim(void **state)
 {
 	struct rcl_domain *d = dom_new(100000, RCL_CHARGE_STRICT, NULL);
@@ -2813,6 +2838,7 @@ int main(void)
 		cmocka_unit_test(test_domain_set_watermarks_validates_and_applies),
 		cmocka_unit_test(test_domain_charge_above_low_then_below_low),
 		cmocka_unit_test(test_domain_charge_below_min_reclaims_directly),
+		cmocka_unit_test(test_domain_soft_overflow_reclaims_nothing),
 		cmocka_unit_test(test_domain_charge_without_may_block_does_not_reclaim),
 		cmocka_unit_test(test_domain_charge_far_over_budget_reclaims_enough),
 		cmocka_unit_test(test_domain_strict_refuses),

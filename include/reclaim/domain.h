@@ -432,7 +432,8 @@ RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d);
  * Return: 0; -EINVAL for NULL; -ENOMEM (strict mode) if the charge would
  * leave usage above the budget even after reclaim (and after taking back
  * every stock), or is larger than the whole budget (then nothing is evicted
- * for it); -EOVERFLOW if usage would wrap around 64 bits.  Nothing is
+ * for it); -EOVERFLOW if usage would wrap around 64 bits (decided on the
+ * usage before any reclaim: nothing is evicted for it).  Nothing is
  * charged on failure.
  *
  * Bad input: *@overshoot is 0 on failure.
