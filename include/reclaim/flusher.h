@@ -301,8 +301,9 @@ RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write);
  * @d: the domain
  * @context: the capability mask; without RCL_CTX_MAY_BLOCK it never waits
  *
- * Above the background threshold, wakes the flusher.  Above the hard
- * threshold, waits until the dirty and writeback weight is below it, or the
+ * When the dirty and writeback weight reaches the background threshold
+ * (and is not 0), wakes the flusher.  Above the hard threshold, waits until
+ * that weight is no longer above it, or the
  * domain's dirty timeout passes (on the domain's clock).  The wait is woken
  * whenever that weight drops (a write ends, a dirty object is deleted, an
  * lruvec is detached) and when the budget is set, which moves the threshold;
