@@ -749,8 +749,11 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 		return 0;
 	}
 	if (atomic_load(&d->fl_stop)) {
-		/* Another stopper joins: wait until it is done. */
-		while (d->fl_running)
+		/*
+		 * Another stopper joins: wait until it is done (or until a
+		 * start after it made a new thread: this stop came first).
+		 */
+		while (d->fl_running && atomic_load(&d->fl_stop))
 			d->clock->wait(d->clock->ctx, &d->fcond, &d->flock,
 				       RCL_CLOCK_FOREVER);
 		pthread_mutex_unlock(&d->flock);

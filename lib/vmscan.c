@@ -863,8 +863,11 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 		return 0;
 	}
 	if (d->stop) {
-		/* Another stopper joins: wait until it is done. */
-		while (d->running)
+		/*
+		 * Another stopper joins: wait until it is done (or until a
+		 * start after it made a new thread: this stop came first).
+		 */
+		while (d->running && d->stop)
 			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
 				       RCL_CLOCK_FOREVER);
 		pthread_mutex_unlock(&d->lock);

@@ -297,7 +297,7 @@ struct inpass {
 	struct rcl_lruvec lv;
 	struct obj objs[24];
 	unsigned nr_evicted;
-	int victim;		/* index of the object evicted first */
+	int victim;		/* index of the object evicted second */
 	unsigned out;		/* its refault's outcome */
 };
 
@@ -309,7 +309,7 @@ static enum rcl_evict_status inpass_evict(struct rcl_lru_node *node,
 
 	o->cached = false;
 	o->shadow = ctl->shadow;
-	if (ip->nr_evicted++ == 0) {
+	if (ip->nr_evicted++ == 1) {
 		ip->victim = (int)(o - ip->objs);
 	} else if (ip->nr_evicted == 3) {
 		struct obj *v = &ip->objs[ip->victim];
@@ -354,7 +354,10 @@ static void test_ws_refault_within_the_pass(void **state)
 	}
 	assert_int_equal(rcl_lruvec_shrink_inactive(&ip->lv, &sc), 0);
 	assert_int_equal(ip->nr_evicted, 4);
-	/* Evicted 1st, its shadow 1 ahead of the clock when it refaulted. */
+	/*
+	 * Evicted 2nd, its shadow 1 ahead of the shared clock when it
+	 * refaulted (the 1st eviction's shadow equals the clock).
+	 */
 	assert_int_equal(ip->out, RCL_REFAULT_REFAULT | RCL_REFAULT_ACTIVATE);
 	assert_int_equal(rcl_lruvec_count(&ip->lv, ACTIVE, NULL), 17);
 	for (i = 0; i < 20; i++) {
