@@ -723,22 +723,48 @@ undo:
 #define TIGHT_WAIT_SPINS 64u
 #define TIGHT_WAIT_MAX 4096u
 
-static void tight_begin(struct rcl_domain *r)
+/*
+ * The count is tagged with the fork generation (bumped in a fork's child,
+ * stock_atfork_child()): a window that another thread of the parent had
+ * open when the process forked has no thread in the child to close it, and
+ * would refuse every stock there for ever.  A count of an older generation
+ * is 0.
+ */
+static atomic_uint tight_gen;
+
+static uint32_t tight_begin(struct rcl_domain *r)
 {
+	uint32_t g = atomic_load(&tight_gen);
+	unsigned long long w = atomic_load(&r->tight), nw;
 	unsigned i;
 
-	atomic_fetch_add(&r->nr_tight, 1);
+	do
+		nw = (w >> 32) == g ? w + 1 : ((unsigned long long)g << 32) | 1;
+	while (!atomic_compare_exchange_weak(&r->tight, &w, nw));
 	for (i = 0; atomic_load(&r->nr_taking) && i < TIGHT_WAIT_MAX; i++) {
 		if (i < TIGHT_WAIT_SPINS)
 			rcl__cpu_relax();
 		else
 			sched_yield();
 	}
+	return g;
 }
 
-static void tight_end(struct rcl_domain *r)
+static void tight_end(struct rcl_domain *r, uint32_t g)
 {
-	atomic_fetch_sub(&r->nr_tight, 1);
+	unsigned long long w = atomic_load(&r->tight);
+
+	do {
+		if ((w >> 32) != g || !(w & 0xffffffffu))
+			return;		/* opened before a fork: void in the child */
+	} while (!atomic_compare_exchange_weak(&r->tight, &w, w - 1));
+}
+
+static bool tight_now(struct rcl_domain *r)
+{
+	unsigned long long w = atomic_load(&r->tight);
+
+	return (w >> 32) == atomic_load(&tight_gen) && (w & 0xffffffffu);
 }
 
 static bool stock_take(struct rcl_domain *d, uint64_t amount)
@@ -747,7 +773,7 @@ static bool stock_take(struct rcl_domain *d, uint64_t amount)
 	bool ok = false;
 
 	atomic_fetch_add(&r->nr_taking, 1);
-	if (!atomic_load(&r->nr_tight))
+	if (!tight_now(r))
 		ok = stock_take_levels(d, amount);
 	atomic_fetch_sub(&r->nr_taking, 1);
 	return ok;
@@ -861,6 +887,9 @@ static void stock_atfork_parent(void)
 static void stock_atfork_child(void)
 {
 	struct charge_stock *s, *next;
+
+	/* Windows other threads had open are void here (tight_begin()). */
+	atomic_fetch_add(&tight_gen, 1);
 
 	for (s = stock_head.next; s != &stock_head; s = next) {
 		next = s->next;
@@ -1323,9 +1352,10 @@ static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 		int err;
 
 		/* No stock is taken while it decides (tight_begin()). */
-		tight_begin(d);
+		uint32_t g = tight_begin(d);
+
 		err = flat_commit(d, amount, context, overshoot);
-		tight_end(d);
+		tight_end(d, g);
 		return err;
 	}
 }
@@ -1348,24 +1378,36 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
 
 		if (likely(high == UINT64_MAX))
 			continue;
+		bool tight = false;
+		uint32_t g = 0;
+
 		u = atomic_load(&c->usage);
 		if (u <= high)
 			continue;
 		if (atomic_load(&c->nr_stocks)) {
+			/*
+			 * Take the stocks back, and take none until decided
+			 * (tight_begin()), so that the event and the reclaim
+			 * are the ones it would have without stocks.
+			 */
+			tight = true;
+			g = tight_begin(c->root);
 			rcl__domain_drain_stocks(c);
 			u = atomic_load(&c->usage);
-			if (u <= high)
-				continue;
 		}
-		ev_add(c, EV_HIGH, 1);
-		if ((context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(c) &&
-		    rcl__tls_reclaimer_of != c->root) {
-			struct rcl_reclaim_result res;
+		if (u > high) {
+			ev_add(c, EV_HIGH, 1);
+			if ((context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(c) &&
+			    rcl__tls_reclaimer_of != c->root) {
+				struct rcl_reclaim_result res;
 
-			rcl__domain_direct_reclaim(
-				c, rcl__domain_goal_objects(c, u - high), context,
-				&res);
+				rcl__domain_direct_reclaim(
+					c, rcl__domain_goal_objects(c, u - high),
+					context, &res);
+			}
 		}
+		if (tight)
+			tight_end(c->root, g);
 	}
 }
 
@@ -1487,14 +1529,15 @@ static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
 						       uint64_t *overshoot)
 {
 	struct rcl_domain *r = d->root;
+	uint32_t g;
 	int err;
 
 	if (!d->stock_cfg)
 		return tree_charge_levels(d, amount, context, overshoot);
 	/* No stock is taken in the tree while it decides (tight_begin()). */
-	tight_begin(r);
+	g = tight_begin(r);
 	err = tree_charge_levels(d, amount, context, overshoot);
-	tight_end(r);
+	tight_end(r, g);
 	return err;
 }
 

@@ -104,13 +104,14 @@ struct rcl_domain {
 	atomic_uint nr_stocks;
 	/*
 	 * In a root: unstocked charges of the tree in flight (each raises
-	 * nr_tight from before it reads usage to after its commit), and
-	 * stock takes in flight.  A take refuses while nr_tight is raised; a
+	 * tight from before it reads usage to after its commit), and stock
+	 * takes in flight.  A take refuses while tight is raised; a
 	 * charge that raised it waits for the takes that began before, so
 	 * that the usage it judges includes every stock (domain.c, "Charge
 	 * stocks").
 	 */
-	atomic_uint nr_tight, nr_taking;
+	atomic_ullong tight;	/* fork generation << 32 | count (domain.c) */
+	atomic_uint nr_taking;
 	atomic_ullong budget;
 	atomic_ullong wmin, wlow, whigh;
 	atomic_uint wm_seq;	/* odd while a writer (under lock) stores them */
