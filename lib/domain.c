@@ -74,23 +74,28 @@ static const char *const vm_names[NR_VM_ITEMS] = {
 /* Watermarks                                                                 */
 /* ------------------------------------------------------------------------- */
 
+__extension__ typedef unsigned __int128 u128;
+
 static void derive_watermarks(uint64_t budget, unsigned scale,
 			      struct rcl_watermarks *wm)
 {
 	uint64_t min = budget / 1024, gap;
+	/* In 128 bits: a budget near 2^64 times a large scale factor. */
+	u128 g = RCL_MAX((u128)budget * scale / 10000, (u128)(min / 4));
 
-	gap = RCL_MAX(min / 4, budget / 10000 * scale +
-				       budget % 10000 * scale / 10000);
+	gap = g > UINT64_MAX ? UINT64_MAX : (uint64_t)g;
 	if (!gap)
 		gap = 1;
-	wm->min = min;
-	wm->low = min + gap;
-	wm->high = min + 2 * gap;
-	if (wm->high > budget) {	/* tiny budgets, huge scale factors */
+	/* Tested before adding, so that min + 2 x gap cannot wrap. */
+	if (gap > (budget - min) / 2) {	/* tiny budgets, huge scale factors */
 		wm->min = 0;
 		wm->low = budget / 2;
 		wm->high = budget;
+		return;
 	}
+	wm->min = min;
+	wm->low = min + gap;
+	wm->high = min + 2 * gap;
 }
 
 /*
@@ -169,6 +174,37 @@ static uint64_t path_uncharge(struct rcl_domain *d, struct rcl_domain *stop,
 /* Charge stocks (below). */
 static void stock_size(struct rcl_domain *d, uint64_t budget);
 static void stocks_forget(struct rcl_domain *d);
+
+/* Link child @d last among its siblings (walks visit children in order). */
+static void tree_link(struct rcl_domain *d)
+{
+	struct rcl_domain **link;
+
+	pthread_rwlock_wrlock(&d->root->tree_lock);
+	for (link = &d->parent->children; *link; link = &(*link)->sibling)
+		;
+	*link = d;
+	d->parent->nr_children++;
+	pthread_rwlock_unlock(&d->root->tree_lock);
+}
+
+/*
+ * Unlink child @d from its tree.  Once this returns, no reclaim pass of the
+ * tree sees it: a pass holds the tree lock for reading from its start to its
+ * end, and this takes it for writing.
+ */
+static void tree_unlink(struct rcl_domain *d)
+{
+	struct rcl_domain **link;
+
+	pthread_rwlock_wrlock(&d->root->tree_lock);
+	for (link = &d->parent->children; *link != d; link = &(*link)->sibling)
+		;
+	*link = d->sibling;
+	d->sibling = NULL;
+	d->parent->nr_children--;
+	pthread_rwlock_unlock(&d->root->tree_lock);
+}
 
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out)
@@ -254,8 +290,6 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		    cfg->limit_high && cfg->limit_high != UINT64_MAX
 			    ? cfg->limit_high
 			    : UINT64_MAX);
-	if (atomic_load(&d->limit_high) != UINT64_MAX)
-		atomic_fetch_add(&d->root->nr_high, 1);
 	atomic_init(&d->protect_low, cfg->protect_low);
 	atomic_init(&d->protect_min, cfg->protect_min);
 	d->max_lruvecs = max_lv;
@@ -330,18 +364,11 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		pthread_cond_destroy(&d->cond);
 		goto fail_lock;
 	}
-	if (d->parent) {
-		/* Last among its siblings: walks visit children in order. */
-		struct rcl_domain **link;
-
-		pthread_rwlock_wrlock(&d->root->tree_lock);
-		for (link = &d->parent->children; *link;
-		     link = &(*link)->sibling)
-			;
-		*link = d;
-		d->parent->nr_children++;
-		pthread_rwlock_unlock(&d->root->tree_lock);
-	}
+	/* Only now: a failure above must not leave the root counting it. */
+	if (atomic_load(&d->limit_high) != UINT64_MAX)
+		atomic_fetch_add(&d->root->nr_high, 1);
+	if (d->parent)
+		tree_link(d);
 	*out = d;
 	return 0;
 
@@ -391,9 +418,19 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 		err = rcl_domain_flusher_stop(d);
 	if (err)
 		return err;
+	/*
+	 * Out of the tree before its registry goes: a pass of an ancestor
+	 * (another thread's charge, the root's reclaimer) may be sweeping the
+	 * tree and would shrink a freed registry.
+	 */
+	if (d->parent)
+		tree_unlink(d);
 	err = rcl_shrinker_registry_free(d->reg);
-	if (err)
+	if (err) {
+		if (d->parent)
+			tree_link(d);	/* a failing call changes nothing */
 		return err;
+	}
 	/*
 	 * A call that found the domain through an lruvec before it was
 	 * detached may still be using it (set_dirty()'s flush request).  No
@@ -406,16 +443,8 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	/* No thread-local stock may point at the domain once it is gone. */
 	stocks_forget(d);
 	if (d->parent) {
-		struct rcl_domain **link;
 		uint64_t left;
 
-		pthread_rwlock_wrlock(&d->root->tree_lock);
-		for (link = &d->parent->children; *link != d;
-		     link = &(*link)->sibling)
-			;
-		*link = d->sibling;
-		d->parent->nr_children--;
-		pthread_rwlock_unlock(&d->root->tree_lock);
 		/*
 		 * What is still charged to it leaves the ancestors too, so
 		 * that each level stays the sum of what was charged through
@@ -568,6 +597,18 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 		/* Dekker with slot_put(): clear, then wait for the pins. */
 		atomic_fetch_add(&d->nr_detaching, 1);
 		atomic_store(&s->lv, NULL);
+		if (atomic_load(&s->pins) && rcl__tls_pass_domain) {
+			/*
+			 * A callback of another domain's pass: the pass inside
+			 * @lv may be in a callback that waits for ours (each
+			 * detaching the other's lruvec).  Do not wait there;
+			 * put the slot back as it was.
+			 */
+			atomic_store(&s->lv, lv);
+			atomic_fetch_sub(&d->nr_detaching, 1);
+			err = RCL__REFUSE(-EDEADLK, "called from a callback of another domain's reclaim pass while a pass is inside the lruvec (it would wait there)");
+			break;
+		}
 		while (atomic_load(&s->pins))
 			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
 				       RCL_CLOCK_FOREVER);
@@ -645,7 +686,7 @@ static RCL__TLS unsigned tls_stock_retry;
  * budget (a stock never takes memory a charge or reclaim would miss).
  * Nothing is taken if any level refuses.
  */
-static bool stock_take(struct rcl_domain *d, uint64_t amount)
+static bool stock_take_levels(struct rcl_domain *d, uint64_t amount)
 {
 	struct rcl_domain *c, *u;
 	uint64_t limit, high;
@@ -665,6 +706,77 @@ undo:
 	for (u = d; u != c; u = u->parent)
 		level_uncharge(u, amount);
 	return false;
+}
+
+/*
+ * A charge that goes unstocked decides (drain, reclaim, commit) on the
+ * usage it reads; a stock taken by another thread after that read would
+ * change its outcome from the one it has without stocks (a strict charge
+ * that fits failing, a reclaim or an overshoot for nothing).  So, tree-wide
+ * on the root: the charge raises nr_tight, then waits for the takes already
+ * in flight; a take announces itself in nr_taking, then refuses if nr_tight
+ * is raised.  Sequentially consistent both ways (Dekker): either the take
+ * sees nr_tight, or the charge, waiting for nr_taking, sees the take's
+ * usage.  Takes are short (a few CAS, no lock the charge holds); the wait
+ * is bounded anyway, and yields.
+ */
+#define TIGHT_WAIT_SPINS 64u
+#define TIGHT_WAIT_MAX 4096u
+
+/*
+ * The count is tagged with the fork generation (bumped in a fork's child,
+ * stock_atfork_child()): a window that another thread of the parent had
+ * open when the process forked has no thread in the child to close it, and
+ * would refuse every stock there for ever.  A count of an older generation
+ * is 0.
+ */
+static atomic_uint tight_gen;
+
+static uint32_t tight_begin(struct rcl_domain *r)
+{
+	uint32_t g = atomic_load(&tight_gen);
+	unsigned long long w = atomic_load(&r->tight), nw;
+	unsigned i;
+
+	do
+		nw = (w >> 32) == g ? w + 1 : ((unsigned long long)g << 32) | 1;
+	while (!atomic_compare_exchange_weak(&r->tight, &w, nw));
+	for (i = 0; atomic_load(&r->nr_taking) && i < TIGHT_WAIT_MAX; i++) {
+		if (i < TIGHT_WAIT_SPINS)
+			rcl__cpu_relax();
+		else
+			sched_yield();
+	}
+	return g;
+}
+
+static void tight_end(struct rcl_domain *r, uint32_t g)
+{
+	unsigned long long w = atomic_load(&r->tight);
+
+	do {
+		if ((w >> 32) != g || !(w & 0xffffffffu))
+			return;		/* opened before a fork: void in the child */
+	} while (!atomic_compare_exchange_weak(&r->tight, &w, w - 1));
+}
+
+static bool tight_now(struct rcl_domain *r)
+{
+	unsigned long long w = atomic_load(&r->tight);
+
+	return (w >> 32) == atomic_load(&tight_gen) && (w & 0xffffffffu);
+}
+
+static bool stock_take(struct rcl_domain *d, uint64_t amount)
+{
+	struct rcl_domain *r = d->root;
+	bool ok = false;
+
+	atomic_fetch_add(&r->nr_taking, 1);
+	if (!tight_now(r))
+		ok = stock_take_levels(d, amount);
+	atomic_fetch_sub(&r->nr_taking, 1);
+	return ok;
 }
 
 /* ... and the one place where it goes back, to every level: clamps at 0. */
@@ -775,6 +887,9 @@ static void stock_atfork_parent(void)
 static void stock_atfork_child(void)
 {
 	struct charge_stock *s, *next;
+
+	/* Windows other threads had open are void here (tight_begin()). */
+	atomic_fetch_add(&tight_gen, 1);
 
 	for (s = stock_head.next; s != &stock_head; s = next) {
 		next = s->next;
@@ -1110,39 +1225,18 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 }
 
 /*
- * A root's charge (the flat domain's): 0, or 1 when the thread's stock
- * served it (usage did not move); -ENOMEM, -EOVERFLOW.
+ * A root's unstocked charge: drain the stocks if it is tight, reclaim,
+ * commit.  0; -ENOMEM, -EOVERFLOW.
  */
-static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
-						  uint64_t amount,
-						  uint64_t context,
-						  uint64_t *overshoot,
-						  bool may_stock)
+static int flat_commit(struct rcl_domain *d, uint64_t amount,
+		       uint64_t context, uint64_t *overshoot)
 {
-	unsigned long long u;
-	uint64_t budget, room, low;
-	bool stocked;
+	unsigned long long u = atomic_load(&d->usage);
+	uint64_t budget = atomic_load(&d->budget), room, low;
 
-	/*
-	 * From the thread's stock (memory already charged, within the
-	 * budget), else a refill that leaves usage at least the high
-	 * watermark below the budget.  Not inside a pass of this domain: a
-	 * reclaimer's charges and uncharges move usage itself, so that the
-	 * pass sees its progress.
-	 */
-	stocked = may_stock && d->stock_cfg && !in_tree_pass(d);
-	if (stocked && stock_consume(d, amount))
-		return 1;
-	budget = atomic_load(&d->budget);
-	/* A charge that can never fit is refused without evicting anything. */
-	if (d->mode == RCL_CHARGE_STRICT && amount > budget) {
-		vm_add(d, VM_CHARGE_FAILURES, 1);
-		ev_add(d, EV_OOM, 1);
-		return -ENOMEM;
-	}
-	if (stocked && stock_refill(d, amount))
-		return 0;
-
+	/* A charge that can never be counted evicts nothing either. */
+	if (u + amount < u)
+		return -EOVERFLOW;
 	/*
 	 * Unstocked.  A charge that would leave less headroom than low
 	 * (direct reclaim, the reclaimer's wakeup, failure and overshoot are
@@ -1221,6 +1315,52 @@ static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 }
 
 /*
+ * A root's charge (the flat domain's): 0, or 1 when the thread's stock
+ * served it (usage did not move); -ENOMEM, -EOVERFLOW.
+ */
+static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
+						  uint64_t amount,
+						  uint64_t context,
+						  uint64_t *overshoot,
+						  bool may_stock)
+{
+	uint64_t budget;
+	bool stocked;
+
+	/*
+	 * From the thread's stock (memory already charged, within the
+	 * budget), else a refill that leaves usage at least the high
+	 * watermark below the budget.  Not inside a pass of this domain: a
+	 * reclaimer's charges and uncharges move usage itself, so that the
+	 * pass sees its progress.
+	 */
+	stocked = may_stock && d->stock_cfg && !in_tree_pass(d);
+	if (stocked && stock_consume(d, amount))
+		return 1;
+	budget = atomic_load(&d->budget);
+	/* A charge that can never fit is refused without evicting anything. */
+	if (d->mode == RCL_CHARGE_STRICT && amount > budget) {
+		vm_add(d, VM_CHARGE_FAILURES, 1);
+		ev_add(d, EV_OOM, 1);
+		return -ENOMEM;
+	}
+	if (stocked && stock_refill(d, amount))
+		return 0;
+	if (!d->stock_cfg)
+		return flat_commit(d, amount, context, overshoot);
+	{
+		int err;
+
+		/* No stock is taken while it decides (tight_begin()). */
+		uint32_t g = tight_begin(d);
+
+		err = flat_commit(d, amount, context, overshoot);
+		tight_end(d, g);
+		return err;
+	}
+}
+
+/*
  * memory.high (mem_cgroup_handle_over_high()): every level of @d's path
  * that a charge left above its limit_high counts a high event, and the
  * charging thread, if it may block, reclaims that level's subtree down to
@@ -1238,24 +1378,36 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
 
 		if (likely(high == UINT64_MAX))
 			continue;
+		bool tight = false;
+		uint32_t g = 0;
+
 		u = atomic_load(&c->usage);
 		if (u <= high)
 			continue;
 		if (atomic_load(&c->nr_stocks)) {
+			/*
+			 * Take the stocks back, and take none until decided
+			 * (tight_begin()), so that the event and the reclaim
+			 * are the ones it would have without stocks.
+			 */
+			tight = true;
+			g = tight_begin(c->root);
 			rcl__domain_drain_stocks(c);
 			u = atomic_load(&c->usage);
-			if (u <= high)
-				continue;
 		}
-		ev_add(c, EV_HIGH, 1);
-		if ((context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(c) &&
-		    rcl__tls_reclaimer_of != c->root) {
-			struct rcl_reclaim_result res;
+		if (u > high) {
+			ev_add(c, EV_HIGH, 1);
+			if ((context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(c) &&
+			    rcl__tls_reclaimer_of != c->root) {
+				struct rcl_reclaim_result res;
 
-			rcl__domain_direct_reclaim(
-				c, rcl__domain_goal_objects(c, u - high), context,
-				&res);
+				rcl__domain_direct_reclaim(
+					c, rcl__domain_goal_objects(c, u - high),
+					context, &res);
+			}
 		}
+		if (tight)
+			tight_end(c->root, g);
 	}
 }
 
@@ -1274,10 +1426,8 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
  * charge if strict (an oom event), or is admitted over its budget if soft.
  * Whatever fails, nothing stays charged at any level.
  */
-static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
-						       uint64_t amount,
-						       uint64_t context,
-						       uint64_t *overshoot)
+static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
+			      uint64_t context, uint64_t *overshoot)
 {
 	bool may = (context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(d);
 	unsigned forced = 0, maxed = 0, stock_drained = 0, rounds, tries = 0;
@@ -1371,6 +1521,24 @@ static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
 	if (atomic_load_explicit(&d->root->nr_high, memory_order_relaxed))
 		over_high(d, context);
 	return 0;
+}
+
+static __attribute__((noinline)) int tree_charge_slow(struct rcl_domain *d,
+						       uint64_t amount,
+						       uint64_t context,
+						       uint64_t *overshoot)
+{
+	struct rcl_domain *r = d->root;
+	uint32_t g;
+	int err;
+
+	if (!d->stock_cfg)
+		return tree_charge_levels(d, amount, context, overshoot);
+	/* No stock is taken in the tree while it decides (tight_begin()). */
+	g = tight_begin(r);
+	err = tree_charge_levels(d, amount, context, overshoot);
+	tight_end(r, g);
+	return err;
 }
 
 /*

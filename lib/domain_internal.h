@@ -102,6 +102,16 @@ struct rcl_domain {
 	 * or a domain of its subtree (at most stock_max).
 	 */
 	atomic_uint nr_stocks;
+	/*
+	 * In a root: unstocked charges of the tree in flight (each raises
+	 * tight from before it reads usage to after its commit), and stock
+	 * takes in flight.  A take refuses while tight is raised; a
+	 * charge that raised it waits for the takes that began before, so
+	 * that the usage it judges includes every stock (domain.c, "Charge
+	 * stocks").
+	 */
+	atomic_ullong tight;	/* fork generation << 32 | count (domain.c) */
+	atomic_uint nr_taking;
 	atomic_ullong budget;
 	atomic_ullong wmin, wlow, whigh;
 	atomic_uint wm_seq;	/* odd while a writer (under lock) stores them */

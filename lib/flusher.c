@@ -126,10 +126,27 @@ static uint64_t ratio_of_budget(const struct rcl_domain *d, unsigned ratio)
 	return b / 100 * ratio + b % 100 * ratio / 100;
 }
 
-/* Above the hard threshold of the budget as it is now. */
+/*
+ * Above the hard threshold of the budget as it is now (flusher.h: "waits
+ * while the domain is above its hard threshold").  Strictly above: with a
+ * budget so small that the threshold rounds down to 0, no dirty weight at
+ * all would otherwise throttle for the whole timeout.
+ */
 static bool dirty_exceeded(const struct rcl_domain *d)
 {
-	return dirty_weight(d) >= ratio_of_budget(d, d->hard_ratio);
+	return dirty_weight(d) > ratio_of_budget(d, d->hard_ratio);
+}
+
+/*
+ * At or above the background threshold ("reaches" it, flusher.h), with
+ * something dirty: a threshold rounded down to 0 asks for no flush of
+ * nothing.
+ */
+static bool dirty_background(const struct rcl_domain *d)
+{
+	uint64_t w = dirty_weight(d);
+
+	return w && w >= ratio_of_budget(d, d->bg_ratio);
 }
 
 void rcl__domain_dirtied(struct rcl_domain *d)
@@ -137,7 +154,7 @@ void rcl__domain_dirtied(struct rcl_domain *d)
 	/* Lock-free filter: a request is pending or in flight already. */
 	if (atomic_load(&d->flush_busy))
 		return;
-	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio))
+	if (dirty_background(d))
 		rcl__domain_flush_request(d, 0, RCL_FLUSH_BACKGROUND);
 }
 
@@ -198,8 +215,7 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 
 	if (!d)
 		return -EINVAL;
-	if (dirty_weight(d) >= ratio_of_budget(d, d->bg_ratio) &&
-	    !atomic_load(&d->flush_busy))
+	if (dirty_background(d) && !atomic_load(&d->flush_busy))
 		rcl__domain_flush_request(d, 0, RCL_FLUSH_BACKGROUND);
 	if (!dirty_exceeded(d) || !(context & RCL_CTX_MAY_BLOCK) ||
 	    rcl__tls_flusher_of == d || rcl__tls_pass_domain == d)
@@ -270,6 +286,17 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  * not yet done) and one pending; more requests merge into the pending one
  * (the larger, 0 meaning "all", wins).  Delivery happens outside the lock.
  */
+/*
+ * Requests go to the library's flusher thread (under flock): it runs and no
+ * stop has begun.  A stopping thread serves none (it checks fl_stop between
+ * batches and quits), so they go where they go without a thread.
+ */
+static bool flusher_owns_requests(const struct rcl_domain *d)
+{
+	return d->fl_running &&
+	       !atomic_load(&((struct rcl_domain *)d)->fl_stop);
+}
+
 static void deliver(struct rcl_domain *d, const struct rcl_flush_request *req,
 		    bool to_thread)
 {
@@ -285,7 +312,7 @@ void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
 	bool now = false, to_thread;
 
 	pthread_mutex_lock(&d->flock);
-	to_thread = d->fl_running;
+	to_thread = flusher_owns_requests(d);
 	if (!to_thread && !d->fops) {
 		pthread_mutex_unlock(&d->flock);
 		return;		/* nobody to ask */
@@ -337,7 +364,7 @@ RCL_API int rcl_domain_flush_done(struct rcl_domain *d,
 		pthread_mutex_unlock(&d->flock);
 		return -ENOENT;
 	}
-	to_thread = d->fl_running;
+	to_thread = flusher_owns_requests(d);
 	if (d->pending) {
 		d->pending = false;
 		d->cur = d->pend;
@@ -366,7 +393,7 @@ RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write)
 	if (!d)
 		return -EINVAL;
 	pthread_mutex_lock(&d->flock);
-	any = d->fl_running || d->fops;
+	any = flusher_owns_requests(d) || d->fops;
 	pthread_mutex_unlock(&d->flock);
 	if (!any)
 		return -ENODEV;
@@ -696,6 +723,18 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 	return err;
 }
 
+/*
+ * One stopper joins the thread; a concurrent one (rcl_domain_free() racing
+ * an explicit stop) waits on fcond until the joiner has cleared fl_running:
+ * joining a thread twice is undefined (glibc's second join never returns).
+ * The joiner does not hold flock across the join, so that a write callback
+ * calling rcl_domain_flusher_start() gets -EBUSY (fl_running is still set)
+ * instead of a deadlock.  Stopping (fl_running with fl_stop set) counts as
+ * no thread for requests (flusher_owns_requests()): the thread's own are
+ * dropped here, and those made until the join is done go to the
+ * application's flusher or nowhere, as when no thread runs, instead of
+ * being queued for a thread that will not serve them.
+ */
 RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 {
 	pthread_t t;
@@ -709,15 +748,30 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 		pthread_mutex_unlock(&d->flock);
 		return 0;
 	}
+	if (atomic_load(&d->fl_stop)) {
+		/*
+		 * Another stopper joins: wait until it is done (or until a
+		 * start after it made a new thread: this stop came first).
+		 */
+		while (d->fl_running && atomic_load(&d->fl_stop))
+			d->clock->wait(d->clock->ctx, &d->fcond, &d->flock,
+				       RCL_CLOCK_FOREVER);
+		pthread_mutex_unlock(&d->flock);
+		return 0;
+	}
 	atomic_store(&d->fl_stop, true);
 	t = d->fl_thread;
+	/* The thread's requests: it serves none after this batch. */
+	d->inflight = d->pending = false;
+	atomic_store(&d->flush_busy, false);
 	pthread_cond_broadcast(&d->fcond);
 	pthread_mutex_unlock(&d->flock);
+	/* Idle now: a throttled writer may ask again (the application). */
+	rcl__domain_dirty_wake(d);
 	pthread_join(t, NULL);
 	pthread_mutex_lock(&d->flock);
 	d->fl_running = false;
-	d->inflight = d->pending = false;
-	atomic_store(&d->flush_busy, false);
+	pthread_cond_broadcast(&d->fcond);	/* other stoppers */
 	pthread_mutex_unlock(&d->flock);
 	return 0;
 }

@@ -288,11 +288,19 @@ void rcl__lruvec_apply_locked(struct rcl_lruvec *lv, struct rcl_lru_node *n,
 			}
 		}
 	} else {
-		/* A queued activation: still inactive and evictable? */
-		if (node_on(lv, f, F_LISTED) && (f & F_WANT_ACT) &&
-		    !(f & (F_ACTIVE | F_UNEVICTABLE))) {
-			activate_locked(lv, n, f, F_QUEUED | F_WANT_ACT);
-			return;
+		/*
+		 * A queued activation: still inactive and evictable?  The
+		 * entry is dropped by CAS: mark_accessed() may re-arm a stale
+		 * entry (set WANT_ACT) between our load and the clear.
+		 */
+		for (;;) {
+			if (node_on(lv, f, F_LISTED) && (f & F_WANT_ACT) &&
+			    !(f & (F_ACTIVE | F_UNEVICTABLE))) {
+				activate_locked(lv, n, f, F_QUEUED | F_WANT_ACT);
+				return;
+			}
+			if (node_cas(n, &f, f & ~(F_QUEUED | F_WANT_ACT)))
+				return;
 		}
 	}
 	atomic_fetch_and_explicit(&n->__flags, ~(F_QUEUED | F_WANT_ACT),

@@ -120,9 +120,14 @@ static int scan_targets(const struct rcl_lruvec *lv, int priority,
 	}
 
 	if (priority == 0) {
-		/* Close to the end: scan every type equally (SCAN_EQUAL). */
-		for (t = 0; t < n; t++)
-			fp[t] = nonempty[t];
+		/*
+		 * Close to the end: every list whole (SCAN_EQUAL: the kernel
+		 * applies no fraction), so that no list is left unscanned -
+		 * a share of 1/N of a list of fewer than N objects is none.
+		 */
+		for (l = 0; l < 2 * n; l++)
+			targets[l] = rcl__protected_size(size[l], prot, usage);
+		return 0;
 	} else {
 		bias_weights(lv, swappiness, w);
 		for (t = 0; t < n; t++) {

@@ -744,7 +744,14 @@ static void trace_event(struct rcl_shrinker *s, const struct shrink_args *a,
 	ev->name = s->name;
 	ev->partition = a->partition;
 	ev->priority = a->priority;
-	s->reg->trace(s->reg->trace_arg, ev);
+	{
+		/* A callback too: free() of @s from it must not wait for itself. */
+		struct cb_frame f = { s, tls_frames };
+
+		tls_frames = &f;
+		s->reg->trace(s->reg->trace_arg, ev);
+		tls_frames = f.up;
+	}
 }
 
 /*

@@ -416,6 +416,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 	const struct rcl_lruvec *pl = tls_pass_lv;
 	unsigned i, high = atomic_load(&d->high);
 	struct rcl_shrink_result res = { 0 };
+	bool throttle = false;	/* a batch was all under writeback */
 
 	rcl__tls_pass_domain = d;
 	for (i = 0; i < high; i++) {
@@ -458,19 +459,22 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 				 */
 				uint64_t nr = 0;
 
-				if (d->flush_policy == RCL_FLUSH_PROPORTIONAL)
-					nr = RCL_MAX(sc.nr_unqueued_dirty,
-						     (sc.nr_to_reclaim *
-							      sc.nr_unqueued_dirty +
-						      sc.nr_taken - 1) /
-							     RCL_MAX(sc.nr_taken, 1));
+				if (d->flush_policy == RCL_FLUSH_PROPORTIONAL) {
+					/* ceil(goal x dirty / taken), in 128 bits */
+					u128 q = ((u128)sc.nr_to_reclaim *
+							  sc.nr_unqueued_dirty +
+						  sc.nr_taken - 1) /
+						 RCL_MAX(sc.nr_taken, 1);
+
+					nr = q > UINT64_MAX ? UINT64_MAX
+							    : (uint64_t)q;
+					nr = RCL_MAX(sc.nr_unqueued_dirty, nr);
+				}
 				rcl__domain_flush_request(d, nr,
 							  RCL_FLUSH_VMSCAN);
 			}
-			if (sc.nr_writeback_batches &&
-			    (context & RCL_CTX_MAY_BLOCK) &&
-			    rcl__tls_flusher_of != d)
-				rcl__domain_throttle_writeback(d);
+			if (sc.nr_writeback_batches)
+				throttle = true;
 			ps->sc.nr_scanned += sc.nr_scanned;
 			ps->sc.nr_reclaimed += sc.nr_reclaimed;
 			ps->sc.weight_reclaimed += sc.weight_reclaimed;
@@ -483,6 +487,18 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 		}
 		slot_put(d, s);
 	}
+	/*
+	 * A batch all under writeback: wait for writeback to make progress,
+	 * once for the pass over this partition's lruvecs (the kernel's
+	 * reclaim_throttle() in shrink_node()), not once per lruvec (up to
+	 * 13 x 100 ms a charge per lruvec), and with no slot pinned, so that
+	 * a detach does not wait behind it.  Not the threads that do the
+	 * writing: the flusher, and a write callback of
+	 * rcl_domain_writeback_all().
+	 */
+	if (throttle && (context & RCL_CTX_MAY_BLOCK) &&
+	    rcl__tls_flusher_of != d && rcl__tls_writing_of != d)
+		rcl__domain_throttle_writeback(d);
 	/*
 	 * Slab-like caches feel the same pressure, after the LRUs.  What
 	 * they free counts toward the goal (the kernel's reclaim_state): if
@@ -826,6 +842,13 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
 	return err;
 }
 
+/*
+ * One stopper joins the thread; a concurrent one (rcl_domain_free() racing
+ * an explicit stop) waits on cond until the joiner has cleared running:
+ * joining a thread twice is undefined (glibc's second join never returns).
+ * The lock is not held across the join: the thread's callbacks may take it
+ * (rcl_domain_reclaimer_start() from one gets -EBUSY, running is still set).
+ */
 RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 {
 	pthread_t t;
@@ -839,6 +862,17 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 		pthread_mutex_unlock(&d->lock);
 		return 0;
 	}
+	if (d->stop) {
+		/*
+		 * Another stopper joins: wait until it is done (or until a
+		 * start after it made a new thread: this stop came first).
+		 */
+		while (d->running && d->stop)
+			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
+				       RCL_CLOCK_FOREVER);
+		pthread_mutex_unlock(&d->lock);
+		return 0;
+	}
 	d->stop = true;
 	t = d->thread;
 	pthread_cond_broadcast(&d->cond);
@@ -847,6 +881,7 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 	pthread_mutex_lock(&d->lock);
 	d->running = false;
 	atomic_store(&d->wake_pending, false);
+	pthread_cond_broadcast(&d->cond);	/* other stoppers */
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }

@@ -231,6 +231,18 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 			uint64_t distance = (now - shadow) & CLOCK_MASK;
 			uint64_t in, act, objs;
 
+			/*
+			 * A shrink pass stamps each shadow with the clock as
+			 * it will be once the pass's evictions are counted, and
+			 * counts them when the pass ends: a refault in between
+			 * (from a later evict callback of the pass, or another
+			 * thread) meets a shadow ahead of the clock, by less
+			 * than a pass.  It was evicted just now: distance 0,
+			 * not the 2^44 the wrap would make of it.
+			 */
+			if (distance > CLOCK_MASK / 2)
+				distance = 0;
+
 			objs = rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), &in) +
 			       rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), &act);
 			if (distance <= workingset_size(lv, type))

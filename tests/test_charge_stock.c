@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -675,6 +676,165 @@ static void *cs_monitor_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A large strict charge that fits without stocks must fit with them while
+ * another thread refills its stock.  The charge decides on the usage it
+ * reads (drains the stocks when tight, then commits); a stock refilled in
+ * between used to take the room it had counted on: with a budget of 1 MiB
+ * and charges of the budget less 100 while the other thread charges and
+ * uncharges 1 byte (never holding more than 1 without stocks), 97 % of the
+ * large charges failed.  Now none does: no stock is taken while an
+ * unstocked charge decides.
+ */
+#define TIGHT_BUDGET (1u << 20)
+
+static struct rcl_domain *tight_dom;
+static atomic_bool tight_done;
+static atomic_long tight_small;
+
+static void *tight_small_charger(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&tight_done)) {
+		if (rcl_domain_charge(tight_dom, 1, RCL_CTX_CAPABLE, NULL) == 0)
+			rcl_domain_uncharge(tight_dom, 1);
+		atomic_fetch_add(&tight_small, 1);
+	}
+	return NULL;
+}
+
+static void test_concurrent_large_charge_fits_as_unstocked(void **state)
+{
+	struct rcl_domain_config cfg = {
+		.budget = TIGHT_BUDGET,
+		.mode = RCL_CHARGE_STRICT,
+		.charge_stock = TIGHT_BUDGET / 64,
+	};
+	const char *env = getenv("RCL_STRESS_OPS");
+	unsigned i, n = env ? (unsigned)strtoul(env, NULL, 10) : 20000;
+	unsigned fails = 0;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&cfg, &tight_dom), 0);
+	atomic_store(&tight_done, false);
+	assert_int_equal(pthread_create(&t, NULL, tight_small_charger, NULL), 0);
+	for (i = 0; i < n; i++) {
+		if (rcl_domain_charge(tight_dom, TIGHT_BUDGET - 100,
+				      RCL_CTX_CAPABLE, NULL) == 0)
+			rcl_domain_uncharge(tight_dom, TIGHT_BUDGET - 100);
+		else
+			fails++;
+	}
+	atomic_store(&tight_done, true);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	print_message("large charges %u, failed %u; small charges %ld\n", n,
+		      fails, atomic_load(&tight_small));
+	assert_int_equal(fails, 0);
+	assert_int_equal(vmstat(tight_dom).charge_failures, 0);
+	assert_int_equal(rcl_domain_drain_stocks(tight_dom), 0);
+	assert_int_equal(rcl_domain_usage(tight_dom), 0);
+	assert_int_equal(rcl_domain_free(tight_dom), 0);
+}
+
+/*
+ * fork() while another thread is inside an unstocked charge's window (here
+ * held in an evict callback of its direct reclaim): the child has no thread
+ * to close that window, which used to refuse every stock in the child for
+ * ever.  The window is void in the child: a 1-byte charge there refills a
+ * stock (usage moves by a whole stock, not by 1).
+ */
+#define FT_BUDGET (1u << 20)
+
+static struct rcl_domain *ft_dom;
+static struct rcl_lruvec ft_lv;
+static struct rcl_lru_node ft_nodes[64];
+static atomic_bool ft_in_cb, ft_release;
+
+static enum rcl_evict_status ft_evict(struct rcl_lru_node *n,
+				      struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	atomic_store(&ft_in_cb, true);
+	while (!atomic_load(&ft_release))
+		sched_yield();
+	return RCL_EVICT_BUSY;
+}
+
+static const struct rcl_lruvec_ops ft_ops = { .evict = ft_evict };
+
+static void *ft_big(void *arg)
+{
+	(void)arg;
+	/* Leaves headroom below low: unstocked, reclaims (and fails). */
+	rcl_domain_charge(ft_dom, FT_BUDGET - 10, RCL_CTX_CAPABLE, NULL);
+	return NULL;
+}
+
+/* What a 1-byte charge moves usage by, from drained stocks. */
+static uint64_t ft_probe(void)
+{
+	uint64_t u0, moved;
+
+	if (rcl_domain_drain_stocks(ft_dom))
+		return 0;
+	u0 = rcl_domain_usage(ft_dom);
+	if (rcl_domain_charge(ft_dom, 1, RCL_CTX_CAPABLE, NULL))
+		return 0;
+	moved = rcl_domain_usage(ft_dom) - u0;
+	rcl_domain_uncharge(ft_dom, 1);
+	rcl_domain_drain_stocks(ft_dom);
+	return moved;
+}
+
+static void test_fork_child_not_held_by_parent_window(void **state)
+{
+	struct rcl_domain_config cfg = {
+		.budget = FT_BUDGET,
+		.mode = RCL_CHARGE_STRICT,
+		.charge_stock = FT_BUDGET / 64,
+	};
+	struct rcl_lruvec_config lc = { .ops = &ft_ops };
+	pthread_t t;
+	pid_t pid;
+	int i, st;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&cfg, &ft_dom), 0);
+	assert_int_equal(rcl_lruvec_init(&ft_lv, &lc), 0);
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&ft_nodes[i]);
+		assert_int_equal(rcl_lruvec_add(&ft_lv, &ft_nodes[i], RCL_LRU_FILE,
+						1, RCL_LRU_ADD_NOBATCH),
+				 0);
+	}
+	assert_int_equal(rcl_domain_attach(ft_dom, &ft_lv, 0), 0);
+	assert_int_equal(rcl_domain_charge(ft_dom, 64, RCL_CTX_CAPABLE, NULL), 0);
+	assert_true(ft_probe() > 1);	/* a stock refill */
+	atomic_store(&ft_in_cb, false);
+	atomic_store(&ft_release, false);
+	assert_int_equal(pthread_create(&t, NULL, ft_big, NULL), 0);
+	while (!atomic_load(&ft_in_cb))
+		sched_yield();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(ft_probe() > 1 ? 0 : 1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&ft_release, true);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(ft_probe() > 1);	/* and the parent's window closed */
+	assert_int_equal(rcl_domain_detach(ft_dom, &ft_lv), 0);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(rcl_lruvec_del(&ft_lv, &ft_nodes[i]), 0);
+	assert_int_equal(rcl_lruvec_destroy(&ft_lv), 0);
+	rcl_domain_uncharge(ft_dom, 64);
+	assert_int_equal(rcl_domain_free(ft_dom), 0);
+}
+
 static void test_concurrent_strict_never_over_budget(void **state)
 {
 	struct cs_ctx c;
@@ -726,6 +886,8 @@ int main(void)
 		cmocka_unit_test(test_soft_overshoot_and_overflow_as_unstocked),
 		cmocka_unit_test(test_reclaim_sees_stocked_memory),
 		cmocka_unit_test(test_wakeup_sees_stocked_memory),
+		cmocka_unit_test(test_fork_child_not_held_by_parent_window),
+		cmocka_unit_test(test_concurrent_large_charge_fits_as_unstocked),
 		cmocka_unit_test(test_concurrent_strict_never_over_budget),
 	};
 

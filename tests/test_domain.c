@@ -373,6 +373,56 @@ static void test_domain_watermarks_default_formula(void **state)
 }
 
 /*
+ * Budgets near 2^64 with large scale factors: min + 2 x gap used to wrap
+ * around 64 bits and skip the fallback, leaving min > low or low > high.
+ * Every level stays ordered and within the budget, for a root and for a
+ * child without a limit (budget 0: no limit, UINT64_MAX).
+ */
+static void test_domain_watermarks_huge_budgets(void **state)
+{
+	static const uint64_t budgets[] = {
+		UINT64_MAX, UINT64_MAX / 4 * 3, 1ull << 63, 1ull << 60,
+		UINT64_MAX / 10000 + 1,
+	};
+	static const unsigned scales[] = { 1, 10, 1000, 3000, 5000, 6000,
+					   9999, 10000 };
+	size_t b, s;
+
+	(void)state;
+	for (b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+		for (s = 0; s < sizeof(scales) / sizeof(scales[0]); s++) {
+			struct rcl_domain_config cfg = {
+				.budget = budgets[b],
+				.watermark_scale_factor = scales[s],
+			};
+			struct rcl_domain *d = dom_new_cfg(&cfg), *c;
+			struct rcl_domain_config cc = {
+				.parent = d,
+				.watermark_scale_factor = scales[s],
+			};
+			struct rcl_watermarks wm = wmarks(d);
+
+			if (!(wm.min < wm.low && wm.low < wm.high &&
+			      wm.high <= budgets[b]))
+				fail_msg("budget %llu scale %u: unordered %llu/%llu/%llu",
+					 (unsigned long long)budgets[b], scales[s],
+					 (unsigned long long)wm.min,
+					 (unsigned long long)wm.low,
+					 (unsigned long long)wm.high);
+			assert_int_equal(rcl_domain_new(&cc, &c), 0);
+			wm = wmarks(c);
+			if (!(wm.min < wm.low && wm.low < wm.high))
+				fail_msg("child, scale %u: unordered %llu/%llu/%llu",
+					 scales[s], (unsigned long long)wm.min,
+					 (unsigned long long)wm.low,
+					 (unsigned long long)wm.high);
+			assert_int_equal(rcl_domain_free(c), 0);
+			assert_int_equal(rcl_domain_free(d), 0);
+		}
+	}
+}
+
+/*
  * A sweep: wherever the documented formula gives ordered watermarks (min <
  * low < high <= budget) the domain has exactly those; and the domain's
  * watermarks are always ordered, as rcl_domain_set_watermarks() requires of
@@ -583,6 +633,31 @@ static void test_domain_charge_below_min_reclaims_directly(void **state)
 	assert_int_equal(rcl_domain_usage(d), tc_cached_weight(&c));
 	tc_check(&c);
 
+	tc_destroy(&c, true);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * A soft charge whose sum with the usage would wrap 64 bits fails with
+ * -EOVERFLOW before anything is reclaimed (domain.h): it used to reclaim
+ * toward a deficit of 2^64 - 1, evicting the whole cache, and then either
+ * fail or, with the cache gone, admit a charge of almost 2^64.
+ */
+static void test_domain_soft_overflow_reclaims_nothing(void **state)
+{
+	struct rcl_domain *d = dom_new(100000, RCL_CHARGE_SOFT, NULL);
+	struct tcache c;
+
+	(void)state;
+	tc_init(&c, d, 100, W, 0);
+	tc_fill(&c, 100, RCL_CTX_CAPABLE, 0);
+	assert_int_equal(rcl_domain_charge(d, UINT64_MAX - rcl_domain_usage(d) + 1,
+					   RCL_CTX_CAPABLE, NULL),
+			 -EOVERFLOW);
+	assert_int_equal(atomic_load(&c.evicted), 0);
+	assert_int_equal(vmstat(d).allocstall, 0);
+	assert_int_equal(tc_cached(&c), 100);
+	assert_int_equal(rcl_domain_usage(d), tc_cached_weight(&c));
 	tc_destroy(&c, true);
 	assert_int_equal(rcl_domain_free(d), 0);
 }
@@ -2289,6 +2364,106 @@ static void test_domain_reclaimer_stop_from_own_callback(void **state)
 	dom_free(d, fc);
 }
 
+/*
+ * Two threads stop the running reclaimer at once, while its evict callback
+ * is held: one joins the thread, the other waits for it (it is then the
+ * fake clock's only waiter: the reclaimer itself is inside its callback),
+ * and both return 0 with the callback no longer running.  Joining the
+ * thread twice is undefined; glibc's second join never returned.  A start
+ * while the stop is under way is -EBUSY.
+ */
+static atomic_int dbl_active, dbl_hold, dbl_held;
+
+static void dbl_hook(struct tcache *c, struct tobj *o,
+		     struct rcl_evict_control *ctl)
+{
+	(void)c;
+	(void)o;
+	(void)ctl;
+	atomic_fetch_add(&dbl_active, 1);
+	if (!atomic_exchange(&dbl_held, 1))
+		while (atomic_load(&dbl_hold))
+			sched_yield();
+	atomic_fetch_sub(&dbl_active, 1);
+}
+
+struct dbl_stop {
+	struct rcl_domain *d;
+	atomic_int ret, done;
+};
+
+static void *dbl_stop_main(void *arg)
+{
+	struct dbl_stop *s = arg;
+
+	atomic_store(&s->ret, rcl_domain_reclaimer_stop(s->d));
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+static void spin_until(atomic_int *v, int want, const char *what)
+{
+	unsigned long i;
+
+	for (i = 0; i < SPIN_MAX && atomic_load(v) != want; i++)
+		sched_yield();
+	if (atomic_load(v) != want)
+		fail_msg("timed out waiting for %s", what);
+}
+
+static void test_domain_reclaimer_concurrent_stop(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d = dom_new(100000, RCL_CHARGE_STRICT, fc);
+	struct dbl_stop s[2];
+	pthread_t t[2];
+	struct tcache c;
+	unsigned long k;
+	unsigned i;
+
+	(void)state;
+	atomic_store(&dbl_active, 0);
+	atomic_store(&dbl_held, 0);
+	atomic_store(&dbl_hold, 1);
+	tc_init(&c, d, 1000, W, 0);
+	tc_fill(&c, 900, RCL_CTX_CAPABLE, 0);
+	atomic_store(&c.hook, dbl_hook);
+	assert_int_equal(rcl_domain_reclaimer_start(d), 0);
+	wait_idle(d, fc);
+	tc_fill(&c, 990, RCL_CTX_CAPABLE, 0);	/* below low: it runs */
+	spin_until(&dbl_active, 1, "the held evict callback");
+
+	for (i = 0; i < 2; i++) {
+		s[i].d = d;
+		atomic_store(&s[i].ret, 1);
+		atomic_store(&s[i].done, 0);
+		assert_int_equal(pthread_create(&t[i], NULL, dbl_stop_main,
+						&s[i]), 0);
+	}
+	/* One stopper joins, the other waits for it on the clock. */
+	for (k = 0; k < SPIN_MAX && rcl_fake_clock_waiters(fc) != 1; k++)
+		sched_yield();
+	assert_int_equal(rcl_fake_clock_waiters(fc), 1);
+	assert_int_equal(atomic_load(&s[0].done) + atomic_load(&s[1].done), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(d), -EBUSY);
+
+	atomic_store(&dbl_hold, 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(atomic_load(&s[i].ret), 0);
+	}
+	assert_int_equal(atomic_load(&dbl_active), 0);
+	assert_int_equal(rcl_fake_clock_waiters(fc), 0);
+	assert_int_equal(rcl_domain_reclaimer_stop(d), 0);	/* not running */
+	/* It can be started again. */
+	atomic_store(&c.hook, NULL);
+	assert_int_equal(rcl_domain_reclaimer_start(d), 0);
+	wait_idle(d, fc);
+	assert_int_equal(rcl_domain_reclaimer_stop(d), 0);
+	tc_destroy(&c, true);
+	dom_free(d, fc);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Small functions and NULL arguments                                         */
 /* ------------------------------------------------------------------------- */
@@ -2658,10 +2833,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_domain_watermarks_default_formula),
 		cmocka_unit_test(test_domain_watermarks_sweep),
+		cmocka_unit_test(test_domain_watermarks_huge_budgets),
 		cmocka_unit_test(test_domain_set_budget_recomputes_watermarks),
 		cmocka_unit_test(test_domain_set_watermarks_validates_and_applies),
 		cmocka_unit_test(test_domain_charge_above_low_then_below_low),
 		cmocka_unit_test(test_domain_charge_below_min_reclaims_directly),
+		cmocka_unit_test(test_domain_soft_overflow_reclaims_nothing),
 		cmocka_unit_test(test_domain_charge_without_may_block_does_not_reclaim),
 		cmocka_unit_test(test_domain_charge_far_over_budget_reclaims_enough),
 		cmocka_unit_test(test_domain_strict_refuses),
@@ -2691,6 +2868,7 @@ int main(void)
 		cmocka_unit_test(test_domain_new_errors),
 		cmocka_unit_test(test_domain_reclaimer_start_stop),
 		cmocka_unit_test(test_domain_reclaimer_stop_from_own_callback),
+		cmocka_unit_test(test_domain_reclaimer_concurrent_stop),
 		cmocka_unit_test(test_domain_null_and_small_functions),
 		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_in_charge),
 		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_explicit),

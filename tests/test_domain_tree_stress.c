@@ -651,11 +651,150 @@ static void test_domain_tree_stress_tree_stocks(void **state)
 	tree_teardown();
 }
 
+/*
+ * Freeing a child while another thread reclaims the tree: a root's pass
+ * sweeps the children under the tree lock, and rcl_domain_free() used to
+ * free the child's shrinker registry before unlinking the child, so the
+ * sweep could shrink a freed registry (ASan: heap-use-after-free).  The
+ * child is charged, so that the sweep does visit it.
+ */
+static struct rcl_domain *fc_root;
+static atomic_bool fc_done;
+static atomic_long fc_passes;
+
+static void *fc_reclaimer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&fc_done)) {
+		rcl_domain_reclaim(fc_root, 32, RCL_CTX_CAPABLE, NULL);
+		atomic_fetch_add(&fc_passes, 1);
+	}
+	return NULL;
+}
+
+static void test_domain_tree_free_child_while_reclaimed(void **state)
+{
+	struct rcl_domain_config rc = { .budget = 1 << 20 };
+	unsigned i, n = ops_per_thread(20000);
+	pthread_t t;
+
+	(void)state;
+	T_EQ(rcl_domain_new(&rc, &fc_root), 0);
+	T_EQ(pthread_create(&t, NULL, fc_reclaimer, NULL), 0);
+	for (i = 0; i < n; i++) {
+		struct rcl_domain_config cc = { .parent = fc_root };
+		struct rcl_domain *c;
+
+		T_EQ(rcl_domain_new(&cc, &c), 0);
+		T_EQ(rcl_domain_charge(c, 100, RCL_CTX_CAPABLE, NULL), 0);
+		T_EQ(rcl_domain_free(c), 0);
+	}
+	atomic_store(&fc_done, true);
+	T_EQ(pthread_join(t, NULL), 0);
+	/* What the freed children held left the root with them. */
+	T_EQ(rcl_domain_usage(fc_root), 0);
+	print_message("free while reclaimed: %u children, %ld passes\n", n,
+		      atomic_load(&fc_passes));
+	T_EQ(rcl_domain_free(fc_root), 0);
+}
+
+/*
+ * Detach from a callback of another domain's pass while a pass is inside the
+ * lruvec: refused (-EDEADLK), not waited for, since that pass's callback may
+ * be waiting for ours (two callbacks detaching each other's lruvec hung for
+ * ever).  Two unrelated domains: thread 1's pass of B stops in B's evict
+ * callback (B's lruvec pinned) until thread 2's pass of A, from A's evict
+ * callback, has tried to detach B's lruvec.  Afterwards, outside any
+ * callback, the detach succeeds.
+ */
+static struct rcl_domain *dx_dom[2];
+static struct rcl_lruvec dx_lv[2];
+static struct rcl_lru_node dx_node[2][8];
+static pthread_barrier_t dx_in, dx_out;
+static _Thread_local int dx_me = -1;
+static int dx_ret = 99;
+
+static enum rcl_evict_status dx_evict(struct rcl_lru_node *n,
+				      struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	if (dx_me == 1) {		/* B's pass: hold B's lruvec */
+		dx_me = -1;
+		pthread_barrier_wait(&dx_in);
+		pthread_barrier_wait(&dx_out);
+	} else if (dx_me == 0) {	/* A's pass: detach B's */
+		dx_me = -1;
+		dx_ret = rcl_domain_detach(dx_dom[1], &dx_lv[1]);
+	}
+	return RCL_EVICT_BUSY;
+}
+
+static const struct rcl_lruvec_ops dx_ops = { .evict = dx_evict };
+
+static void *dx_worker(void *arg)
+{
+	int me = (int)(long)arg;
+
+	if (me == 0)
+		pthread_barrier_wait(&dx_in);	/* B's pass is inside B's lruvec */
+	dx_me = me;
+	rcl_domain_reclaim(dx_dom[me], 4, RCL_CTX_CAPABLE, NULL);
+	if (me == 0)
+		pthread_barrier_wait(&dx_out);
+	return NULL;
+}
+
+static void test_domain_detach_from_other_pass_refused(void **state)
+{
+	struct rcl_lruvec_config lc = { .ops = &dx_ops };
+	pthread_t t[2];
+	int i, j;
+
+	(void)state;
+	T_EQ(pthread_barrier_init(&dx_in, NULL, 2), 0);
+	T_EQ(pthread_barrier_init(&dx_out, NULL, 2), 0);
+	for (i = 0; i < 2; i++) {
+		struct rcl_domain_config rc = { .budget = 1 << 20 };
+
+		T_EQ(rcl_domain_new(&rc, &dx_dom[i]), 0);
+		T_EQ(rcl_lruvec_init(&dx_lv[i], &lc), 0);
+		for (j = 0; j < 8; j++) {
+			rcl_lru_node_init(&dx_node[i][j]);
+			T_EQ(rcl_lruvec_add(&dx_lv[i], &dx_node[i][j],
+					    RCL_LRU_FILE, 1,
+					    RCL_LRU_ADD_NOBATCH),
+			     0);
+		}
+		T_EQ(rcl_domain_attach(dx_dom[i], &dx_lv[i], 0), 0);
+		T_EQ(rcl_domain_charge(dx_dom[i], 8, RCL_CTX_CAPABLE, NULL), 0);
+	}
+	for (i = 0; i < 2; i++)
+		T_EQ(pthread_create(&t[i], NULL, dx_worker, (void *)(long)i), 0);
+	for (i = 0; i < 2; i++)
+		T_EQ(pthread_join(t[i], NULL), 0);
+	T_EQ(dx_ret, -EDEADLK);
+	/* Refused with nothing done: still attached, detached from here. */
+	T_EQ(rcl_domain_detach(dx_dom[1], &dx_lv[1]), 0);
+	T_EQ(rcl_domain_detach(dx_dom[0], &dx_lv[0]), 0);
+	for (i = 0; i < 2; i++) {
+		for (j = 0; j < 8; j++)
+			T_EQ(rcl_lruvec_del(&dx_lv[i], &dx_node[i][j]), 0);
+		T_EQ(rcl_lruvec_destroy(&dx_lv[i]), 0);
+		rcl_domain_uncharge(dx_dom[i], 8);
+		T_EQ(rcl_domain_free(dx_dom[i]), 0);
+	}
+	pthread_barrier_destroy(&dx_in);
+	pthread_barrier_destroy(&dx_out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_domain_tree_stress_charges),
 		cmocka_unit_test(test_domain_tree_stress_tree_stocks),
+		cmocka_unit_test(test_domain_tree_free_child_while_reclaimed),
+		cmocka_unit_test(test_domain_detach_from_other_pass_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2128,6 +2128,86 @@ static void test_flusher_dirty_thresholds_clamped(void **state)
 	mock_fini(&m);
 }
 
+/*
+ * Thresholds that round down to 0 (budget 4 at the default 20 %: 4 / 5;
+ * budget 50 with dirty_ratio 1, background half of it): with nothing dirty
+ * the domain is not "above the hard threshold", so
+ * rcl_domain_balance_dirty() returns 0 at once (it used to wait the whole
+ * timeout and return -ETIMEDOUT), and no flush of nothing is requested.
+ * One dirty object is above them: it asks for a flush and throttles.  The
+ * call runs in a thread: a wrong wait would show as a fake-clock waiter,
+ * not as a hang.
+ */
+static void balance_returns_at_once(struct rcl_domain *d,
+				    struct rcl_fake_clock *fc)
+{
+	struct bal b;
+	pthread_t t;
+
+	bal_start(&b, &t, d);
+	WAIT_FOR(atomic_load(&b.done) || rcl_fake_clock_waiters(fc) == 1);
+	if (!atomic_load(&b.done))	/* let it out before failing */
+		rcl_fake_clock_advance(fc, 100 * RCL_NSEC_PER_MSEC);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&b.ret), 0);
+	assert_int_equal(vmstat(d).dirty_throttled, 0);
+}
+
+static void test_flusher_dirty_thresholds_zero(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain_config cfg = { .budget = 50, .dirty_ratio = 1 };
+	struct rcl_domain *d;
+	struct fcache c;
+	struct bal b;
+	struct mock m;
+	pthread_t t;
+
+	(void)state;
+	/* Budget 4, default ratios: both thresholds 0. */
+	mock_init(&m);
+	d = dom_make(4, fc, &m, RCL_FLUSH_ALL, 0);
+	fc_init(&c, d, 2, 1, false, true);
+	fc_fill(&c, 2);
+	DOM_STATS(d, 0, 0, 0, 0);
+	balance_returns_at_once(d, fc);
+	assert_int_equal(rcl_domain_balance_dirty(d, RCL_CTX_MAY_IO), 0);
+	assert_int_equal(mock_n(&m), 0);
+	assert_int_equal(vmstat(d).flush_requests, 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+
+	/* Budget 50, dirty_ratio 1: both thresholds 0 as well. */
+	fc = fclock_new();
+	mock_init(&m);
+	cfg.clock = rcl_fake_clock_clock(fc);
+	d = dom_cfg(&cfg, &m);
+	fc_init(&c, d, 2, 1, false, true);
+	fc_fill(&c, 2);
+	balance_returns_at_once(d, fc);
+	assert_int_equal(mock_n(&m), 0);
+	assert_int_equal(vmstat(d).flush_requests, 0);
+
+	/* Weight 1 dirty is above both: a request, and a throttle. */
+	set_dirty(&c, 0);
+	assert_int_equal(mock_n(&m), 1);
+	REQ_EQ(&m, 0, 0, RCL_FLUSH_BACKGROUND, 1);
+	bal_start(&b, &t, d);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(vmstat(d).dirty_throttled, 1);
+	wb_start(&c, 0);
+	wb_end(&c, 0, 0);		/* 0: not above 0 */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&b.ret), 0);
+	assert_int_equal(vmstat(d).dirty_throttle_timeouts, 0);
+	while (mock_n(&m) > atomic_load(&m.acks))
+		assert_int_equal(mock_ack(&m, (unsigned)atomic_load(&m.acks)), 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 8. Throttling of reclaimers on writeback                                   */
 /* ------------------------------------------------------------------------- */
@@ -2879,6 +2959,114 @@ static void test_flusher_thread_own_callbacks(void **state)
 	dom_free(d, fc);
 }
 
+/*
+ * Two threads stop the running flusher at once, while its write callback is
+ * held: one joins the thread, the other waits for it (it is then the fake
+ * clock's only waiter: the thread itself is inside its callback), and both
+ * return 0 with the callback no longer running.  Joining the thread twice
+ * is undefined; glibc's second join never returned.  While the stop is
+ * under way, a request goes to the application's flusher, as with no
+ * thread (not queued for the thread, then dropped), and it is still in
+ * flight once the stop is done; the held write callback's
+ * rcl_domain_flusher_start() gets -EBUSY, not a deadlock.
+ */
+static atomic_int dbl_active, dbl_start_ret;
+static struct rcl_domain *dbl_d;
+
+static int dbl_write(void *priv, struct rcl_lru_node *node)
+{
+	int err;
+
+	atomic_fetch_add(&dbl_active, 1);
+	err = mock_write(priv, node);	/* waits while w.hold is set */
+	atomic_store(&dbl_start_ret,
+		     rcl_domain_flusher_start(dbl_d, &wops, priv, 0));
+	atomic_fetch_sub(&dbl_active, 1);
+	return err;
+}
+
+static const struct rcl_writeback_ops dbl_ops = { dbl_write, mock_sync };
+
+struct dbl_stop {
+	struct rcl_domain *d;
+	atomic_int ret, done;
+};
+
+static void *dbl_stop_main(void *arg)
+{
+	struct dbl_stop *s = arg;
+
+	atomic_store(&s->ret, rcl_domain_flusher_stop(s->d));
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+static void test_flusher_thread_concurrent_stop(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d;
+	struct dbl_stop s[2];
+	pthread_t t[2];
+	struct fcache c;
+	struct wctx w;
+	struct mock m;
+	unsigned i;
+
+	(void)state;
+	mock_init(&m);
+	d = dom_make(HUGE_BUDGET, fc, &m, RCL_FLUSH_ALL, 0);
+	dbl_d = d;
+	atomic_store(&dbl_active, 0);
+	atomic_store(&dbl_start_ret, 1);
+	fc_init(&c, d, 4, 1, false, true);
+	fc_fill(&c, 4);
+	set_dirty(&c, 0);
+	set_dirty(&c, 1);
+	wctx_init(&w, W_FLUSHER);
+	atomic_store(&w.hold, 1);
+	assert_int_equal(rcl_domain_flusher_start(d, &dbl_ops, &w, 1), 0);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(atomic_load(&dbl_active) == 1);	/* held in the write */
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 0);
+
+	for (i = 0; i < 2; i++) {
+		s[i].d = d;
+		atomic_store(&s[i].ret, 1);
+		atomic_store(&s[i].done, 0);
+		assert_int_equal(pthread_create(&t[i], NULL, dbl_stop_main,
+						&s[i]), 0);
+	}
+	/* One stopper joins, the other waits for it on the clock. */
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(atomic_load(&s[0].done) + atomic_load(&s[1].done), 0);
+	/* Stopping: the application's flusher gets the request. */
+	assert_int_equal(mock_n(&m), 0);
+	assert_int_equal(rcl_domain_flush(d, 7), 0);
+	assert_int_equal(mock_n(&m), 1);
+	REQ_EQ(&m, 0, 7, RCL_FLUSH_SYNC, 2);
+
+	atomic_store(&w.hold, 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(atomic_load(&s[i].ret), 0);
+	}
+	assert_int_equal(atomic_load(&dbl_active), 0);
+	assert_int_equal(atomic_load(&dbl_start_ret), -EBUSY);
+	/* One batch (of 1) was written; the rest of the request left. */
+	assert_int_equal(atomic_load(&w.writes), 1);
+	DOM_STATS(d, 1, 1, 0, 0);
+	assert_int_equal(rcl_fake_clock_waiters(fc), 0);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);	/* not running */
+	/* The request made while stopping is still in flight. */
+	assert_int_equal(mock_ack(&m, 0), 0);
+	assert_int_equal(mock_n(&m), 1);
+
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+}
+
 static void test_flusher_thread_errors(void **state)
 {
 	struct rcl_fake_clock *fc = fclock_new();
@@ -3295,6 +3483,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_dirty_rekick),
 		cmocka_unit_test(test_flusher_dirty_thresholds_configured),
 		cmocka_unit_test(test_flusher_dirty_thresholds_clamped),
+		cmocka_unit_test(test_flusher_dirty_thresholds_zero),
 		cmocka_unit_test(test_flusher_throttle_writeback),
 		cmocka_unit_test(test_flusher_throttle_writeback_drained),
 		cmocka_unit_test(test_flusher_throttle_writeback_two),
@@ -3307,6 +3496,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_writeback_all_error),
 		cmocka_unit_test(test_flusher_writeback_all_vs_flusher),
 		cmocka_unit_test(test_flusher_thread_own_callbacks),
+		cmocka_unit_test(test_flusher_thread_concurrent_stop),
 		cmocka_unit_test(test_flusher_thread_errors),
 		cmocka_unit_test(test_flusher_baseline_reclaim_writes),
 		cmocka_unit_test(test_flusher_dirtied_while_isolated),

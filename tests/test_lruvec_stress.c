@@ -796,6 +796,84 @@ static void test_lruvec_stress_del_wait_vs_remove(void **state)
 	T_EQ(rcl_lruvec_destroy(&wlv), 0);
 }
 
+/*
+ * A batch drain against a second touch that re-arms a stale activation
+ * entry.  Thread B touches N twice (an activation entry in B's batch); A
+ * isolates N, which activates it early and leaves B's entry stale, puts it
+ * back, deactivates it and touches it once; then, while B drains its batch,
+ * A touches N a second time, which re-arms the stale entry (sets WANT_ACT by
+ * CAS).  The drain used to clear the entry blindly after reading it as
+ * stale, losing that second touch: N inactive and unreferenced (7 of
+ * 200,000 rounds in a review's run).  Now the clear is a CAS that sees the
+ * re-arm, and every round ends with N active or referenced.
+ */
+static struct rcl_lruvec rearm_lv;
+static struct rcl_lru_node rearm_node;
+static atomic_long rearm_phase;
+
+static void rearm_wait(long p)
+{
+	while (atomic_load(&rearm_phase) < p)
+		sched_yield();
+}
+
+static void *rearm_b(void *arg)
+{
+	long i, n = (long)arg;
+
+	for (i = 0; i < n; i++) {
+		rearm_wait(4 * i + 1);
+		rcl_lruvec_mark_accessed(&rearm_lv, &rearm_node);
+		rcl_lruvec_mark_accessed(&rearm_lv, &rearm_node);
+		atomic_fetch_add(&rearm_phase, 1);	/* 4i + 2 */
+		rearm_wait(4 * i + 3);
+		rcl_lru_drain_local();
+		atomic_fetch_add(&rearm_phase, 1);	/* 4i + 4 */
+	}
+	return NULL;
+}
+
+static void test_lruvec_stress_drain_keeps_rearmed_touch(void **state)
+{
+	long i, n = ops_per_thread(20000), lost = 0;
+	pthread_t t;
+
+	(void)state;
+	atomic_store(&rearm_phase, 0);
+	T_EQ(rcl_lruvec_init(&rearm_lv, NULL), 0);
+	T_EQ(pthread_create(&t, NULL, rearm_b, (void *)n), 0);
+	for (i = 0; i < n; i++) {
+		struct rcl_lru_isolated iso;
+		unsigned f;
+
+		rcl_lru_node_init(&rearm_node);
+		T_EQ(rcl_lruvec_add(&rearm_lv, &rearm_node, RCL_LRU_FILE, 1,
+				    RCL_LRU_ADD_NOBATCH),
+		     0);
+		atomic_fetch_add(&rearm_phase, 1);	/* 4i + 1 */
+		rearm_wait(4 * i + 2);
+		rcl_lru_isolated_init(&iso);
+		T_EQ(rcl_lruvec_isolate(&rearm_lv, RCL_LRU_LIST(RCL_LRU_FILE, 0),
+					1, &iso),
+		     0);
+		T_EQ(rcl_lruvec_putback(&rearm_lv, &iso), 0);
+		T_EQ(rcl_lruvec_deactivate(&rearm_lv, &rearm_node), 0);
+		T_EQ(rcl_lruvec_mark_accessed(&rearm_lv, &rearm_node), 0);
+		atomic_fetch_add(&rearm_phase, 1);	/* 4i + 3: B drains */
+		T_EQ(rcl_lruvec_mark_accessed(&rearm_lv, &rearm_node), 0);
+		rearm_wait(4 * i + 4);
+		rcl_lru_drain_local();
+		f = rcl_lru_node_flags(&rearm_node);
+		if (!(f & (RCL_LRU_F_ACTIVE | RCL_LRU_F_REFERENCED)))
+			lost++;
+		T_EQ(rcl_lruvec_del(&rearm_lv, &rearm_node), 0);
+	}
+	T_EQ(pthread_join(t, NULL), 0);
+	print_message("re-armed touches: %ld rounds, %ld lost\n", n, lost);
+	T_EQ(lost, 0);
+	T_EQ(rcl_lruvec_destroy(&rearm_lv), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -805,6 +883,7 @@ int main(void)
 		cmocka_unit_test(test_lruvec_stress_object_lifetime_batched),
 		cmocka_unit_test(test_lruvec_stress_isolate_races_second_touch),
 		cmocka_unit_test(test_lruvec_stress_del_wait_vs_remove),
+		cmocka_unit_test(test_lruvec_stress_drain_keeps_rearmed_touch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

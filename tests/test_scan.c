@@ -6,6 +6,9 @@
  * priority 12, the pre-2014 mode for contrast, and the cost model's decay.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -138,12 +141,16 @@ static void test_scan_targets_default_bias(void **state)
 	assert_int_equal(t[FI], 714);
 	assert_int_equal(t[AI], 14);
 
-	/* Priority 0: every type equally (SCAN_EQUAL): half of each list. */
+	/* Priority 0: every list whole (SCAN_EQUAL applies no fraction). */
 	assert_int_equal(rcl_scan_targets(&c->lv, 0, 100, t), 0);
-	assert_int_equal(t[FI], 1500);
-	assert_int_equal(t[FA], 750);
-	assert_int_equal(t[AI], 600);
-	assert_int_equal(t[AA], 300);
+	assert_int_equal(t[FI], 3000);
+	assert_int_equal(t[FA], 1500);
+	assert_int_equal(t[AI], 1200);
+	assert_int_equal(t[AA], 600);
+	/* ... whatever the bias. */
+	assert_int_equal(rcl_scan_targets(&c->lv, 0, 0, t), 0);
+	assert_int_equal(t[FI], 3000);
+	assert_int_equal(t[AI], 1200);
 	cache_free(c);
 }
 
@@ -300,7 +307,7 @@ static void test_scan_nonproportional_mode_for_contrast(void **state)
  */
 static void test_scan_nonproportional_over_reclaims_when_a_type_runs_out(void **state)
 {
-	static const size_t in[2] = { 3000, 80 }, act[2] = { 0, 0 };
+	static const size_t in[2] = { 3000, 40 }, act[2] = { 0, 0 };
 	struct cache *c = cache_new(in, act);
 	struct rcl_scan_control sc = {
 		.nr_to_reclaim = 100, .priority = 0, .swappiness = 100,
@@ -309,16 +316,16 @@ static void test_scan_nonproportional_over_reclaims_when_a_type_runs_out(void **
 
 	(void)state;
 	/*
-	 * Targets file 1500, anon 40.  Rounds: 32 + 32, then 32 + 8 (anon
-	 * done): 104 >= 100.  Anon has 0 left: percentage 0, and file is
-	 * rescaled to all of its 1500.
+	 * Targets at priority 0: every list whole, file 3000, anon 40.
+	 * Rounds: 32 + 32, then 32 + 8 (anon done): 104 >= 100.  Anon has 0
+	 * left: percentage 0, and file is rescaled to all of its 3000.
 	 */
 	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
-	assert_int_equal(c->evicted[RCL_LRU_FILE], 1500);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 3000);
 	assert_int_equal(c->evicted[RCL_LRU_ANON], 40);
 	cache_free(c);
 
-	/* Proportional: chunks 32 and ceil(32 * 40 / 1500) = 1; 33 a round,
+	/* Proportional: chunks 32 and ceil(32 * 40 / 3000) = 1; 33 a round,
 	 * four rounds to pass 100: 128 + 4. */
 	c = cache_new(in, act);
 	sc.flags = 0;
@@ -328,6 +335,139 @@ static void test_scan_nonproportional_over_reclaims_when_a_type_runs_out(void **
 	assert_int_equal(c->evicted[RCL_LRU_ANON], 4);
 	assert_int_equal(sc.nr_reclaimed, 132);
 	cache_free(c);
+}
+
+/*
+ * Lists smaller than the number of types: at priority 0 each is scanned
+ * whole.  An equal share of 1/2 of a one-object list was none, so a cache of
+ * one object of each type could never be reclaimed (a strict charge failed
+ * with every object clean and evictable).
+ */
+static void test_scan_priority_0_reaches_one_object_lists(void **state)
+{
+	static const size_t in[2] = { 1, 1 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control sc = {
+		.nr_to_reclaim = 2, .priority = 0, .swappiness = 100,
+	};
+	uint64_t t[RCL_LRU_NR_LISTS];
+
+	(void)state;
+	assert_int_equal(rcl_scan_targets(&c->lv, 0, 100, t), 0);
+	assert_int_equal(t[FI], 1);
+	assert_int_equal(t[AI], 1);
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 1);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 1);
+	assert_int_equal(sc.nr_reclaimed, 2);
+	cache_free(c);
+}
+
+/*
+ * The writeback throttle of a domain's pass is one wait per pass over a
+ * partition (the kernel's reclaim_throttle() in shrink_node()), not one per
+ * lruvec: four lruvecs whose objects are all under a writeback that never
+ * ends used to make one rcl_domain_reclaim() wait 4 times at each priority
+ * that scans, 100 ms each (each wait ends by its timeout: nothing
+ * completes).  On a fake clock that the test advances while the reclaiming
+ * thread waits, the waits are counted: one per priority that scans.
+ */
+#define WBT_LV 4
+#define WBT_N 64
+
+struct wbt {
+	struct rcl_domain *d;
+	struct rcl_lruvec lv[WBT_LV];
+	struct rcl_lru_node nodes[WBT_LV][WBT_N];
+	struct rcl_reclaim_result res;
+	atomic_bool done;
+};
+
+static enum rcl_evict_status wbt_evict(struct rcl_lru_node *n,
+				       struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	return RCL_EVICT_BUSY;	/* never called: all under writeback */
+}
+
+static const struct rcl_lruvec_ops wbt_ops = { .evict = wbt_evict };
+
+static void *wbt_reclaim(void *arg)
+{
+	struct wbt *w = arg;
+
+	rcl_domain_reclaim(w->d, 32, RCL_CTX_CAPABLE, &w->res);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+static void test_scan_writeback_throttle_once_per_pass(void **state)
+{
+	struct wbt *w = calloc(1, sizeof(*w));
+	struct rcl_fake_clock *fc = NULL;
+	struct rcl_lruvec_config lc = { .ops = &wbt_ops };
+	struct rcl_domain_config dc = { .budget = 1u << 20 };
+	struct rcl_vmstat v;
+	unsigned i, k;
+	pthread_t t;
+
+	(void)state;
+	assert_non_null(w);
+	assert_int_equal(rcl_fake_clock_new(0, &fc), 0);
+	dc.clock = rcl_fake_clock_clock(fc);
+	assert_int_equal(rcl_domain_new(&dc, &w->d), 0);
+	for (i = 0; i < WBT_LV; i++) {
+		assert_int_equal(rcl_lruvec_init(&w->lv[i], &lc), 0);
+		assert_int_equal(rcl_domain_attach(w->d, &w->lv[i], 0), 0);
+		for (k = 0; k < WBT_N; k++) {
+			struct rcl_lru_node *n = &w->nodes[i][k];
+
+			rcl_lru_node_init(n);
+			assert_int_equal(rcl_lruvec_add(&w->lv[i], n,
+							RCL_LRU_FILE, 1,
+							RCL_LRU_ADD_NOBATCH),
+					 0);
+			assert_int_equal(rcl_lruvec_set_dirty(&w->lv[i], n), 0);
+			assert_int_equal(rcl_lruvec_writeback_start(&w->lv[i], n),
+					 0);
+		}
+	}
+	assert_int_equal(pthread_create(&t, NULL, wbt_reclaim, w), 0);
+	/*
+	 * Each wait ends at its 100 ms deadline: advance the clock while the
+	 * thread waits (an advance it has not yet seen only moves time on).
+	 */
+	for (k = 0; !atomic_load(&w->done) && k < 10000000; k++) {
+		if (rcl_fake_clock_waiters(fc))
+			rcl_fake_clock_advance(fc, 100 * RCL_NSEC_PER_MSEC);
+		sched_yield();
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w->res.nr_reclaimed, 0);
+	assert_int_equal(w->res.priority, 0);
+	/*
+	 * Priorities 6 to 0 scan (64 >> 7 = 0 below): one wait each, not one
+	 * per lruvec (28).
+	 */
+	assert_int_equal(rcl_domain_vmstat(w->d, &v), 0);
+	assert_int_equal(v.writeback_throttled, 7);
+	assert_int_equal(v.writeback_throttle_timeouts, 7);
+	for (i = 0; i < WBT_LV; i++) {
+		for (k = 0; k < WBT_N; k++)
+			assert_int_equal(rcl_lruvec_writeback_end(
+						 &w->lv[i], &w->nodes[i][k], 0),
+					 0);
+		assert_int_equal(rcl_domain_detach(w->d, &w->lv[i]), 0);
+		for (k = 0; k < WBT_N; k++)
+			assert_int_equal(rcl_lruvec_del(&w->lv[i],
+							&w->nodes[i][k]),
+					 0);
+		assert_int_equal(rcl_lruvec_destroy(&w->lv[i]), 0);
+	}
+	assert_int_equal(rcl_domain_free(w->d), 0);
+	rcl_fake_clock_free(fc);
+	free(w);
 }
 
 /* A type with no work: the others carry the pass, which still stops. */
@@ -474,6 +614,8 @@ int main(void)
 		cmocka_unit_test(test_scan_proportions_preserved_at_early_stop),
 		cmocka_unit_test(test_scan_nonproportional_mode_for_contrast),
 		cmocka_unit_test(test_scan_nonproportional_over_reclaims_when_a_type_runs_out),
+		cmocka_unit_test(test_scan_priority_0_reaches_one_object_lists),
+		cmocka_unit_test(test_scan_writeback_throttle_once_per_pass),
 		cmocka_unit_test(test_scan_stops_with_an_empty_type),
 		cmocka_unit_test(test_scan_no_over_reclaim),
 		cmocka_unit_test(test_scan_full_scan_at_priority_12_for_direct),

@@ -824,6 +824,49 @@ static void test_shrinker_trace_hook(void **state)
 	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
 }
 
+/*
+ * The trace hook is one of the shrinker's callbacks: freeing the traced
+ * shrinker from it is refused with -EDEADLK at either phase (it used to wait
+ * for its own call for ever), and the shrinker stays usable.
+ */
+static struct rcl_shrinker *trace_free_target;
+static int trace_free_ret[2] = { 1, 1 };
+
+static void trace_free_cb(void *arg, const struct rcl_shrink_trace *ev)
+{
+	(void)arg;
+	if (ev->shrinker == trace_free_target)
+		trace_free_ret[ev->phase == RCL_SHRINK_TRACE_END] =
+			rcl_shrinker_free(trace_free_target);
+}
+
+static void test_shrinker_free_from_trace_refused(void **state)
+{
+	struct rcl_shrinker_registry_config rc = {
+		.policy = RCL_SHRINK_POLICY_KERNEL_MODERN,
+		.trace = trace_free_cb,
+	};
+	struct rcl_shrinker_registry *reg;
+	struct model m = { .objects = 100000 };
+	struct rcl_shrinker *s;
+
+	(void)state;
+	assert_int_equal(rcl_shrinker_registry_new(&rc, &reg), 0);
+	s = new_shrinker(reg, &m, 2, 0, 0);
+	trace_free_target = s;
+	shrink(s, 6, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(trace_free_ret[0], -EDEADLK);
+	assert_int_equal(trace_free_ret[1], -EDEADLK);
+	assert_true(m.scanned_total > 0);
+	/* Still registered and working; freed normally outside the hook. */
+	trace_free_ret[0] = trace_free_ret[1] = 1;
+	shrink(s, 6, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(trace_free_ret[1], -EDEADLK);
+	trace_free_target = NULL;
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
 static void test_shrinker_debug_entry_points(void **state)
 {
 	struct rcl_shrinker_registry *reg =
@@ -1314,6 +1357,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_bad_input),
 		cmocka_unit_test(test_shrinker_free_from_own_callback_is_edeadlk),
 		cmocka_unit_test(test_shrinker_trace_hook),
+		cmocka_unit_test(test_shrinker_free_from_trace_refused),
 		cmocka_unit_test(test_shrinker_debug_entry_points),
 		cmocka_unit_test(test_shrinker_allocation_failures),
 		cmocka_unit_test(test_shrinker_remainder_stays_with_its_thread),

@@ -286,6 +286,89 @@ static void test_ws_foreign_shadow_does_not_activate(void **state)
 }
 
 /* Unevictable wins over an activation on refault. */
+/*
+ * A refault inside the shrink pass that evicted the object (from a later
+ * evict callback of the same pass; a thread racing the pass sees the same):
+ * the shadow is stamped with the clock the pass will leave, ahead of the
+ * shared clock until the pass ends.  The distance is 0, so the object is
+ * activated (16 active objects: kernel rule), not judged 2^44 away.
+ */
+struct inpass {
+	struct rcl_lruvec lv;
+	struct obj objs[24];
+	unsigned nr_evicted;
+	int victim;		/* index of the object evicted second */
+	unsigned out;		/* its refault's outcome */
+};
+
+static enum rcl_evict_status inpass_evict(struct rcl_lru_node *node,
+					  struct rcl_evict_control *ctl)
+{
+	struct obj *o = rcl_container_of(node, struct obj, lru);
+	struct inpass *ip = ctl->priv;
+
+	o->cached = false;
+	o->shadow = ctl->shadow;
+	if (ip->nr_evicted++ == 1) {
+		ip->victim = (int)(o - ip->objs);
+	} else if (ip->nr_evicted == 3) {
+		struct obj *v = &ip->objs[ip->victim];
+
+		rcl_lru_node_init(&v->lru);
+		assert_int_equal(rcl_lruvec_add_refault(
+					 &ip->lv, &v->lru, RCL_LRU_FILE, 1,
+					 RCL_LRU_ADD_NOBATCH, v->shadow,
+					 &ip->out),
+				 0);
+		v->cached = true;
+		v->shadow = 0;
+	}
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops inpass_ops = { .evict = inpass_evict };
+
+static void test_ws_refault_within_the_pass(void **state)
+{
+	struct inpass *ip = calloc(1, sizeof(*ip));
+	struct rcl_lruvec_config cfg = { .ops = &inpass_ops,
+					 .flags = RCL_LRUVEC_KERNEL };
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					     .nr_to_scan = 4 };
+	unsigned i;
+
+	(void)state;
+	assert_non_null(ip);
+	cfg.priv = ip;
+	ip->out = ~0u;
+	assert_int_equal(rcl_lruvec_init(&ip->lv, &cfg), 0);
+	for (i = 0; i < 20; i++) {
+		rcl_lru_node_init(&ip->objs[i].lru);
+		assert_int_equal(rcl_lruvec_add(&ip->lv, &ip->objs[i].lru,
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH |
+							(i < 16 ? RCL_LRU_ADD_ACTIVE
+								: 0)),
+				 0);
+		ip->objs[i].cached = true;
+	}
+	assert_int_equal(rcl_lruvec_shrink_inactive(&ip->lv, &sc), 0);
+	assert_int_equal(ip->nr_evicted, 4);
+	/*
+	 * Evicted 2nd, its shadow 1 ahead of the shared clock when it
+	 * refaulted (the 1st eviction's shadow equals the clock).
+	 */
+	assert_int_equal(ip->out, RCL_REFAULT_REFAULT | RCL_REFAULT_ACTIVATE);
+	assert_int_equal(rcl_lruvec_count(&ip->lv, ACTIVE, NULL), 17);
+	for (i = 0; i < 20; i++) {
+		if (ip->objs[i].cached)
+			assert_int_equal(rcl_lruvec_del(&ip->lv,
+							&ip->objs[i].lru), 0);
+	}
+	assert_int_equal(rcl_lruvec_destroy(&ip->lv), 0);
+	free(ip);
+}
+
 static void test_ws_unevictable_wins(void **state)
 {
 	struct fixture *fx = *state;
@@ -638,6 +721,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_ws_foreign_shadow_does_not_activate, setup_kernel,
 			teardown),
+		cmocka_unit_test(test_ws_refault_within_the_pass),
 		cmocka_unit_test_setup_teardown(test_ws_unevictable_wins,
 						setup_kernel, teardown),
 		cmocka_unit_test_setup_teardown(test_ws_errors, setup_default,

@@ -103,7 +103,9 @@
  * strict failure or a soft overshoot), by every direct reclaim
  * (rcl_domain_reclaim() too), by each background reclaimer run, by
  * rcl_domain_set_budget(), by rcl_domain_set_watermarks() below low, and
- * by the pressure monitor's actions.  So the outcome of every charge -
+ * by the pressure monitor's actions; and while a charge that no stock
+ * serves decides (its drain, reclaim and commit), no stock of its tree is
+ * taken, so that none takes the room it counted on.  So the outcome of every charge -
  * admitted, refused, overshoot, reclaim - is the one it would have without
  * stocks; what stocks change is only when usage moves.  A thread's stock
  * serves one domain at a time (charging another gives it back first); a
@@ -384,9 +386,12 @@ RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
  *
  * Context: any thread, but not from a callback (evict or shrinker) run by
  * this domain's reclaim: two callbacks detaching each other's lruvec would
- * wait for each other.
- * Return: 0; -EINVAL for NULL; -ENOENT if not attached; -EDEADLK from a
- * callback during a reclaim pass of this domain.
+ * wait for each other.  From a callback of another domain's pass it does
+ * not wait either: while a pass is inside @lv it refuses.
+ * Return: 0; -EINVAL for NULL; -ENOENT if not attached; -EDEADLK (nothing
+ * done) from a callback during a reclaim pass of this domain, and from a
+ * callback of another domain's pass while a pass is inside @lv (try again
+ * later, outside the callback).
  */
 RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv);
 
@@ -427,7 +432,8 @@ RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d);
  * Return: 0; -EINVAL for NULL; -ENOMEM (strict mode) if the charge would
  * leave usage above the budget even after reclaim (and after taking back
  * every stock), or is larger than the whole budget (then nothing is evicted
- * for it); -EOVERFLOW if usage would wrap around 64 bits.  Nothing is
+ * for it); -EOVERFLOW if usage would wrap around 64 bits (decided on the
+ * usage before any reclaim: nothing is evicted for it).  Nothing is
  * charged on failure.
  *
  * Bad input: *@overshoot is 0 on failure.
@@ -631,6 +637,10 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d);
 /**
  * rcl_domain_reclaimer_stop() - stop the background reclaimer and join it
  * @d: the domain
+ *
+ * Two stops at once (rcl_domain_free() is one): one joins the thread, the
+ * other waits until it has; both return 0.  rcl_domain_reclaimer_start()
+ * returns -EBUSY until the thread is joined.
  *
  * Context: any thread but the reclaimer's own callbacks (-EDEADLK).
  * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK.

@@ -301,8 +301,9 @@ RCL_API int rcl_domain_flush(struct rcl_domain *d, uint64_t nr_to_write);
  * @d: the domain
  * @context: the capability mask; without RCL_CTX_MAY_BLOCK it never waits
  *
- * Above the background threshold, wakes the flusher.  Above the hard
- * threshold, waits until the dirty and writeback weight is below it, or the
+ * When the dirty and writeback weight reaches the background threshold
+ * (and is not 0), wakes the flusher.  Above the hard threshold, waits until
+ * that weight is no longer above it, or the
  * domain's dirty timeout passes (on the domain's clock).  The wait is woken
  * whenever that weight drops (a write ends, a dirty object is deleted, an
  * lruvec is detached) and when the budget is set, which moves the threshold;
@@ -394,7 +395,12 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
  * The thread checks between batches: it finishes the batch it is writing
  * (writes, sync, end of writeback) and leaves the rest of its request.
  * Dirty objects stay dirty: flush them first (rcl_domain_flush() and wait,
- * or rcl_domain_writeback_all()) if they must reach storage.
+ * or rcl_domain_writeback_all()) if they must reach storage.  Once the stop
+ * has begun, flush requests go where they go with no thread running (the
+ * application's wakeup callback, or nowhere); the thread's own are dropped.
+ * Two stops at once (rcl_domain_free() is one): one joins the thread, the
+ * other waits until it has; both return 0.  rcl_domain_flusher_start()
+ * returns -EBUSY until the thread is joined.
  *
  * Context: any thread but the flusher's callbacks (-EDEADLK).
  * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK from

@@ -28,7 +28,8 @@
  * - a type whose lists are not empty gets at least 1/20 of the denominator
  *   (the floor share), whatever its bias and cost; empty types get nothing
  *   and are left out of the denominator;
- * - at priority 0 every type gets an equal share (the kernel's SCAN_EQUAL).
+ * - at priority 0 every list is scanned whole, whatever its type's bias and
+ *   cost (the kernel's SCAN_EQUAL, which applies no fraction).
  *
  * Scanning (rcl_scan_lruvec()).  Lists are scanned round-robin in chunks.
  * Inactive chunks go through rcl_lruvec_shrink_inactive(); active chunks

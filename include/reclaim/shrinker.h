@@ -331,7 +331,9 @@ struct rcl_shrink_trace {
  * @nr_partitions: partitions (NUMA nodes or shards); 0 means 1
  * @policy: the damping policy
  * @trace: if not NULL, called at the start and end of every shrinker call
- *	that got past counting (no library lock held)
+ *	that got past counting (no library lock held); it counts as a
+ *	callback of the shrinker it reports on: rcl_shrinker_free() of that
+ *	shrinker from it returns -EDEADLK, as from count_objects
  * @trace_arg: passed to @trace
  * @allocator: where the registry and its shrinkers get memory; NULL = malloc
  */

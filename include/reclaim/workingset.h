@@ -83,7 +83,7 @@ static inline bool rcl_shadow_is_valid(uint64_t v)
 
 /* Outcome bits of rcl_lruvec_add_refault(). */
 #define RCL_REFAULT_REFAULT (1u << 0)  /**< the shadow was valid for this lruvec */
-#define RCL_REFAULT_ACTIVATE (1u << 1) /**< close enough: added to the active list */
+#define RCL_REFAULT_ACTIVATE (1u << 1) /**< close enough: added to the active list (unless UNEVICTABLE) */
 #define RCL_REFAULT_RESTORE (1u << 2)  /**< it had been active before eviction */
 
 /**
@@ -105,7 +105,10 @@ static inline bool rcl_shadow_is_valid(uint64_t v)
  * Bad input: *@outcome is 0 on failure, and a failing call changes nothing
  * (not even the adaptive target). @flags as rcl_lruvec_add(): both ACTIVE and
  * UNEVICTABLE is -EINVAL; an activation decided here does not override
- * UNEVICTABLE. A shadow whose lruvec was destroyed and whose id a new lruvec
+ * UNEVICTABLE: the node goes to the unevictable list, while the verdict
+ * (RCL_REFAULT_ACTIVATE), the activate counter and the clock's tick for an
+ * activation stand, as the kernel's workingset_refault() decides and counts
+ * before the folio's list is known. A shadow whose lruvec was destroyed and whose id a new lruvec
  * took is taken as the new lruvec's own (ids are reused).
  */
 RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
