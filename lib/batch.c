@@ -161,9 +161,30 @@ static void batch_destructor(void *arg)
 	rcl__free(b);
 }
 
+/* fork(): no registry or batch lock may stay held by a thread the child lacks. */
+static void batch_atfork_prepare(void)
+{
+	struct rcl__tbatch *b;
+
+	pthread_mutex_lock(&registry_lock);
+	for (b = registry_head.reg_next; b != &registry_head; b = b->reg_next)
+		batch_lock(b);
+}
+
+static void batch_atfork_release(void)
+{
+	struct rcl__tbatch *b;
+
+	for (b = registry_head.reg_next; b != &registry_head; b = b->reg_next)
+		batch_unlock(b);
+	pthread_mutex_unlock(&registry_lock);
+}
+
 static void make_key(void)
 {
-	batch_key_ok = pthread_key_create(&batch_key, batch_destructor) == 0;
+	batch_key_ok = pthread_key_create(&batch_key, batch_destructor) == 0 &&
+		       pthread_atfork(batch_atfork_prepare, batch_atfork_release,
+				      batch_atfork_release) == 0;
 }
 
 static struct rcl__tbatch *batch_create(void)

@@ -59,6 +59,7 @@ struct fake_waiter {
 	pthread_mutex_t *mutex;
 	uint64_t deadline;
 	bool kicked;
+	bool kicking;			/* advance() is using cond/mutex */
 	struct fake_waiter *next, *prev;
 };
 
@@ -67,7 +68,8 @@ struct rcl_fake_clock {
 	pthread_mutex_t lock;
 	uint64_t now;			/* under lock */
 	struct fake_waiter head;	/* circular list, under lock */
-	unsigned nr;
+	unsigned nr;			/* waiters not yet kicked */
+	pthread_cond_t kick_done;
 };
 
 static uint64_t fake_now(void *ctx)
@@ -85,7 +87,7 @@ static int fake_wait(void *ctx, pthread_cond_t *cond, pthread_mutex_t *mutex,
 		     uint64_t deadline)
 {
 	struct rcl_fake_clock *fc = ctx;
-	struct fake_waiter w = { cond, mutex, deadline, false, NULL, NULL };
+	struct fake_waiter w = { cond, mutex, deadline, false, false, NULL, NULL };
 	uint64_t t;
 
 	pthread_mutex_lock(&fc->lock);
@@ -103,9 +105,18 @@ static int fake_wait(void *ctx, pthread_cond_t *cond, pthread_mutex_t *mutex,
 	pthread_cond_wait(cond, mutex);
 
 	pthread_mutex_lock(&fc->lock);
+	while (w.kicking) {
+		/* advance() still needs our mutex and cond: let it finish. */
+		pthread_mutex_unlock(mutex);
+		pthread_cond_wait(&fc->kick_done, &fc->lock);
+		pthread_mutex_unlock(&fc->lock);
+		pthread_mutex_lock(mutex);
+		pthread_mutex_lock(&fc->lock);
+	}
 	w.prev->next = w.next;
 	w.next->prev = w.prev;
-	fc->nr--;
+	if (!w.kicked)
+		fc->nr--;
 	t = fc->now;
 	pthread_mutex_unlock(&fc->lock);
 	return t >= deadline ? ETIMEDOUT : 0;
@@ -124,6 +135,11 @@ RCL_API int rcl_fake_clock_new(uint64_t start, struct rcl_fake_clock **out)
 		rcl__free(fc);
 		return -ENOMEM;
 	}
+	if (pthread_cond_init(&fc->kick_done, NULL) != 0) {
+		pthread_mutex_destroy(&fc->lock);
+		rcl__free(fc);
+		return -ENOMEM;
+	}
 	fc->clock.now = fake_now;
 	fc->clock.wait = fake_wait;
 	fc->clock.ctx = fc;
@@ -138,6 +154,7 @@ RCL_API void rcl_fake_clock_free(struct rcl_fake_clock *fc)
 {
 	if (!fc)
 		return;
+	pthread_cond_destroy(&fc->kick_done);
 	pthread_mutex_destroy(&fc->lock);
 	rcl__free(fc);
 }
@@ -154,19 +171,23 @@ RCL_API void rcl_fake_clock_advance(struct rcl_fake_clock *fc, uint64_t ns)
 	if (!fc)
 		return;
 	pthread_mutex_lock(&fc->lock);
-	fc->now = fc->now + ns < fc->now ? UINT64_MAX - 1 : fc->now + ns;
+	fc->now = ns >= UINT64_MAX - 1 - fc->now ? UINT64_MAX - 1 : fc->now + ns;
 	/*
 	 * Kick each due waiter once.  The list lock is dropped around each
 	 * kick (the waiter's mutex comes first in its own order), so rescan
 	 * from the head after each one; kicked waiters are skipped.
 	 */
 	for (;;) {
+		struct fake_waiter *k = NULL;
 		pthread_cond_t *cond = NULL;
 		pthread_mutex_t *mutex = NULL;
 
 		for (w = fc->head.next; w != &fc->head; w = w->next) {
 			if (!w->kicked && w->deadline <= fc->now) {
 				w->kicked = true;
+				w->kicking = true;
+				fc->nr--;
+				k = w;
 				cond = w->cond;
 				mutex = w->mutex;
 				break;
@@ -179,6 +200,8 @@ RCL_API void rcl_fake_clock_advance(struct rcl_fake_clock *fc, uint64_t ns)
 		pthread_cond_broadcast(cond);
 		pthread_mutex_unlock(mutex);
 		pthread_mutex_lock(&fc->lock);
+		k->kicking = false;
+		pthread_cond_broadcast(&fc->kick_done);
 	}
 	pthread_mutex_unlock(&fc->lock);
 }

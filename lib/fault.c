@@ -22,17 +22,31 @@ struct fault_hook {
 	void *ctx;
 };
 
+/*
+ * A set publishes a {fn, ctx} pair that is never written again while it may
+ * be read: each set takes the next of FAULT_SLOTS slots in turn, so that a
+ * fault() that loaded the previous pair reads it whole (rewriting one slot
+ * in place let it pair the new fn with the old ctx).  A slot is reused only
+ * FAULT_SLOTS sets later, by which time the test that set it has long been
+ * done with it.
+ */
+#define FAULT_SLOTS 16u
+
 static _Atomic(const struct fault_hook *) hook;
-static struct fault_hook hook_storage;
+static struct fault_hook hook_storage[FAULT_SLOTS];
+static atomic_uint hook_next;
 
 void rcl__fault_set(rcl__fault_fn fn, void *ctx)
 {
+	struct fault_hook *h;
+
 	atomic_store(&hook, NULL);
 	if (!fn)
 		return;
-	hook_storage.fn = fn;
-	hook_storage.ctx = ctx;
-	atomic_store(&hook, &hook_storage);
+	h = &hook_storage[atomic_fetch_add(&hook_next, 1) % FAULT_SLOTS];
+	h->fn = fn;
+	h->ctx = ctx;
+	atomic_store(&hook, h);
 }
 
 static bool fault(enum rcl__fault_site site, size_t size)

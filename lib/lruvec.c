@@ -72,11 +72,17 @@ void rcl__assert_fail(const char *expr, const char *file, int line,
 static uint64_t id_map[(RCL_LRUVEC_MAX_IDS + 1) / 64];
 static unsigned id_hint = 1;
 static pthread_mutex_t id_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+
+static void id_lock_take(void) { pthread_mutex_lock(&id_lock); }
+static void id_lock_drop(void) { pthread_mutex_unlock(&id_lock); }
+static void id_atfork(void) { (void)pthread_atfork(id_lock_take, id_lock_drop, id_lock_drop); }
 
 static unsigned id_alloc(void)
 {
 	unsigned i, id = 0;
 
+	pthread_once(&id_once, id_atfork);
 	pthread_mutex_lock(&id_lock);
 	for (i = 0; i < RCL_LRUVEC_MAX_IDS; i++) {
 		unsigned cand = 1 + (id_hint - 1 + i) % RCL_LRUVEC_MAX_IDS;

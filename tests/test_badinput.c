@@ -283,6 +283,22 @@ static void test_badinput_clock(void **state)
 	assert_true(c->now(c->ctx) < RCL_CLOCK_FOREVER);
 	assert_int_equal(rcl_fake_clock_waiters(fc), 0);
 	rcl_fake_clock_free(fc);
+
+	/*
+	 * A sum that lands exactly on 2^64 - 1 (FOREVER) without wrapping
+	 * saturates too: it used to be stored, and every wait without a
+	 * deadline then timed out at once.
+	 */
+	assert_int_equal(rcl_fake_clock_new(0, &fc), 0);
+	c = rcl_fake_clock_clock(fc);
+	rcl_fake_clock_advance(fc, UINT64_MAX);
+	assert_true(c->now(c->ctx) == UINT64_MAX - 1);
+	rcl_fake_clock_free(fc);
+	assert_int_equal(rcl_fake_clock_new(UINT64_MAX - 1, &fc), 0);
+	c = rcl_fake_clock_clock(fc);
+	rcl_fake_clock_advance(fc, 1);
+	assert_true(c->now(c->ctx) == UINT64_MAX - 1);
+	rcl_fake_clock_free(fc);
 }
 
 struct fc_wait_arg {
@@ -304,6 +320,60 @@ static void *fc_wait_thread(void *p)
 	atomic_store(&a->rc, rc);
 	atomic_store(&a->done, 1);
 	return NULL;
+}
+
+/*
+ * rcl_fake_clock_waiters() counts the waiters advance() has not yet woken:
+ * a test that advances past a deadline and then waits for the count to say
+ * that a thread sleeps again must not see the woken one still counted (it
+ * was, until it ran: 1,910 of 2,000 rounds in a review's run).
+ */
+struct fc_deadline_arg {
+	const struct rcl_clock *c;
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	atomic_int done;
+};
+
+static void *fc_deadline_thread(void *p)
+{
+	struct fc_deadline_arg *a = p;
+
+	pthread_mutex_lock(&a->m);
+	while (a->c->wait(a->c->ctx, &a->cv, &a->m, 100) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&a->m);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+static void test_badinput_fake_clock_waiters_after_advance(void **state)
+{
+	struct rcl_fake_clock *fc = NULL;
+	struct fc_deadline_arg a;
+	unsigned round;
+
+	(void)state;
+	for (round = 0; round < 50; round++) {
+		pthread_t t;
+
+		assert_int_equal(rcl_fake_clock_new(0, &fc), 0);
+		a.c = rcl_fake_clock_clock(fc);
+		pthread_mutex_init(&a.m, NULL);
+		pthread_cond_init(&a.cv, NULL);
+		atomic_store(&a.done, 0);
+		assert_int_equal(pthread_create(&t, NULL, fc_deadline_thread, &a),
+				 0);
+		while (rcl_fake_clock_waiters(fc) != 1)
+			sched_yield();
+		rcl_fake_clock_advance(fc, 100);
+		assert_int_equal(rcl_fake_clock_waiters(fc), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		assert_int_equal(atomic_load(&a.done), 1);
+		pthread_cond_destroy(&a.cv);
+		pthread_mutex_destroy(&a.m);
+		rcl_fake_clock_free(fc);
+	}
 }
 
 static void test_badinput_fake_clock_start_forever(void **state)
@@ -4180,6 +4250,7 @@ int main(void)
 		cmocka_unit_test(test_badinput_version),
 		cmocka_unit_test(test_badinput_refusal),
 		cmocka_unit_test(test_badinput_clock),
+		cmocka_unit_test(test_badinput_fake_clock_waiters_after_advance),
 		cmocka_unit_test(test_badinput_fake_clock_start_forever),
 		cmocka_unit_test(test_badinput_node_helpers),
 		cmocka_unit_test(test_badinput_lruvec_init),

@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define UNIT_TESTING 1
 #include <cmocka.h>
@@ -874,6 +876,82 @@ static void test_lruvec_stress_drain_keeps_rearmed_touch(void **state)
 	T_EQ(rcl_lruvec_destroy(&rearm_lv), 0);
 }
 
+/*
+ * fork() while other threads take the library's global locks (the batch
+ * registry's, each thread's batch lock, the lruvec id map's: lruvec init,
+ * first adds, destroy): the child, which has only the forking thread, must
+ * be able to use a fresh lruvec of its own.  Without fork handlers for those
+ * locks the child hung on its first add (a review's reproducer hung on the
+ * first fork).  Each child has an alarm: a hang kills it, and the test fails.
+ */
+#define FK_NODES 64
+
+static atomic_bool fk_stop;
+
+static void *fk_churn(void *arg)
+{
+	struct rcl_lruvec lv;
+	struct rcl_lru_node *n = calloc(FK_NODES, sizeof(*n));
+	unsigned i;
+
+	(void)arg;
+	if (!n)
+		return NULL;
+	while (!atomic_load(&fk_stop)) {
+		if (rcl_lruvec_init(&lv, NULL))
+			break;
+		for (i = 0; i < FK_NODES; i++) {
+			rcl_lru_node_init(&n[i]);
+			rcl_lruvec_add(&lv, &n[i], RCL_LRU_FILE, 1, 0);
+		}
+		rcl_lruvec_drain(&lv);
+		for (i = 0; i < FK_NODES; i++)
+			rcl_lruvec_del(&lv, &n[i]);
+		rcl_lruvec_destroy(&lv);
+	}
+	free(n);
+	return NULL;
+}
+
+static void test_lruvec_stress_fork_child_uses_a_fresh_lruvec(void **state)
+{
+	unsigned i, forks = ops_per_thread(20000) / 400 + 10;
+	pthread_t t[3];
+
+	(void)state;
+	atomic_store(&fk_stop, false);
+	for (i = 0; i < 3; i++)
+		T_EQ(pthread_create(&t[i], NULL, fk_churn, NULL), 0);
+	for (i = 0; i < forks; i++) {
+		pid_t p = fork();
+		int st;
+
+		T_CHECK(p >= 0);
+		if (p == 0) {
+			struct rcl_lruvec lv;
+			struct rcl_lru_node n;
+
+			alarm(10);
+			if (rcl_lruvec_init(&lv, NULL))
+				_exit(2);
+			rcl_lru_node_init(&n);
+			if (rcl_lruvec_add(&lv, &n, RCL_LRU_FILE, 1, 0) ||
+			    rcl_lruvec_del(&lv, &n) || rcl_lruvec_destroy(&lv))
+				_exit(3);
+			_exit(0);
+		}
+		T_EQ(waitpid(p, &st, 0), p);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fail_msg("fork %u: the child %s %d", i,
+				 WIFEXITED(st) ? "exited" : "was killed by signal",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	}
+	atomic_store(&fk_stop, true);
+	for (i = 0; i < 3; i++)
+		T_EQ(pthread_join(t[i], NULL), 0);
+	print_message("fork while churning: %u children, none hung\n", forks);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -884,6 +962,7 @@ int main(void)
 		cmocka_unit_test(test_lruvec_stress_isolate_races_second_touch),
 		cmocka_unit_test(test_lruvec_stress_del_wait_vs_remove),
 		cmocka_unit_test(test_lruvec_stress_drain_keeps_rearmed_touch),
+		cmocka_unit_test(test_lruvec_stress_fork_child_uses_a_fresh_lruvec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
