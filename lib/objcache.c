@@ -976,14 +976,43 @@ int rcl_objcache_put(struct rcl_objcache *c, struct rcl_objcache_node *node)
 static int oc_del_locked(struct rcl_objcache *c, struct oc_shard *sh,
 			 struct rcl_objcache_node *n, const char *func)
 {
+	bool stale = false;
 	uint32_t old;
 	int err;
 
+	/*
+	 * From an evict or write callback rcl_lruvec_del_wait() refuses a
+	 * held node: find that out before unhashing, or an insert of the key
+	 * meanwhile would put it in the index twice.
+	 */
+	if (rcl__tls_evicting || rcl__tls_writing) {
+		err = rcl_lruvec_del(&sh->lv, &n->__lru);
+		if (err == -EBUSY) {
+			oc_unlock(sh);
+			return rcl__refuse(func, -EDEADLK, "called from an evict or write callback while the object is isolated or under writeback: it would wait for itself");
+		}
+	}
+	/*
+	 * No shadow stays for a deleted key (objcache.h): one left from an
+	 * eviction before the key was inserted again would make its next
+	 * miss a refault.
+	 */
+	if (sh->shadows) {
+		struct oc_shadow *s = &sh->shadows[n->__hash & sh->smask];
+
+		if (s->shadow && s->hash == n->__hash) {
+			*s = (struct oc_shadow){ 0, 0 };
+			sh->nr_shadows--;
+			stale = true;
+		}
+	}
 	/* The deleter takes over the index's reference. */
 	atomic_fetch_and_explicit(&n->__refs, ~OC_HASHED, memory_order_acq_rel);
 	oc_unlink_locked(sh, n);
 	sh->st.deletes++;
 	oc_unlock(sh);
+	if (stale)
+		rcl_shadow_limit_add(c->limit, -1);
 
 	/*
 	 * Off the lruvec, waiting for a reclaimer that holds it (its evict

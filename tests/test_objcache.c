@@ -527,6 +527,40 @@ static void test_objcache_refault_insert_is_activated(void **state)
 	fx_free(f);
 }
 
+/*
+ * A key evicted (leaving a shadow), inserted again without a miss token and
+ * then deleted keeps no shadow (objcache.h: "No shadow is kept for a deleted
+ * key"): the shadow of the eviction used to stay in the table, so the
+ * deleted key's next miss reported a refault.
+ */
+static void test_objcache_deleted_key_keeps_no_old_shadow(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 1, false);
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					      .nr_to_scan = 64 };
+	struct rcl_objcache_miss miss;
+	struct tobj *a;
+
+	(void)state;
+	a = insert_new(f, "k", 100);
+	put(f, a);
+	rcl_lru_drain_local();
+	assert_int_equal(rcl_lruvec_shrink_inactive(rcl_objcache_lruvec(f->c, 0),
+						    &sc),
+			 0);
+	assert_int_equal(stats(f).evictions, 1);
+	assert_int_equal(stats(f).shadows, 1);
+	/* Inserted again by a path with no token (a preload, a writer). */
+	a = insert_new(f, "k", 100);
+	put(f, a);
+	assert_int_equal(rcl_objcache_del(f->c, "k", 1), 0);
+	assert_int_equal(stats(f).shadows, 0);
+	assert_null(rcl_objcache_get(f->c, "k", 1, &miss));
+	assert_false(miss.refault);
+	assert_int_equal(stats(f).refault_misses, 0);
+	fx_free(f);
+}
+
 /* Every key hashes alike: each token matches every key (by hash). */
 static uint64_t same_hash(const void *key, size_t len, void *priv)
 {
@@ -1346,6 +1380,7 @@ int main(void)
 		cmocka_unit_test(test_objcache_reclaim_evicts_unpinned_only),
 		cmocka_unit_test(test_objcache_evicted_destroyed_by_next_insert),
 		cmocka_unit_test(test_objcache_refault_insert_is_activated),
+		cmocka_unit_test(test_objcache_deleted_key_keeps_no_old_shadow),
 		cmocka_unit_test(test_objcache_shadows_are_bounded),
 		cmocka_unit_test(test_objcache_miss_token_is_matched_by_hash),
 		cmocka_unit_test(test_objcache_del_with_pins),
