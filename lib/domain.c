@@ -570,6 +570,12 @@ RCL_API int rcl_domain_attach(struct rcl_domain *d, struct rcl_lruvec *lv,
 	revive_locked(d);
 out:
 	pthread_mutex_unlock(&d->lock);
+	if (!err && d->root != d) {
+		/* The tree's reclaimer is the root's: revive that one. */
+		pthread_mutex_lock(&d->root->lock);
+		revive_locked(d->root);
+		pthread_mutex_unlock(&d->root->lock);
+	}
 	return err;
 }
 

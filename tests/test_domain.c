@@ -1055,6 +1055,24 @@ static void test_domain_hopeless_is_revived_by_changes(void **state)
 	wait_idle(e.d, e.fc);
 	assert_revived(&e);
 
+	/*
+	 * An attach to a child: the tree's reclaimer is the root's, and an
+	 * attach revived only the child's own (unread) state, so the root
+	 * slept on while new evictable memory arrived below it.
+	 */
+	{
+		struct rcl_domain_config cc = { .parent = e.d };
+		struct rcl_domain *child;
+		struct tcache below;
+
+		assert_int_equal(rcl_domain_new(&cc, &child), 0);
+		make_hopeless(&e);
+		tc_init(&below, child, 1, W, 0);
+		assert_revived(&e);
+		tc_destroy(&below, true);
+		assert_int_equal(rcl_domain_free(child), 0);
+	}
+
 	/* Progress by a direct reclaimer. */
 	make_hopeless(&e);
 	atomic_store(&e.c.mode, EV_FREE);
