@@ -1332,6 +1332,8 @@ static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 {
 	uint64_t budget;
 	bool stocked;
+	uint32_t g;
+	int err;
 
 	/*
 	 * From the thread's stock (memory already charged, within the
@@ -1354,16 +1356,11 @@ static __attribute__((noinline)) int flat_charge(struct rcl_domain *d,
 		return 0;
 	if (!d->stock_cfg)
 		return flat_commit(d, amount, context, overshoot);
-	{
-		int err;
-
-		/* No stock is taken while it decides (tight_begin()). */
-		uint32_t g = tight_begin(d);
-
-		err = flat_commit(d, amount, context, overshoot);
-		tight_end(d, g);
-		return err;
-	}
+	/* No stock is taken while it decides (tight_begin()). */
+	g = tight_begin(d);
+	err = flat_commit(d, amount, context, overshoot);
+	tight_end(d, g);
+	return err;
 }
 
 /*

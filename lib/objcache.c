@@ -408,6 +408,27 @@ static bool oc_store_shadow_locked(struct oc_shard *sh, uint64_t h,
 }
 
 /*
+ * Take the shadow of hash @h out of the table (shard lock held): the shadow,
+ * or 0 if the slot holds none of @h.  The caller gives back its count in the
+ * shadow limit once the lock is dropped.
+ */
+static uint64_t oc_take_shadow_locked(struct oc_shard *sh, uint64_t h)
+{
+	struct oc_shadow *s;
+	uint64_t shadow;
+
+	if (!sh->shadows)
+		return 0;
+	s = &sh->shadows[h & sh->smask];
+	if (!s->shadow || s->hash != h)
+		return 0;
+	shadow = s->shadow;
+	*s = (struct oc_shadow){ 0, 0 };
+	sh->nr_shadows--;
+	return shadow;
+}
+
+/*
  * Reclaim's question for one object.  The shard lock is only tried: a
  * thread holding it may itself be reclaiming (an application callback that
  * charges the domain), so waiting could deadlock; a busy shard is BUSY, and
@@ -776,25 +797,15 @@ struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *c,
 	}
 	sh->st.misses++;
 	if (miss) {
-		miss->refault = false;
-		miss->__shadow = 0;
 		miss->__hash = h;
 		miss->__cache = c;
 		miss->__seq = atomic_load_explicit(&sh->ins_seq,
 						   memory_order_relaxed);
-		if (sh->shadows) {
-			struct oc_shadow *s = &sh->shadows[h & sh->smask];
-
-			if (s->shadow && s->hash == h) {
-				miss->refault = true;
-				miss->__shadow = s->shadow;
-				s->shadow = 0;
-				s->hash = 0;
-				sh->nr_shadows--;
-				sh->st.refault_misses++;
-				took = true;
-			}
-		}
+		miss->__shadow = oc_take_shadow_locked(sh, h);
+		took = miss->__shadow != 0;
+		miss->refault = took;
+		if (took)
+			sh->st.refault_misses++;
 	}
 	oc_unlock(sh);
 	if (took)
@@ -976,7 +987,7 @@ int rcl_objcache_put(struct rcl_objcache *c, struct rcl_objcache_node *node)
 static int oc_del_locked(struct rcl_objcache *c, struct oc_shard *sh,
 			 struct rcl_objcache_node *n, const char *func)
 {
-	bool stale = false;
+	bool stale;
 	uint32_t old;
 	int err;
 
@@ -997,15 +1008,7 @@ static int oc_del_locked(struct rcl_objcache *c, struct oc_shard *sh,
 	 * eviction before the key was inserted again would make its next
 	 * miss a refault.
 	 */
-	if (sh->shadows) {
-		struct oc_shadow *s = &sh->shadows[n->__hash & sh->smask];
-
-		if (s->shadow && s->hash == n->__hash) {
-			*s = (struct oc_shadow){ 0, 0 };
-			sh->nr_shadows--;
-			stale = true;
-		}
-	}
+	stale = oc_take_shadow_locked(sh, n->__hash) != 0;
 	/* The deleter takes over the index's reference. */
 	atomic_fetch_and_explicit(&n->__refs, ~OC_HASHED, memory_order_acq_rel);
 	oc_unlink_locked(sh, n);
