@@ -393,6 +393,29 @@ int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
 /* The lruvec whose evict callback the calling thread is running, if any. */
 extern RCL__TLS struct rcl_lruvec *rcl__tls_evicting;
 /*
+ * Every lruvec whose evict callbacks (or batch_end) the calling thread is
+ * inside, innermost first: a shrink run from another shrink's callback
+ * pushes a frame on its stack.  rcl__tls_evicting is the innermost one's lv;
+ * the outer ones are what a refusal must also see (a destroy of, or a
+ * reclaim through, an lruvec that an outer frame is still shrinking).
+ */
+struct rcl__evict_frame {
+	struct rcl_lruvec *lv;
+	const struct rcl__evict_frame *prev;
+};
+extern RCL__TLS const struct rcl__evict_frame *rcl__tls_evict_frames;
+
+/* Is the calling thread inside a shrink of @lv, at any depth? */
+static inline bool rcl__tls_shrinking(const struct rcl_lruvec *lv)
+{
+	const struct rcl__evict_frame *f;
+
+	for (f = rcl__tls_evict_frames; f; f = f->prev)
+		if (f->lv == lv)
+			return true;
+	return false;
+}
+/*
  * Non-zero while the calling thread runs the write or sync callback of a
  * batch whose objects it holds under writeback (lib/flusher.c).
  */

@@ -535,8 +535,8 @@ RCL_API int rcl_lruvec_destroy(struct rcl_lruvec *lv)
 
 	if (!lruvec_live(lv))
 		return 0;
-	if (rcl__tls_evicting == lv)
-		return RCL__REFUSE(-EDEADLK, "called from this lruvec's own evict callback");
+	if (rcl__tls_shrinking(lv))
+		return RCL__REFUSE(-EDEADLK, "called from an evict callback (or batch_end) of a shrink of this lruvec, at any depth of nested shrinks");
 
 	/* No batch may keep a pointer to @lv once it is gone. */
 	rcl__tbatch_drain_all(lv);
@@ -1600,6 +1600,8 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 {
 	size_t remaining;
 	struct rcl_lruvec *saved;
+	const struct rcl__evict_frame *saved_frames;
+	struct rcl__evict_frame frame;
 	bool batched;
 
 	if (!lruvec_live(lv) || !sc || sc->type >= lv->__nr_types ||
@@ -1608,6 +1610,9 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 	batched = lv->__ops->evict_batch != NULL;
 
 	saved = rcl__tls_evicting;
+	saved_frames = rcl__tls_evict_frames;
+	frame.lv = lv;
+	frame.prev = saved_frames;
 	remaining = sc->nr_to_scan;
 #if defined(RCL_HAVE_USDT) && RCL_HAVE_USDT
 	/* This call's share of the (cumulative) outputs, for the probe. */
@@ -1644,6 +1649,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 
 		keep.__next = keep.__prev = &keep;
 		rcl__tls_evicting = lv;
+		rcl__tls_evict_frames = &frame;
 		while ((n = rcl_lru_isolated_next(&iso, NULL)) != NULL) {
 			uint32_t f;
 			bool evict = evict_claim(n, sc->flags, &f);
@@ -1734,6 +1740,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		if (lv->__ops->batch_end)
 			lv->__ops->batch_end(lv, lv->__priv, p.freed);
 		rcl__tls_evicting = saved;
+		rcl__tls_evict_frames = saved_frames;
 
 		if (p.freed && atomic_load_explicit(&lv->__nr_waiters,
 						    memory_order_relaxed)) {

@@ -1720,6 +1720,102 @@ static void test_lruvec_del_wait_survives_cancellation(void **state)
 	check(fx, 0);
 }
 
+/*
+ * rcl_lruvec_destroy(A) from an evict callback of B, where B's shrink runs
+ * from A's batch_end (allowed: batch_end runs under the rules of evict).
+ * A is still being shrunk by the outer call, which touches it after
+ * batch_end returns: the destroy must be refused (-EDEADLK) even though A's
+ * batch is back and A is empty.  Before the fix only the innermost shrink
+ * was seen, the destroy returned 0, and the application's free of A made
+ * the outer shrink a use-after-free (ASan).  Also from B's evict callback
+ * inside A's evict callback (A's node isolated: -EDEADLK, not -EBUSY).
+ */
+struct nest_lv {
+	struct rcl_lruvec *a, b;
+	struct rcl_lru_node na, nb;
+	bool from_evict;	/* start B's shrink from A's evict, not batch_end */
+	int nested;
+	int destroy_ret;
+};
+
+static struct nest_lv nest_lv;
+
+static void nest_shrink_b(void)
+{
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					     .nr_to_scan = 1 };
+
+	if (nest_lv.nested++)
+		return;
+	rcl_lruvec_shrink_inactive(&nest_lv.b, &sc);
+}
+
+static enum rcl_evict_status nest_evict_a(struct rcl_lru_node *n,
+					  struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	if (nest_lv.from_evict)
+		nest_shrink_b();
+	return RCL_EVICT_FREED;
+}
+
+static void nest_batch_end_a(struct rcl_lruvec *lv, void *priv, size_t freed)
+{
+	(void)lv;
+	(void)priv;
+	(void)freed;
+	if (!nest_lv.from_evict)
+		nest_shrink_b();
+}
+
+static enum rcl_evict_status nest_evict_b(struct rcl_lru_node *n,
+					  struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	nest_lv.destroy_ret = rcl_lruvec_destroy(nest_lv.a);
+	return RCL_EVICT_FREED;
+}
+
+static void test_lruvec_destroy_from_nested_shrink_refused(void **state)
+{
+	static const struct rcl_lruvec_ops ops_a = {
+		.evict = nest_evict_a, .batch_end = nest_batch_end_a,
+	};
+	static const struct rcl_lruvec_ops ops_b = { .evict = nest_evict_b };
+	struct rcl_lruvec_config ca = { .ops = &ops_a }, cb = { .ops = &ops_b };
+	int round;
+
+	(void)state;
+	for (round = 0; round < 2; round++) {
+		struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+						     .nr_to_scan = 64 };
+
+		memset(&nest_lv, 0, sizeof(nest_lv));
+		nest_lv.from_evict = round == 1;
+		nest_lv.destroy_ret = 12345;
+		nest_lv.a = malloc(sizeof(*nest_lv.a));
+		assert_non_null(nest_lv.a);
+		assert_int_equal(rcl_lruvec_init(nest_lv.a, &ca), 0);
+		assert_int_equal(rcl_lruvec_init(&nest_lv.b, &cb), 0);
+		assert_int_equal(rcl_lruvec_add(nest_lv.a, &nest_lv.na,
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_lruvec_add(&nest_lv.b, &nest_lv.nb,
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_lruvec_shrink_inactive(nest_lv.a, &sc), 0);
+		assert_int_equal(sc.nr_freed, 1);
+		assert_int_equal(nest_lv.nested, 1);
+		assert_int_equal(nest_lv.destroy_ret, -EDEADLK);
+		/* Outside the shrinks the same call destroys both. */
+		assert_int_equal(rcl_lruvec_destroy(nest_lv.a), 0);
+		assert_int_equal(rcl_lruvec_destroy(&nest_lv.b), 0);
+		free(nest_lv.a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1773,6 +1869,7 @@ int main(void)
 		T(test_lruvec_shrink_bad_input),
 		T(test_lruvec_evict_callback_reentry),
 		cmocka_unit_test(test_lruvec_batch_end_once_per_batch),
+		cmocka_unit_test(test_lruvec_destroy_from_nested_shrink_refused),
 		T(test_lruvec_shrink_claims_the_batch_when_isolating),
 		T(test_lruvec_shrink_active_rule),
 		cmocka_unit_test(test_lruvec_inactive_ratio_is_the_sqrt_rule),

@@ -558,8 +558,9 @@ RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
  *
  * Context: any thread, not inside an evict callback of @lv; not
  * concurrently with any other call on @lv.  Takes all batches.
- * Return: 0; -EBUSY if the lruvec is not empty; -EDEADLK from @lv's own
- * evict callback.
+ * Return: 0; -EBUSY if the lruvec is not empty; -EDEADLK from an evict or
+ * batch_end callback of a shrink of @lv, also where that shrink's callback
+ * runs other shrinks and the call comes from theirs.
  *
  * Bad input: -EBUSY also while it is attached to a domain
  * (rcl_domain_detach() first). A zero-filled, never-initialised lruvec is
