@@ -252,7 +252,7 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		 * of any tree from its callbacks could wait for a pass that
 		 * waits for this one.
 		 */
-		if (rcl__tls_pass_tree)
+		if (in_any_pass())
 			return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass, which holds its tree");
 	} else if (cfg->protect_low || cfg->protect_min) {
 		return RCL__REFUSE(-EINVAL, "a root is never protected from its own pressure: protection needs a parent");
@@ -397,7 +397,7 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	if (rcl__tls_reclaimer_of == d || rcl__tls_flusher_of == d ||
 	    rcl__tls_writing_of == d)
 		return RCL__REFUSE(-EDEADLK, "called from the domain's own reclaimer or flusher thread, or from a write callback of its write-back");
-	if (in_tree_pass(d) || (d->parent && rcl__tls_pass_tree))
+	if (in_tree_pass(d) || (d->parent && in_any_pass()))
 		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass, which holds its tree");
 	pthread_rwlock_rdlock(&d->root->tree_lock);
 	err = d->nr_children ? -EBUSY : 0;

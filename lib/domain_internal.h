@@ -203,11 +203,16 @@ extern RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
  */
 extern RCL__TLS uint64_t rcl__tls_pass_uncharged;
 /*
- * The root of the tree whose reclaim pass this thread is inside, if any:
- * its callbacks' charges to any domain of that tree do not reclaim, and
- * they may not create or free domains of it (vmscan.c).
+ * The roots of the trees whose reclaim passes this thread is inside,
+ * innermost first (a pass run from a callback of another pass pushes a
+ * frame on its stack; vmscan.c): callbacks' charges to any domain of those
+ * trees do not reclaim, and they may not create or free domains of them.
  */
-extern RCL__TLS const struct rcl_domain *rcl__tls_pass_tree;
+struct rcl__pass_frame {
+	const struct rcl_domain *tree;
+	const struct rcl__pass_frame *prev;
+};
+extern RCL__TLS const struct rcl__pass_frame *rcl__tls_pass_frames;
 /* The domain whose background reclaimer the calling thread is (vmscan.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
 /* The domain whose flusher thread the calling thread is (flusher.c). */
@@ -322,10 +327,21 @@ static inline bool in_subtree(const struct rcl_domain *anc,
 	return false;
 }
 
-/* Is @d inside a reclaim pass of its own tree, on this thread? */
+/* Is this thread inside a reclaim pass of @d's tree, at any depth? */
 static inline bool in_tree_pass(const struct rcl_domain *d)
 {
-	return rcl__tls_pass_tree == d->root;
+	const struct rcl__pass_frame *f;
+
+	for (f = rcl__tls_pass_frames; f; f = f->prev)
+		if (f->tree == d->root)
+			return true;
+	return false;
+}
+
+/* Is this thread inside any reclaim pass? */
+static inline bool in_any_pass(void)
+{
+	return rcl__tls_pass_frames != NULL;
 }
 
 /* Count @v events @i of @d (relaxed: statistics only). */

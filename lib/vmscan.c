@@ -63,7 +63,7 @@ RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
 /* The lruvec that this thread's pass is scanning, if any. */
 static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
 RCL__TLS uint64_t rcl__tls_pass_uncharged;
-RCL__TLS const struct rcl_domain *rcl__tls_pass_tree;
+RCL__TLS const struct rcl__pass_frame *rcl__tls_pass_frames;
 RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
 
 /* ------------------------------------------------------------------------- */
@@ -622,7 +622,8 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 				uint64_t context,
 				struct rcl_reclaim_result *res)
 {
-	const struct rcl_domain *pt = rcl__tls_pass_tree;
+	struct rcl__pass_frame frame = { .tree = d->root,
+					  .prev = rcl__tls_pass_frames };
 	struct sweep sw = {
 		.target = d,
 		.context = context,
@@ -639,7 +640,7 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 	res->nr_to_reclaim = goal;
 	res->priority = RCL_DEF_PRIORITY;
 	pthread_rwlock_rdlock(&d->root->tree_lock);
-	rcl__tls_pass_tree = d->root;
+	rcl__tls_pass_frames = &frame;
 	w = avg_weight(d);
 retry:
 	for (prio = RCL_DEF_PRIORITY; prio >= 0; prio--) {
@@ -664,7 +665,7 @@ retry:
 		sw.low_skipped = false;
 		goto retry;
 	}
-	rcl__tls_pass_tree = pt;
+	rcl__tls_pass_frames = frame.prev;
 	pthread_rwlock_unlock(&d->root->tree_lock);
 	RCL_PROBE4(mm_vmscan_direct_reclaim_end, d, res->nr_reclaimed,
 		   res->slab_reclaimed, res->priority);
@@ -676,6 +677,21 @@ retry:
 			pthread_mutex_unlock(&d->root->lock);
 		}
 	}
+}
+
+/*
+ * Is the calling thread inside an evict callback (at any depth of nested
+ * shrinks) of an lruvec attached to @d's subtree?
+ */
+static bool evicting_in_subtree(const struct rcl_domain *d)
+{
+	const struct rcl__evict_frame *f;
+
+	for (f = rcl__tls_evict_frames; f; f = f->prev)
+		if (in_subtree(d, atomic_load_explicit(&f->lv->__domain,
+						       memory_order_relaxed)))
+			return true;
+	return false;
 }
 
 RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
@@ -690,10 +706,7 @@ RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 	 * attached to @d however it is being shrunk: the reclaim would
 	 * shrink that lruvec again from inside its own callback.
 	 */
-	if (in_tree_pass(d) ||
-	    (rcl__tls_evicting &&
-	     in_subtree(d, atomic_load_explicit(&rcl__tls_evicting->__domain,
-						memory_order_relaxed))))
+	if (in_tree_pass(d) || evicting_in_subtree(d))
 		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of this domain's tree, or from an evict callback of an lruvec of its subtree: it would reclaim recursively");
 	rcl__domain_direct_reclaim(d, nr_to_reclaim, context,
 				   res ? res : &local);
@@ -734,6 +747,8 @@ bool rcl__domain_wake_reclaimer(struct rcl_domain *d)
 static uint64_t balance(struct rcl_domain *d)
 {
 	struct sweep sw = { .target = d, .context = RCL_CTX_CAPABLE };
+	struct rcl__pass_frame frame = { .tree = d,
+					  .prev = rcl__tls_pass_frames };
 	uint64_t freed = 0;
 	int prio = RCL_DEF_PRIORITY;
 	unsigned passes;
@@ -748,12 +763,12 @@ static uint64_t balance(struct rcl_domain *d)
 		if (!deficit)
 			break;
 		pthread_rwlock_rdlock(&d->tree_lock);
-		rcl__tls_pass_tree = d;
+		rcl__tls_pass_frames = &frame;
 		ps.avg_w = avg_weight(d);
 		goal = goal_objects_w(deficit, ps.avg_w);
 		sw.low_skipped = false;
 		sweep(&sw, prio, goal, &ps);
-		rcl__tls_pass_tree = NULL;
+		rcl__tls_pass_frames = frame.prev;
 		pthread_rwlock_unlock(&d->tree_lock);
 		freed += ps.sc.nr_reclaimed + ps.slab_freed;
 		if (!(ps.sc.nr_reclaimed + ps.slab_freed)) {

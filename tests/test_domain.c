@@ -2846,6 +2846,115 @@ static void test_domain_goal_uncharged_shrinker_and_lru_met(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+/*
+ * A reclaim pass run from a callback of another pass: D1's pass calls lvA's
+ * evict callback, which reclaims D2 (another domain: allowed); lvB's evict
+ * callback, inside that, reclaims D1 and charges D1.  Both are still inside
+ * D1's pass: the reclaim is refused (-EDEADLK), and the charge does not
+ * reclaim, so nothing of lvA is evicted from inside lvA's own callback.
+ * Before the fix only the innermost pass was seen: the reclaim returned 0
+ * and evicted lvA's objects recursively.
+ */
+#define NEST_N 64
+struct nest_dom {
+	struct rcl_domain *d1, *d2;
+	struct rcl_lruvec a, b;
+	struct rcl_lru_node na[NEST_N], nb[NEST_N];
+	int depth, inner_calls, reclaim_ret, charge_ret;
+	unsigned evicted_a_inside;
+};
+
+static struct nest_dom nest_dom;
+
+static enum rcl_evict_status nest_dom_evict_a(struct rcl_lru_node *n,
+					      struct rcl_evict_control *ctl)
+{
+	struct rcl_reclaim_result r;
+
+	(void)n;
+	(void)ctl;
+	if (nest_dom.depth)
+		nest_dom.evicted_a_inside++;
+	if (!nest_dom.depth++)
+		rcl_domain_reclaim(nest_dom.d2, 1, RCL_CTX_CAPABLE, &r);
+	nest_dom.depth--;
+	rcl_domain_uncharge(nest_dom.d1, 1);
+	return RCL_EVICT_FREED;
+}
+
+static enum rcl_evict_status nest_dom_evict_b(struct rcl_lru_node *n,
+					      struct rcl_evict_control *ctl)
+{
+	struct rcl_reclaim_result r;
+
+	(void)n;
+	(void)ctl;
+	if (!nest_dom.inner_calls++) {
+		nest_dom.reclaim_ret = rcl_domain_reclaim(nest_dom.d1, 8,
+							  RCL_CTX_CAPABLE, &r);
+		/* Over D1's budget: without reclaim it cannot fit. */
+		nest_dom.charge_ret = rcl_domain_charge(nest_dom.d1, 2000,
+							RCL_CTX_CAPABLE, NULL);
+		if (nest_dom.charge_ret == 0)
+			rcl_domain_uncharge(nest_dom.d1, 2000);
+	}
+	rcl_domain_uncharge(nest_dom.d2, 1);
+	return RCL_EVICT_FREED;
+}
+
+static void test_domain_reclaim_from_nested_pass_refused(void **state)
+{
+	static const struct rcl_lruvec_ops oa = { .evict = nest_dom_evict_a };
+	static const struct rcl_lruvec_ops ob = { .evict = nest_dom_evict_b };
+	struct rcl_lruvec_config ca = { .ops = &oa }, cb = { .ops = &ob };
+	struct rcl_domain_config dc = { .budget = 1000 };
+	struct rcl_reclaim_result r;
+	int i;
+
+	(void)state;
+	memset(&nest_dom, 0, sizeof(nest_dom));
+	nest_dom.reclaim_ret = nest_dom.charge_ret = 12345;
+	assert_int_equal(rcl_domain_new(&dc, &nest_dom.d1), 0);
+	assert_int_equal(rcl_domain_new(&dc, &nest_dom.d2), 0);
+	assert_int_equal(rcl_lruvec_init(&nest_dom.a, &ca), 0);
+	assert_int_equal(rcl_lruvec_init(&nest_dom.b, &cb), 0);
+	assert_int_equal(rcl_domain_attach(nest_dom.d1, &nest_dom.a, 0), 0);
+	assert_int_equal(rcl_domain_attach(nest_dom.d2, &nest_dom.b, 0), 0);
+	for (i = 0; i < NEST_N; i++) {
+		assert_int_equal(rcl_lruvec_add(&nest_dom.a, &nest_dom.na[i],
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_lruvec_add(&nest_dom.b, &nest_dom.nb[i],
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_domain_charge(nest_dom.d1, 1, 0, NULL), 0);
+		assert_int_equal(rcl_domain_charge(nest_dom.d2, 1, 0, NULL), 0);
+	}
+	assert_int_equal(rcl_domain_reclaim(nest_dom.d1, 1, RCL_CTX_CAPABLE,
+					    &r), 0);
+	assert_int_equal(nest_dom.inner_calls, 1);
+	assert_int_equal(nest_dom.reclaim_ret, -EDEADLK);
+	assert_int_equal(nest_dom.charge_ret, -ENOMEM);
+	assert_int_equal(nest_dom.evicted_a_inside, 0);
+
+	/* Outside any pass the same reclaim of D1 works. */
+	assert_int_equal(rcl_domain_reclaim(nest_dom.d1, 4, RCL_CTX_CAPABLE,
+					    &r), 0);
+	assert_true(r.nr_reclaimed > 0);
+	for (i = 0; i < NEST_N; i++) {
+		rcl_lruvec_del(&nest_dom.a, &nest_dom.na[i]);
+		rcl_lruvec_del(&nest_dom.b, &nest_dom.nb[i]);
+	}
+	assert_int_equal(rcl_domain_detach(nest_dom.d1, &nest_dom.a), 0);
+	assert_int_equal(rcl_domain_detach(nest_dom.d2, &nest_dom.b), 0);
+	assert_int_equal(rcl_lruvec_destroy(&nest_dom.a), 0);
+	assert_int_equal(rcl_lruvec_destroy(&nest_dom.b), 0);
+	rcl_domain_uncharge(nest_dom.d1, rcl_domain_usage(nest_dom.d1));
+	rcl_domain_uncharge(nest_dom.d2, rcl_domain_usage(nest_dom.d2));
+	assert_int_equal(rcl_domain_free(nest_dom.d1), 0);
+	assert_int_equal(rcl_domain_free(nest_dom.d2), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2893,6 +3002,7 @@ int main(void)
 		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_dirty_lru),
 		cmocka_unit_test(test_domain_goal_counts_reported_weight_pinned_lru),
 		cmocka_unit_test(test_domain_goal_uncharged_shrinker_and_lru_met),
+		cmocka_unit_test(test_domain_reclaim_from_nested_pass_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -613,11 +613,12 @@ struct rcl_reclaim_result {
  * Context: any thread except this domain's own evict callbacks (-EDEADLK);
  * runs callbacks.
  * Return: 0 (even if the goal was not met: see @res); -EINVAL for NULL or a
- * zero goal; -EDEADLK from within a reclaim pass of @d (its evict and
- * shrinker callbacks), and from the evict callback of an lruvec attached to
- * @d however it is being shrunk (rcl_lruvec_shrink_inactive(),
- * rcl_scan_lruvec()): the reclaim would shrink that lruvec again from
- * inside its own callback.
+ * zero goal; -EDEADLK from within a reclaim pass of @d's tree (its evict
+ * and shrinker callbacks, and the callbacks of passes run from those), and
+ * from the evict callback of an lruvec attached to @d's subtree however it
+ * is being shrunk (rcl_lruvec_shrink_inactive(), rcl_scan_lruvec()), also
+ * from a shrink nested in that callback: the reclaim would shrink that
+ * lruvec again from inside its own callback.
  */
 RCL_API int rcl_domain_reclaim(struct rcl_domain *d, uint64_t nr_to_reclaim,
 			       uint64_t context, struct rcl_reclaim_result *res);
