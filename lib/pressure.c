@@ -1924,8 +1924,8 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 
 	if (!p || (unsigned)level > RCL_PRESSURE_CRITICAL)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor or a level out of range");
-	if (tls_acting == p || rcl__tls_pass_domain == p->d)
-		return RCL__REFUSE(-EDEADLK, "called from a callback of the domain's reclaim");
+	if (tls_acting == p || in_tree_pass(p->d))
+		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree");
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
 	if (source < 0 || source >= (int)p->nr ||
@@ -2133,8 +2133,8 @@ RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p)
 {
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p || rcl__tls_pass_domain == p->d)
-		return RCL__REFUSE(-EDEADLK, "called from a callback of the domain's reclaim");
+	if (tls_acting == p || in_tree_pass(p->d))
+		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree");
 	return dispatch_events(p, NULL, 0, 0);
 }
 

@@ -3837,6 +3837,92 @@ static void test_pressure_free_in_forked_child(void **state)
 	tmpdir_rm(tmp);
 }
 
+/*
+ * A monitor of a root R, called from an evict callback of a child C's
+ * lruvec during R's reclaim pass (R's pass over C): rcl_pressure_notify()
+ * and rcl_pressure_dispatch() are refused (-EDEADLK, no action), as from
+ * any callback of a pass of the domain's tree.  Before the fix the check
+ * compared the domain being scanned (C) with the monitor's (R), and the
+ * action ran inside R's pass.
+ */
+#define TREE_N 64
+struct tree_pass {
+	struct rcl_domain *r, *c;
+	struct rcl_pressure *p;
+	struct rcl_lruvec lv;
+	struct rcl_lru_node nodes[TREE_N];
+	int src, calls, notify_ret, dispatch_ret;
+};
+
+static struct tree_pass tree_pass;
+
+static enum rcl_evict_status tree_pass_evict(struct rcl_lru_node *n,
+					     struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	if (!tree_pass.calls++) {
+		tree_pass.notify_ret = rcl_pressure_notify(
+			tree_pass.p, tree_pass.src, RCL_PRESSURE_CRITICAL);
+		tree_pass.dispatch_ret = rcl_pressure_dispatch(tree_pass.p);
+	}
+	rcl_domain_uncharge(tree_pass.c, 1);
+	return RCL_EVICT_FREED;
+}
+
+static void test_pressure_refused_from_tree_pass_over_child(void **state)
+{
+	static const struct rcl_lruvec_ops ops = { .evict = tree_pass_evict };
+	struct rcl_lruvec_config lc = { .ops = &ops };
+	struct rcl_domain_config rc = { .budget = 1000 }, cc = { .budget = 0 };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_pressure_stats st;
+	struct rcl_reclaim_result res;
+	int i;
+
+	(void)state;
+	memset(&tree_pass, 0, sizeof(tree_pass));
+	tree_pass.notify_ret = tree_pass.dispatch_ret = 12345;
+	assert_int_equal(rcl_domain_new(&rc, &tree_pass.r), 0);
+	cc.parent = tree_pass.r;
+	assert_int_equal(rcl_domain_new(&cc, &tree_pass.c), 0);
+	assert_int_equal(rcl_lruvec_init(&tree_pass.lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(tree_pass.c, &tree_pass.lv, 0), 0);
+	pc.domain = tree_pass.r;
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	assert_int_equal(rcl_pressure_new(&pc, &tree_pass.p), 0);
+	tree_pass.src = rcl_pressure_add_manual(tree_pass.p);
+	assert_true(tree_pass.src >= 0);
+	for (i = 0; i < TREE_N; i++) {
+		assert_int_equal(rcl_lruvec_add(&tree_pass.lv,
+						&tree_pass.nodes[i],
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_domain_charge(tree_pass.c, 1, 0, NULL), 0);
+	}
+	assert_int_equal(rcl_domain_reclaim(tree_pass.r, 8, RCL_CTX_CAPABLE,
+					    &res), 0);
+	assert_true(tree_pass.calls > 0);
+	assert_int_equal(tree_pass.notify_ret, -EDEADLK);
+	assert_int_equal(tree_pass.dispatch_ret, -EDEADLK);
+	assert_int_equal(rcl_pressure_stats(tree_pass.p, &st), 0);
+	assert_int_equal(st.actions, 0);
+	/* Outside the pass the same notify acts. */
+	assert_int_equal(rcl_pressure_notify(tree_pass.p, tree_pass.src,
+					     RCL_PRESSURE_CRITICAL), 0);
+	assert_int_equal(rcl_pressure_stats(tree_pass.p, &st), 0);
+	assert_int_equal(st.actions, 1);
+
+	assert_int_equal(rcl_pressure_free(tree_pass.p), 0);
+	for (i = 0; i < TREE_N; i++)
+		rcl_lruvec_del(&tree_pass.lv, &tree_pass.nodes[i]);
+	assert_int_equal(rcl_domain_detach(tree_pass.c, &tree_pass.lv), 0);
+	assert_int_equal(rcl_lruvec_destroy(&tree_pass.lv), 0);
+	rcl_domain_uncharge(tree_pass.c, rcl_domain_usage(tree_pass.c));
+	assert_int_equal(rcl_domain_free(tree_pass.c), 0);
+	assert_int_equal(rcl_domain_free(tree_pass.r), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3893,6 +3979,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_fd_readable_when_timer_due),
 		cmocka_unit_test(test_pressure_descriptors_are_cloexec),
 		cmocka_unit_test(test_pressure_free_in_forked_child),
+		cmocka_unit_test(test_pressure_refused_from_tree_pass_over_child),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

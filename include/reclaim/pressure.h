@@ -487,7 +487,9 @@ RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p);
  * Context: any thread but the domain's reclaim callbacks; runs reclaim
  * (and so the domain's callbacks) when it acts.
  * Return: 0; -EINVAL for NULL, a level out of range, or an index that is
- * not a manual source; -EDEADLK from a callback of the domain's reclaim.
+ * not a manual source; -EDEADLK from a callback of a reclaim pass of the
+ * domain's tree (a pass of its root over a child included, and a pass
+ * nested in another pass's callback).
  */
 RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 				enum rcl_pressure_level level);
@@ -570,8 +572,8 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p);
  * and cgroup reads, budget growth), runs the actions whose windows have
  * ended, and re-arms the timerfd.
  *
- * Context: any thread but the domain's reclaim callbacks and the monitor's
- * trim hook (-EDEADLK); runs reclaim.  Calls from several threads are
+ * Context: any thread but the callbacks of a reclaim pass of the domain's
+ * tree and the monitor's trim hook (-EDEADLK); runs reclaim.  Calls from several threads are
  * serialised.
  * Return: the number of actions taken (>= 0); -EINVAL for NULL; -EDEADLK.
  */
