@@ -708,11 +708,21 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 	}
 	/* No reclaim pass may meet the objects from here on. */
 	for (i = 0; i < c->nr_shards; i++) {
+		if (!c->shards[i].attached)
+			continue;
 		err = rcl_domain_detach(c->d, &c->shards[i].lv);
 		if (err) {
-			for (j = 0; j < i; j++)
-				rcl_domain_attach(c->d, &c->shards[j].lv,
-						  c->partition);
+			/* Put back what was detached; a shard whose slot
+			 * was taken meanwhile (-ENOSPC) stays detached, and
+			 * says so, for the next destroy and for new's undo. */
+			for (j = 0; j < i; j++) {
+				struct oc_shard *sj = &c->shards[j];
+
+				if (!sj->attached)
+					sj->attached = rcl_domain_attach(
+						c->d, &sj->lv,
+						c->partition) == 0;
+			}
 			if (err == -EDEADLK || err == -EBUSY)
 				return RCL__REFUSE(err, "called from a callback of the domain's reclaim pass, which it would wait for (rcl_domain_detach())");
 			return err;
