@@ -1804,11 +1804,23 @@ RCL_API int rcl_domain_set_watermarks(struct rcl_domain *d,
 	return 0;
 }
 
+/*
+ * A change that may make memory evictable (protection, swappiness): the
+ * tree's reclaimer, the root's, may have given up on it.
+ */
+static void revive_root(struct rcl_domain *d)
+{
+	pthread_mutex_lock(&d->root->lock);
+	revive_locked(d->root);
+	pthread_mutex_unlock(&d->root->lock);
+}
+
 RCL_API int rcl_domain_set_swappiness(struct rcl_domain *d, unsigned swappiness)
 {
 	if (!d || swappiness > RCL_SWAPPINESS_MAX)
 		return -EINVAL;
 	atomic_store(&d->swappiness, swappiness);
+	revive_root(d);
 	return 0;
 }
 
@@ -1836,6 +1848,7 @@ RCL_API int rcl_domain_set_limits(struct rcl_domain *d,
 		atomic_fetch_add(&d->root->nr_high, 1);
 	else if (old != UINT64_MAX && high == UINT64_MAX)
 		atomic_fetch_sub(&d->root->nr_high, 1);
+	revive_root(d);
 	if (high != UINT64_MAX && atomic_load(&d->usage) > high) {
 		rcl__domain_drain_stocks(d);
 		if (!reclaim_to(d, high))

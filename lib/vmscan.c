@@ -785,7 +785,9 @@ static uint64_t balance(struct rcl_domain *d)
 
 	pthread_mutex_lock(&d->lock);
 	if (freed) {
-		d->failures = 0;
+		/* Progress, also of a run that a wakeup posted while hopeless
+		 * started: the domain listens to charges again. */
+		revive_locked(d);
 	} else if (headroom(d) < atomic_load(&d->whigh)) {
 		vm_add(d, VM_KSWAPD_FAILURES, 1);
 		if (++d->failures >= RCL_MAX_RECLAIM_RETRIES &&

@@ -1081,6 +1081,43 @@ static void test_domain_hopeless_is_revived_by_changes(void **state)
 	atomic_store(&e.c.mode, EV_BUSY);
 	assert_revived(&e);
 
+	/* A change of limits, and one of swappiness: either may make memory
+	 * evictable (a child's protection removed), and neither revived. */
+	{
+		struct rcl_domain_limits lim = { 0 };
+
+		make_hopeless(&e);
+		assert_int_equal(rcl_domain_set_limits(e.d, &lim), 0);
+		assert_revived(&e);
+		make_hopeless(&e);
+		assert_int_equal(rcl_domain_set_swappiness(e.d, 60), 0);
+		assert_revived(&e);
+	}
+
+	/*
+	 * Progress by the reclaimer itself, in a run that a wakeup posted
+	 * while hopeless started (a restart posts one): it reset the failures
+	 * but left the domain hopeless, deaf to charges.
+	 */
+	{
+		uint64_t ev, amount;
+
+		make_hopeless(&e);
+		assert_int_equal(rcl_domain_reclaimer_stop(e.d), 0);
+		atomic_store(&e.c.mode, EV_FREE);
+		ev = atomic_load(&e.c.evicted);
+		/* Below low with no reclaimer running: nothing is woken. */
+		amount = rcl_domain_budget(e.d) - rcl_domain_usage(e.d) - 1000;
+		assert_int_equal(rcl_domain_charge(e.d, amount, RCL_CTX_CAPABLE,
+						   NULL), 0);
+		assert_int_equal(rcl_domain_reclaimer_start(e.d), 0);
+		wait_idle(e.d, e.fc);
+		assert_true(atomic_load(&e.c.evicted) > ev);
+		assert_int_equal(rcl_domain_uncharge(e.d, amount), 0);
+		atomic_store(&e.c.mode, EV_BUSY);
+		assert_revived(&e);
+	}
+
 	assert_int_equal(rcl_domain_reclaimer_stop(e.d), 0);
 	tc_destroy(&other, true);
 	hopeless_teardown(&e);

@@ -60,8 +60,10 @@
  * wakeup whose passes free nothing at any priority is a failure; after 16
  * consecutive failures (MAX_RECLAIM_RETRIES) the domain is *hopeless*: charge
  * wakeups are ignored, and nothing runs, until something changes - reclaim
- * progress by a direct reclaimer, a budget or watermark change, an attach,
- * or rcl_domain_wakeup().  With nothing reclaimable it therefore stops
+ * progress (by a direct reclaimer, or by a run of the reclaimer that a
+ * wakeup posted before), a budget or watermark change, an attach (to any
+ * domain of the tree), a change of limits or protection
+ * (rcl_domain_set_limits()) or of swappiness, or rcl_domain_wakeup().  With nothing reclaimable it therefore stops
  * after 16 passes instead of spinning.
  *
  * Usage:
