@@ -406,8 +406,10 @@ static uint64_t partition_size(struct rcl_domain *d, unsigned p, uint64_t prot,
  * receives this call's own figures; @before holds those of the sweep's
  * earlier calls at this priority, for the shrinkers' stop.  The whole pass,
  * shrinkers included, runs with this thread marked as inside a pass of @d.
+ * Returns true when a batch was all under writeback and this thread may
+ * wait for it: sweep() then throttles once for the partition.
  */
-static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
+static bool shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			     uint64_t goal, uint64_t total, uint64_t prot,
 			     uint64_t usage, uint64_t context, unsigned flags,
 			     struct pass *ps, const struct pass *before)
@@ -488,17 +490,12 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 		slot_put(d, s);
 	}
 	/*
-	 * A batch all under writeback: wait for writeback to make progress,
-	 * once for the pass over this partition's lruvecs (the kernel's
-	 * reclaim_throttle() in shrink_node()), not once per lruvec (up to
-	 * 13 x 100 ms a charge per lruvec), and with no slot pinned, so that
-	 * a detach does not wait behind it.  Not the threads that do the
-	 * writing: the flusher, and a write callback of
-	 * rcl_domain_writeback_all().
+	 * A batch all under writeback: the caller waits for writeback to make
+	 * progress (see sweep()).  Not the threads that do the writing: the
+	 * flusher, and a write callback of rcl_domain_writeback_all().
 	 */
-	if (throttle && (context & RCL_CTX_MAY_BLOCK) &&
-	    rcl__tls_flusher_of != d && rcl__tls_writing_of != d)
-		rcl__domain_throttle_writeback(d);
+	throttle = throttle && (context & RCL_CTX_MAY_BLOCK) &&
+		   rcl__tls_flusher_of != d && rcl__tls_writing_of != d;
 	/*
 	 * Slab-like caches feel the same pressure, after the LRUs.  What
 	 * they free counts toward the goal (the kernel's reclaim_state): if
@@ -526,6 +523,7 @@ static void shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 	tls_pass_lv = pl;
 	ps->slab_scanned += res.scanned;
 	ps->slab_freed += res.freed;
+	return throttle;
 }
 
 static void account_pass(struct rcl_domain *d, const struct pass *ps,
@@ -580,6 +578,7 @@ static void sweep(struct sweep *sw, int prio, uint64_t goal, struct pass *ps)
 	unsigned p;
 
 	for (p = 0; p < t->nr_partitions; p++) {
+		struct rcl_domain *throttle = NULL;
 		uint64_t total = 0, prot, usage;
 		bool low_used = false;
 		enum visit v;
@@ -601,12 +600,27 @@ static void sweep(struct sweep *sw, int prio, uint64_t goal, struct pass *ps)
 				continue;
 			if (v == SCAN_LOW && p == 0)
 				ev_add(d, EV_LOW, 1);
-			shrink_partition(d, p, prio, goal, total, prot, usage,
-					 sw->context, domain_flags(d, sw->flags),
-					 &pd, ps);
+			if (shrink_partition(d, p, prio, goal, total, prot,
+					     usage, sw->context,
+					     domain_flags(d, sw->flags), &pd,
+					     ps) &&
+			    !throttle)
+				throttle = d;
 			account_pass(d, &pd, direct);
 			pass_add(ps, &pd);
 		}
+		/*
+		 * A batch all under writeback: wait for writeback to make
+		 * progress once for the pass over this partition's lruvecs,
+		 * in every domain of the subtree (the kernel's
+		 * reclaim_throttle() in shrink_node(), after
+		 * shrink_node_memcgs()), not once per lruvec or per domain (up
+		 * to 13 x 100 ms a charge for each), with no slot pinned, so
+		 * that a detach does not wait behind it.  The wait is on the
+		 * writeback of the first domain whose batch asked for it.
+		 */
+		if (throttle)
+			rcl__domain_throttle_writeback(throttle);
 		if (low_used)
 			sw->low_skipped = true;
 	}

@@ -402,28 +402,43 @@ static void *wbt_reclaim(void *arg)
 	return NULL;
 }
 
-static void test_scan_writeback_throttle_once_per_pass(void **state)
+/*
+ * @tree: the four lruvecs in four children of the root instead of in the
+ * root.  The throttle was once per domain of the sweep, so the same reclaim
+ * of the root waited 4 x 7 times; it is once per partition pass over the
+ * whole subtree, as shrink_node() throttles after shrink_node_memcgs().
+ */
+static void wbt_run(bool tree)
 {
 	struct wbt *w = calloc(1, sizeof(*w));
+	struct rcl_domain *child[WBT_LV] = { NULL };
 	struct rcl_fake_clock *fc = NULL;
 	struct rcl_lruvec_config lc = { .ops = &wbt_ops };
 	struct rcl_domain_config dc = { .budget = 1u << 20 };
+	uint64_t throttled = 0, timeouts = 0;
 	struct rcl_vmstat v;
 	unsigned i, k;
 	pthread_t t;
 
-	(void)state;
 	assert_non_null(w);
 	assert_int_equal(rcl_fake_clock_new(0, &fc), 0);
 	dc.clock = rcl_fake_clock_clock(fc);
 	assert_int_equal(rcl_domain_new(&dc, &w->d), 0);
 	for (i = 0; i < WBT_LV; i++) {
+		struct rcl_domain_config cc = { .parent = w->d };
+
+		if (tree)
+			assert_int_equal(rcl_domain_new(&cc, &child[i]), 0);
 		assert_int_equal(rcl_lruvec_init(&w->lv[i], &lc), 0);
-		assert_int_equal(rcl_domain_attach(w->d, &w->lv[i], 0), 0);
+		assert_int_equal(rcl_domain_attach(tree ? child[i] : w->d,
+						   &w->lv[i], 0), 0);
 		for (k = 0; k < WBT_N; k++) {
 			struct rcl_lru_node *n = &w->nodes[i][k];
 
 			rcl_lru_node_init(n);
+			/* A child with no usage is not scanned (memcg's rule). */
+			assert_int_equal(rcl_domain_charge(tree ? child[i] : w->d,
+							   1, 0, NULL), 0);
 			assert_int_equal(rcl_lruvec_add(&w->lv[i], n,
 							RCL_LRU_FILE, 1,
 							RCL_LRU_ADD_NOBATCH),
@@ -448,26 +463,46 @@ static void test_scan_writeback_throttle_once_per_pass(void **state)
 	assert_int_equal(w->res.priority, 0);
 	/*
 	 * Priorities 6 to 0 scan (64 >> 7 = 0 below): one wait each, not one
-	 * per lruvec (28).
+	 * per lruvec or per domain (28), summed over the tree.
 	 */
-	assert_int_equal(rcl_domain_vmstat(w->d, &v), 0);
-	assert_int_equal(v.writeback_throttled, 7);
-	assert_int_equal(v.writeback_throttle_timeouts, 7);
+	for (i = 0; i <= WBT_LV; i++) {
+		struct rcl_domain *d = i < WBT_LV ? child[i] : w->d;
+
+		if (!d)
+			continue;
+		assert_int_equal(rcl_domain_vmstat(d, &v), 0);
+		throttled += v.writeback_throttled;
+		timeouts += v.writeback_throttle_timeouts;
+	}
+	assert_int_equal(throttled, 7);
+	assert_int_equal(timeouts, 7);
 	for (i = 0; i < WBT_LV; i++) {
 		for (k = 0; k < WBT_N; k++)
 			assert_int_equal(rcl_lruvec_writeback_end(
 						 &w->lv[i], &w->nodes[i][k], 0),
 					 0);
-		assert_int_equal(rcl_domain_detach(w->d, &w->lv[i]), 0);
+		assert_int_equal(rcl_domain_detach(tree ? child[i] : w->d,
+						   &w->lv[i]), 0);
 		for (k = 0; k < WBT_N; k++)
 			assert_int_equal(rcl_lruvec_del(&w->lv[i],
 							&w->nodes[i][k]),
 					 0);
 		assert_int_equal(rcl_lruvec_destroy(&w->lv[i]), 0);
+		assert_int_equal(rcl_domain_uncharge(tree ? child[i] : w->d,
+						     WBT_N), 0);
+		if (tree)
+			assert_int_equal(rcl_domain_free(child[i]), 0);
 	}
 	assert_int_equal(rcl_domain_free(w->d), 0);
 	rcl_fake_clock_free(fc);
 	free(w);
+}
+
+static void test_scan_writeback_throttle_once_per_pass(void **state)
+{
+	(void)state;
+	wbt_run(false);
+	wbt_run(true);
 }
 
 /* A type with no work: the others carry the pass, which still stops. */
