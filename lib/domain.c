@@ -1023,6 +1023,15 @@ static bool stock_refill(struct rcl_domain *d, uint64_t amount)
 	if (!s)
 		return false;
 	pthread_mutex_lock(&s->lock);
+	/*
+	 * Again under the lock: a set_budget() that shrank the stocks since
+	 * the read above drains every stock after the resize, taking this
+	 * lock, so a fill to the old size would outlive that drain and hold
+	 * more than the documented bound.
+	 */
+	cap = atomic_load(&d->stock_cap);
+	if (amount >= cap)
+		goto out;
 	old = atomic_load(&s->dom);
 	if (old != d) {
 		if (!stock_count_up(d))

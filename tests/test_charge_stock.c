@@ -32,6 +32,8 @@
 
 #include <reclaim/reclaim.h>
 
+#include "../lib/internal.h"
+
 /* ------------------------------------------------------------------------- */
 /* Helpers                                                                    */
 /* ------------------------------------------------------------------------- */
@@ -870,6 +872,89 @@ static void test_concurrent_strict_never_over_budget(void **state)
 	}
 }
 
+/*
+ * A refill that read the stock size before rcl_domain_set_budget() shrank
+ * it must not fill to the old size: stock_refill() read d->stock_cap, then
+ * got the thread's stock (allocated on first use) and locked it; the budget
+ * change resized the stocks and drained them before that lock, and the
+ * thread then filled its stock to the old size.  Four threads held
+ * budget/4 after a shrink to 1 MiB, against budget/16 for all stocks
+ * (a review's reproducer).  The library's allocation hook pauses each
+ * thread inside its stock's allocation (it refuses nothing).
+ */
+static struct rcl_domain *stall_d;
+static RCL__TLS bool stall_me;
+static sem_t stall_in, stall_release, stall_done, stall_quit;
+
+static bool stall_hook(void *ctx, enum rcl__fault_site site, size_t size)
+{
+	(void)ctx;
+	(void)size;
+	if (site == RCL__FAULT_ALLOC && stall_me) {
+		stall_me = false;
+		sem_post(&stall_in);
+		sem_wait(&stall_release);
+	}
+	return false;
+}
+
+static void *stall_agent(void *arg)
+{
+	int *ret = arg;
+
+	stall_me = true;
+	*ret = rcl_domain_charge(stall_d, 100, RCL_CTX_CAPABLE, NULL);
+	sem_post(&stall_done);
+	sem_wait(&stall_quit);	/* keep the stock: exit would return it */
+	return NULL;
+}
+
+static void test_stock_refill_after_shrink_keeps_the_bound(void **state)
+{
+	struct rcl_domain_config cfg = {
+		.budget = 64u << 20, .mode = RCL_CHARGE_STRICT,
+		.charge_stock = 65536,
+	};
+	const uint64_t small = 1u << 20;
+	pthread_t t[4];
+	int ret[4], i;
+
+	(void)state;
+	assert_int_equal(sem_init(&stall_in, 0, 0), 0);
+	assert_int_equal(sem_init(&stall_release, 0, 0), 0);
+	assert_int_equal(sem_init(&stall_done, 0, 0), 0);
+	assert_int_equal(sem_init(&stall_quit, 0, 0), 0);
+	assert_int_equal(rcl_domain_new(&cfg, &stall_d), 0);
+	rcl__fault_set(stall_hook, NULL);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(pthread_create(&t[i], NULL, stall_agent,
+						&ret[i]), 0);
+		sem_wait(&stall_in);	/* inside stock_refill(), old size read */
+	}
+	assert_int_equal(rcl_domain_set_budget(stall_d, small), 0);
+	for (i = 0; i < 4; i++)
+		sem_post(&stall_release);
+	for (i = 0; i < 4; i++)
+		sem_wait(&stall_done);
+	rcl__fault_set(NULL, NULL);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(ret[i], 0);
+	/* Stocks of S = budget/64 each, at most budget/16 in all. */
+	assert_true(rcl_domain_usage(stall_d) - 4 * 100 <= small / 16);
+	for (i = 0; i < 4; i++)
+		sem_post(&stall_quit);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(rcl_domain_uncharge(stall_d, 400), 0);
+	assert_int_equal(rcl_domain_drain_stocks(stall_d), 0);
+	assert_int_equal(rcl_domain_usage(stall_d), 0);
+	assert_int_equal(rcl_domain_free(stall_d), 0);
+	sem_destroy(&stall_in);
+	sem_destroy(&stall_release);
+	sem_destroy(&stall_done);
+	sem_destroy(&stall_quit);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -889,6 +974,7 @@ int main(void)
 		cmocka_unit_test(test_fork_child_not_held_by_parent_window),
 		cmocka_unit_test(test_concurrent_large_charge_fits_as_unstocked),
 		cmocka_unit_test(test_concurrent_strict_never_over_budget),
+		cmocka_unit_test(test_stock_refill_after_shrink_keeps_the_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
