@@ -326,6 +326,7 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	err = -pthread_mutex_init(&d->lock, NULL);
 	if (err)
 		goto fail_reg;
+	d->made_in = getpid();
 	/* Monotonic, as rcl_clock_monotonic()'s deadlines are. */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -468,9 +469,18 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	pthread_rwlock_destroy(&d->tree_lock);
 	pthread_mutex_destroy(&d->wblock);
 	pthread_mutex_destroy(&d->flock);
-	pthread_cond_destroy(&d->fcond);
-	pthread_cond_destroy(&d->wbcond);
-	pthread_cond_destroy(&d->cond);
+	/*
+	 * In the child of a fork(), a thread of the parent (the reclaimer, the
+	 * flusher, a throttled writer) may have been waiting on a condition:
+	 * the child has its place in the condition but not the thread, and
+	 * glibc's pthread_cond_destroy() would wait for it for ever.  The
+	 * conditions hold no resource but their memory, freed below.
+	 */
+	if (d->made_in == getpid()) {
+		pthread_cond_destroy(&d->fcond);
+		pthread_cond_destroy(&d->wbcond);
+		pthread_cond_destroy(&d->cond);
+	}
 	pthread_mutex_destroy(&d->lock);
 	a.free(a.ctx, d);
 	return 0;
@@ -1738,6 +1748,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
 	revive_locked(d);
+	reclaimer_forget_foreign_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
 	/*

@@ -13,6 +13,9 @@
 
 #include "internal.h"
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <reclaim/domain.h>
 #include <reclaim/flusher.h>
 
@@ -122,6 +125,8 @@ struct rcl_domain {
 	pthread_cond_t cond;		/* reclaimer wakeups; detach waits */
 	bool running, stop;
 	pthread_t thread;
+	pid_t pid;			/* the process @thread runs in */
+	pid_t made_in;			/* the process that created the domain */
 	unsigned failures;
 	atomic_bool hopeless;
 	atomic_bool wake_pending;
@@ -165,6 +170,7 @@ struct rcl_domain {
 	bool fl_running, fl_work;
 	atomic_bool fl_stop;		/* also read between batches */
 	pthread_t fl_thread;
+	pid_t fl_pid;			/* the process @fl_thread runs in */
 	struct rcl_writeback_ops wops;
 	void *wpriv;
 	unsigned wbatch;
@@ -325,6 +331,29 @@ static inline bool in_subtree(const struct rcl_domain *anc,
 		if (d == anc)
 			return true;
 	return false;
+}
+
+/*
+ * A reclaimer thread recorded as running in another process (this is the
+ * child of a fork(), which copies no thread but the caller): there is none
+ * here, so nothing may join it or wait for it.  Forget it; d->lock held.
+ */
+static inline void reclaimer_forget_foreign_locked(struct rcl_domain *d)
+{
+	if (d->running && d->pid != getpid()) {
+		d->running = false;
+		d->stop = false;
+		atomic_store(&d->wake_pending, false);
+	}
+}
+
+/* The same for the library's flusher thread; d->flock held. */
+static inline void flusher_forget_foreign_locked(struct rcl_domain *d)
+{
+	if (d->fl_running && d->fl_pid != getpid()) {
+		d->fl_running = false;
+		atomic_store(&d->fl_stop, false);
+	}
 }
 
 /* Is this thread inside a reclaim pass of @d's tree, at any depth? */

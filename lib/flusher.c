@@ -291,10 +291,10 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  * stop has begun.  A stopping thread serves none (it checks fl_stop between
  * batches and quits), so they go where they go without a thread.
  */
-static bool flusher_owns_requests(const struct rcl_domain *d)
+static bool flusher_owns_requests(struct rcl_domain *d)
 {
-	return d->fl_running &&
-	       !atomic_load(&((struct rcl_domain *)d)->fl_stop);
+	flusher_forget_foreign_locked(d);
+	return d->fl_running && !atomic_load(&d->fl_stop);
 }
 
 static void deliver(struct rcl_domain *d, const struct rcl_flush_request *req,
@@ -697,6 +697,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 	if (!d || !ops || !ops->write || batch > RCL_WRITEBACK_MAX_BATCH)
 		return -EINVAL;
 	pthread_mutex_lock(&d->flock);
+	flusher_forget_foreign_locked(d);
 	if (d->fl_running) {
 		err = RCL__REFUSE(-EBUSY, "the flusher thread runs already");
 	} else {
@@ -717,6 +718,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 			d->inflight = d->pending = false;
 			atomic_store(&d->flush_busy, false);
 			d->fl_running = true;
+			d->fl_pid = getpid();
 		}
 	}
 	pthread_mutex_unlock(&d->flock);
@@ -744,6 +746,7 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 	if (rcl__tls_flusher_of == d)
 		return RCL__REFUSE(-EDEADLK, "called from the flusher thread's own callbacks: it would join itself");
 	pthread_mutex_lock(&d->flock);
+	flusher_forget_foreign_locked(d);
 	if (!d->fl_running) {
 		pthread_mutex_unlock(&d->flock);
 		return 0;

@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define UNIT_TESTING 1
 #include <cmocka.h>
@@ -2992,6 +2994,63 @@ static void test_domain_reclaim_from_nested_pass_refused(void **state)
 	assert_int_equal(rcl_domain_free(nest_dom.d2), 0);
 }
 
+/*
+ * fork() with the background reclaimer and the flusher thread running: the
+ * child has neither thread.  rcl_domain_free() in the child joined the
+ * parent's reclaimer (which is not there) and then waited for ever in
+ * pthread_cond_destroy() for the parent's thread that had been waiting on
+ * the condition (a review's reproducer).  Now the child forgets both
+ * threads, can start a reclaimer of its own, and frees the domain; the
+ * parent's threads run on.  The child ends itself by alarm(), a failure,
+ * if a call hangs.
+ */
+static int fork_write(void *priv, struct rcl_lru_node *node)
+{
+	(void)priv;
+	(void)node;
+	return 0;
+}
+
+static void test_domain_fork_child_has_no_threads(void **state)
+{
+	static const struct rcl_writeback_ops wops = { .write = fork_write };
+	struct rcl_domain_config cfg = { .budget = 1u << 20 };
+	struct rcl_domain *d;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&cfg, &d), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(d), 0);
+	assert_int_equal(rcl_domain_flusher_start(d, &wops, NULL, 0), 0);
+	/* Both threads wait on their conditions (an explicit drain point:
+	 * a wakeup makes the reclaimer run and go back to sleep). */
+	assert_int_equal(rcl_domain_wakeup(d), 0);
+	usleep(50000);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int ok;
+
+		alarm(20);
+		ok = rcl_domain_charge(d, 1000, RCL_CTX_CAPABLE, NULL) == 0 &&
+		     rcl_domain_uncharge(d, 1000) == 0 &&
+		     rcl_domain_reclaimer_start(d) == 0 &&	/* its own */
+		     rcl_domain_wakeup(d) == 0 &&
+		     rcl_domain_reclaimer_stop(d) == 0 &&
+		     rcl_domain_reclaimer_start(d) == 0 &&
+		     rcl_domain_free(d) == 0;			/* both stop */
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* The parent's threads are still there, and stop. */
+	assert_int_equal(rcl_domain_wakeup(d), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3040,6 +3099,7 @@ int main(void)
 		cmocka_unit_test(test_domain_goal_counts_reported_weight_pinned_lru),
 		cmocka_unit_test(test_domain_goal_uncharged_shrinker_and_lru_met),
 		cmocka_unit_test(test_domain_reclaim_from_nested_pass_refused),
+		cmocka_unit_test(test_domain_fork_child_has_no_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

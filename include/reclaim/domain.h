@@ -115,6 +115,17 @@
  * does rcl_domain_free() for every stock of the domain; after fork() the
  * child gives back the stocks of the threads it does not have.
  *
+ * fork().  The child of a fork() has only the thread that called it, so a
+ * domain there has no background reclaimer and no flusher thread, whatever
+ * the parent ran: in the child, rcl_domain_reclaimer_stop(),
+ * rcl_domain_flusher_stop() and rcl_domain_free() return without waiting
+ * for the parent's threads, charges below low wake nothing until
+ * rcl_domain_reclaimer_start() starts a thread of the child's own, and
+ * flush requests go to the application's flusher ops (or nowhere), as with
+ * no thread.  As POSIX says of fork() in a multithreaded process, a thread
+ * of the parent that was inside a call of the library at the fork can
+ * leave that domain's locks held in the child.
+ *
  * Trees of domains (the kernel's memory cgroups).  A domain created with a
  * parent (&struct rcl_domain_config.parent) is a *child*: every charge to it
  * is charged to each ancestor too, as the kernel's page_counter does (one
