@@ -733,8 +733,9 @@ undo:
  * in flight; a take announces itself in nr_taking, then refuses if nr_tight
  * is raised.  Sequentially consistent both ways (Dekker): either the take
  * sees nr_tight, or the charge, waiting for nr_taking, sees the take's
- * usage.  Takes are short (a few CAS, no lock the charge holds); the wait
- * is bounded anyway, and yields.
+ * usage.  Takes are short (a few CAS, no lock the charge holds): the wait
+ * spins, then yields, and past TIGHT_WAIT_MAX rounds waits on the stocks'
+ * locks (tight_wait_takes()) rather than go on with a take in flight.
  */
 #define TIGHT_WAIT_SPINS 64u
 #define TIGHT_WAIT_MAX 4096u
@@ -748,6 +749,25 @@ undo:
  */
 static atomic_uint tight_gen;
 
+/*
+ * A take in flight still, after the bounded wait (its thread descheduled
+ * in the middle of it): a taker holds its stock's lock across the take
+ * (stock_refill()), so taking every stock's lock in turn waits out every
+ * take that began before the window opened; those that begin after it see
+ * it and refuse.  Lock order: the registry, then a stock, as stocks_forget().
+ */
+static void tight_wait_takes(void)
+{
+	struct charge_stock *s;
+
+	pthread_mutex_lock(&stock_registry_lock);
+	for (s = stock_head.next; s != &stock_head; s = s->next) {
+		pthread_mutex_lock(&s->lock);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&stock_registry_lock);
+}
+
 static uint32_t tight_begin(struct rcl_domain *r)
 {
 	uint32_t g = atomic_load(&tight_gen);
@@ -757,11 +777,15 @@ static uint32_t tight_begin(struct rcl_domain *r)
 	do
 		nw = (w >> 32) == g ? w + 1 : ((unsigned long long)g << 32) | 1;
 	while (!atomic_compare_exchange_weak(&r->tight, &w, nw));
-	for (i = 0; atomic_load(&r->nr_taking) && i < TIGHT_WAIT_MAX; i++) {
-		if (i < TIGHT_WAIT_SPINS)
+	for (i = 0; atomic_load(&r->nr_taking); i++) {
+		if (i < TIGHT_WAIT_SPINS) {
 			rcl__cpu_relax();
-		else
+		} else if (i < TIGHT_WAIT_MAX) {
 			sched_yield();
+		} else {
+			tight_wait_takes();
+			break;
+		}
 	}
 	return g;
 }
