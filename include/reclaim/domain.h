@@ -157,7 +157,10 @@
  * protection the protected siblings leave unclaimed flows to every sibling
  * in proportion to its unprotected usage.  A reclaim pass at priority p
  * visits the subtree parent first: a domain whose usage is at or below its
- * effective min is skipped; one at or below its effective low is skipped
+ * effective min is skipped (so is a domain whose usage is 0, whatever is on
+ * its lruvecs, as memcg skips a cgroup that holds nothing: charge a
+ * cache's memory to the domain its lruvecs are attached to, or their
+ * objects are not reclaimed by a pass over the tree); one at or below its effective low is skipped
  * too unless a whole sweep freed nothing while such domains were skipped,
  * in which case the sweep is repeated with them included, counting a
  * ``low`` event for each (memory.events); every other domain's lruvecs are
