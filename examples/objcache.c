@@ -287,6 +287,11 @@ int main(int argc, char **argv)
 			return EXIT_FAILURE;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "objcache: unexpected argument '%s' (see --help)\n",
+			argv[optind]);
+		return EXIT_FAILURE;
+	}
 
 	/* Setup: a domain with a budget and its reclaimer, and the cache. */
 	dcfg.budget = budget;

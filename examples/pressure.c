@@ -324,13 +324,16 @@ int main(int argc, char **argv)
 			/* A run stalled here (valgrind on a loaded machine) may
 			   see the monitor's grow steps that followed the action:
 			   grow_pct of the base per whole grow interval. */
-			grown = (now_ms() - t_notify) / ROW_MS * (BUDGET / 100 * GROW_PCT);
+			grown = (now_ms() - t_notify) / ROW_MS *
+				((uint64_t)BUDGET * GROW_PCT / 100);
 			snprintf(what, sizeof(what), "<- notify %s",
 				 rcl_pressure_level_name(l));
 			row(p, cg >= 0, what);
 			if (l == RCL_PRESSURE_SEVERE) {
 				/* Acted at once (the window has passed): 3/4. */
-				CHECK(budget <= usage / 4 * 3 + 1 + grown,
+				/* The monitor's rounding: usage * 6 / 8, and a
+				   grow step of base * grow_pct / 100. */
+				CHECK(budget <= usage * 6 / 8 + 1 + grown,
 				      "SEVERE left a budget of %" PRIu64 " over 3/4 of %" PRIu64,
 				      budget, usage);
 				CHECK(rcl_domain_usage(d) < usage,

@@ -11,7 +11,9 @@
  *
  * Usage: sqlite [--budget KiB] [--ops N]
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,23 @@ static void check(int rc, sqlite3 *db, const char *what)
 	}
 }
 
+/* A decimal number in [min, max], nothing after it; false otherwise. */
+static bool parse_num(const char *s, unsigned long min, unsigned long max,
+		      unsigned long *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = (unsigned long)v;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long budget_kib = 1024, ops = 20000, i;
@@ -46,22 +65,26 @@ int main(int argc, char **argv)
 	sqlite3 *db[NDB];
 	sqlite3_stmt *get[NDB], *put;
 	char path[NDB][512];
-	int k;
+	int k, rc;
 
 	for (k = 1; k < argc; k++) {
-		if (!strcmp(argv[k], "--budget") && k + 1 < argc)
-			budget_kib = strtoul(argv[++k], NULL, 10);
-		else if (!strcmp(argv[k], "--ops") && k + 1 < argc)
-			ops = strtoul(argv[++k], NULL, 10);
+		/* A budget of 1 KiB to 1 TiB; 1 to 100 million operations. */
+		if (!strcmp(argv[k], "--budget") && k + 1 < argc &&
+		    parse_num(argv[k + 1], 1, 1ul << 30, &budget_kib))
+			k++;
+		else if (!strcmp(argv[k], "--ops") && k + 1 < argc &&
+			 parse_num(argv[k + 1], 1, 100000000, &ops))
+			k++;
 		else {
-			fprintf(stderr, "usage: %s [--budget KiB] [--ops N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--budget KiB (1..2^30)] [--ops N (1..10^8)]\n",
+				argv[0]);
 			return 2;
 		}
 	}
 
 	/* One budget for every page cache; the background reclaimer keeps
 	 * headroom above the high watermark. */
-	dc.budget = budget_kib << 10;
+	dc.budget = (uint64_t)budget_kib << 10;
 	if (rcl_domain_new(&dc, &d) != 0)
 		return 1;
 	sc.domain = d;
@@ -76,7 +99,11 @@ int main(int argc, char **argv)
 		snprintf(path[k], sizeof(path[k]), "%s/rcl-example-%s-%d.db",
 			 tmp && *tmp ? tmp : "/tmp", names[k], (int)getpid());
 		unlink(path[k]);
-		check(sqlite3_open(path[k], &db[k]), db[k], "open");
+		/* sqlite3_open() sets db[k] (or leaves it NULL when out of
+		 * memory): read it only after the call. */
+		db[k] = NULL;
+		rc = sqlite3_open(path[k], &db[k]);
+		check(rc, db[k], "open");
 		check(sqlite3_exec(db[k],
 				   "PRAGMA synchronous=OFF; PRAGMA cache_size=64;"
 				   "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);", NULL, NULL, NULL),
