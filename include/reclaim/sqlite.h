@@ -64,7 +64,10 @@
  * its size.  sqlite3_db_release_memory(), PRAGMA shrink_memory and
  * sqlite3_release_memory() reach xShrink, which frees every unpinned page
  * of the cache at once (no shadows are kept for them).  docs/sqlite.md has
- * the details of xFetch's create flags, xRekey and xTruncate.
+ * the details of xFetch's create flags, xRekey and xTruncate.  A strict
+ * domain needs room to spare: give it at least 32 pages per connection
+ * beyond what transactions pin, or concurrent reclaims that find each
+ * other's pages busy can fail a read with SQLITE_NOMEM (docs/sqlite.md).
  *
  * Synchronization.  Every function here may be called from any thread.
  * The page-cache methods are thread-safe for SQLite's serialized and
