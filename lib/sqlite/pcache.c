@@ -141,8 +141,12 @@ static struct rsq_cache *g_orphans;
 static atomic_uint g_nr_orphans;
 
 /* rcl_sqlite_cache_stats(): the first cache this thread fetches from. */
-static _Thread_local bool tls_probing;
-static _Thread_local struct rsq_cache *tls_probe;
+/* initial-exec, as the library's own (lib/internal.h's RCL__TLS): xFetch
+ * reads tls_probing on every call, and the general-dynamic model would make
+ * that a call to __tls_get_addr(). */
+#define RSQ_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+static RSQ_TLS bool tls_probing;
+static RSQ_TLS struct rsq_cache *tls_probe;
 
 #define CNT_ADD(c, n) atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
 #define CNT_SUB(c, n) atomic_fetch_sub_explicit(&(c), (n), memory_order_relaxed)
@@ -848,9 +852,16 @@ static void rsq_unpin(sqlite3_pcache *pc, sqlite3_pcache_page *pg, int discard)
 		pthread_mutex_unlock(&c->mu);
 		return;
 	}
+	/* Straight onto the lists (RCL_LRU_ADD_NOBATCH), not through this
+	 * thread's add batch: the page SQLite unpins is mostly the one it
+	 * fetches next (a b-tree's root and inner pages, on every query), and
+	 * the batch would cost that fetch a search of it, the add a batch
+	 * entry and its later apply, and reclaim the sight of up to a batch of
+	 * unpinned pages (docs/sqlite.md). */
 	if (p->shadow) {
 		err = rcl_lruvec_add_refault(&c->lv, &p->lru, RCL_LRU_FILE,
-					     c->charge, 0, p->shadow, &outcome);
+					     c->charge, RCL_LRU_ADD_NOBATCH,
+					     p->shadow, &outcome);
 		p->shadow = 0;
 		if (err == 0 && (outcome & RCL_REFAULT_ACTIVATE)) {
 			c->refault_activations++;
@@ -858,7 +869,8 @@ static void rsq_unpin(sqlite3_pcache *pc, sqlite3_pcache_page *pg, int discard)
 		}
 	} else {
 		err = rcl_lruvec_add(&c->lv, &p->lru, RCL_LRU_FILE, c->charge,
-				     p->hot == 2 ? RCL_LRU_ADD_ACTIVE : 0);
+				     RCL_LRU_ADD_NOBATCH |
+				     (p->hot == 2 ? RCL_LRU_ADD_ACTIVE : 0));
 		if (err == 0 && p->hot == 1)
 			rcl_lruvec_mark_accessed(&c->lv, &p->lru);
 	}
