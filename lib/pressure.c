@@ -26,7 +26,9 @@
  * dispatch and actions, so that two threads never step the budget against
  * each other; it is held while reclaim runs (rcl_domain_set_budget()), so
  * the domain's callbacks run under it, and a callback that calls back into
- * the monitor's acting calls is refused (-EDEADLK, thread-local check).
+ * the monitor's acting calls is refused (-EDEADLK: a thread-local chain of
+ * the monitors acting in the thread, which a nested action of another
+ * monitor does not hide).
  * p->join serialises rcl_pressure_stop(), which joins the thread with
  * p->lock dropped.
  *
@@ -186,9 +188,44 @@ struct rcl_pressure {
 	char buf[READ_MAX + 2];
 };
 
-/* The monitor whose thread this is, and the one acting in this thread. */
+/*
+ * The monitor whose thread this is, and the monitors acting in this thread,
+ * innermost first: a callback of one monitor's action may act with another
+ * (its own domain), whose callbacks may call back into the first, which
+ * still holds its p->act.  Each action pushes a frame on its stack
+ * (acting_push()), as vmscan.c's passes do (rcl__pass_frame), and a call
+ * that takes p->act or frees p is refused if any frame is p's, not only
+ * the innermost.
+ */
+struct acting_frame {
+	const struct rcl_pressure *p;
+	const struct acting_frame *prev;
+};
 static RCL__TLS const struct rcl_pressure *tls_thread_of;
-static RCL__TLS const struct rcl_pressure *tls_acting;
+static RCL__TLS const struct acting_frame *tls_acting;
+
+static void acting_push(struct acting_frame *f, const struct rcl_pressure *p)
+{
+	f->p = p;
+	f->prev = tls_acting;
+	tls_acting = f;
+}
+
+static void acting_pop(const struct acting_frame *f)
+{
+	tls_acting = f->prev;
+}
+
+/* Is @p acting in this thread, at any depth (its trim hook, its reclaim)? */
+static bool acting_here(const struct rcl_pressure *p)
+{
+	const struct acting_frame *f;
+
+	for (f = tls_acting; f; f = f->prev)
+		if (f->p == p)
+			return true;
+	return false;
+}
 
 /* ------------------------------------------------------------------------- */
 /* Small helpers                                                              */
@@ -374,7 +411,7 @@ static uint64_t effective_locked(const struct rcl_pressure *p)
  */
 static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 {
-	const struct rcl_pressure *outer = tls_acting;
+	struct acting_frame frame;
 	struct rcl_reclaim_result res;
 	struct rcl_watermarks wm;
 	uint64_t b, before, after, over;
@@ -390,10 +427,10 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 
 	before = rcl_domain_usage(p->d);
 	/*
-	 * Restored, not cleared: a callback of another monitor's action may
+	 * Popped, not cleared: a callback of another monitor's action may
 	 * act with this one, and that monitor is still acting afterwards.
 	 */
-	tls_acting = p;
+	acting_push(&frame, p);
 	rcl_domain_set_budget(p->d, b);
 	if (!rcl_domain_watermarks(p->d, &wm)) {
 		over = need(p->d, wm.high);
@@ -402,7 +439,7 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 					   rcl__domain_goal_objects(p->d, over),
 					   RCL_CTX_CAPABLE, &res);
 	}
-	tls_acting = outer;
+	acting_pop(&frame);
 	after = rcl_domain_usage(p->d);
 	return before > after ? before - after : 0;
 }
@@ -445,7 +482,7 @@ static uint64_t trim_deadline_locked(const struct rcl_pressure *p)
 /* Run the trim hook if one is due (p->act held, p->lock not). */
 static void maybe_trim(struct rcl_pressure *p, uint64_t now)
 {
-	const struct rcl_pressure *outer;
+	struct acting_frame frame;
 	bool trim = false;
 
 	pthread_mutex_lock(&p->lock);
@@ -460,10 +497,9 @@ static void maybe_trim(struct rcl_pressure *p, uint64_t now)
 	pthread_mutex_unlock(&p->lock);
 	if (!trim)
 		return;
-	outer = tls_acting;
-	tls_acting = p;
+	acting_push(&frame, p);
 	p->trim(p->trim_priv);
-	tls_acting = outer;
+	acting_pop(&frame);
 }
 
 /* The fraction of usage an action at @level leaves, in eighths. */
@@ -1356,7 +1392,7 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p)
 
 	if (!p)
 		return 0;
-	if (tls_thread_of == p || tls_acting == p)
+	if (tls_thread_of == p || acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread, its trim hook, or a callback of its reclaim");
 	/* A child after fork() has no thread to join: the parent's. */
 	if (p->pid == getpid())
@@ -1487,7 +1523,7 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p)
+	if (acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!path)
 		path = "/proc/pressure/memory";
@@ -1637,7 +1673,7 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p)
+	if (acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (version > 2)
 		return RCL__REFUSE(-EINVAL, "a cgroup version other than 0, 1, 2");
@@ -1729,7 +1765,7 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p)
+	if (acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!watch) {
 		watch = getenv("MEMORY_PRESSURE_WATCH");
@@ -1924,7 +1960,7 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 
 	if (!p || (unsigned)level > RCL_PRESSURE_CRITICAL)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor or a level out of range");
-	if (tls_acting == p || in_tree_pass(p->d))
+	if (acting_here(p) || in_tree_pass(p->d))
 		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree");
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
@@ -2068,7 +2104,7 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_thread_of == p || tls_acting == p)
+	if (tls_thread_of == p || acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread or a callback of its action");
 	/*
 	 * Stops one at a time: the thread is joined with p->lock dropped,
@@ -2133,7 +2169,7 @@ RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p)
 {
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p || in_tree_pass(p->d))
+	if (acting_here(p) || in_tree_pass(p->d))
 		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree");
 	return dispatch_events(p, NULL, 0, 0);
 }

@@ -1765,6 +1765,147 @@ static void test_pressure_nested_action_keeps_the_refusal(void **state)
 }
 
 /*
+ * Three deep: A's action evicts from A's domain, whose callback acts with
+ * B (allowed: another domain's tree), and B's action evicts from B's
+ * domain, whose callback calls back into A.  A is still acting (it holds
+ * its action lock, outside B's action): every call on A that takes that
+ * lock, or frees A, is refused (-EDEADLK), not only those of the innermost
+ * monitor.  Before, only B counted as acting there: rcl_pressure_add_psi(A)
+ * waited for ever for A's own lock, and rcl_pressure_free(A) freed A under
+ * its running action.  A's action runs in a helper thread, waited for with
+ * a bound, so that a deadlock fails the test instead of hanging it.
+ */
+static struct {
+	struct rcl_pressure *a, *b;
+	struct tcache *ca, *cb;
+	int src_a, src_b;
+	char psi[PATH_MAX], cgdir[PATH_MAX];
+	atomic_int stage;		/* 1: in A's callback; 2: in B's */
+	atomic_int notify_b, psi_a, cg_a, sd_a, notify_a, dispatch_a;
+	atomic_int stop_a, free_a, manual_a;
+	atomic_bool done;
+} deep;
+
+static void deep_evict(struct tcache *c)
+{
+	if (c == deep.ca) {
+		int zero = 0;
+
+		if (!atomic_compare_exchange_strong(&deep.stage, &zero, 1))
+			return;
+		atomic_store(&deep.notify_b,
+			     rcl_pressure_notify(deep.b, deep.src_b,
+						 RCL_PRESSURE_SEVERE));
+	} else if (c == deep.cb) {
+		int one = 1;
+
+		if (!atomic_compare_exchange_strong(&deep.stage, &one, 2))
+			return;
+		/* The ones that take A's action lock first, free last. */
+		atomic_store(&deep.psi_a, rcl_pressure_add_psi(deep.a, deep.psi));
+		atomic_store(&deep.cg_a,
+			     rcl_pressure_add_cgroup(deep.a, deep.cgdir, 0));
+		atomic_store(&deep.sd_a,
+			     rcl_pressure_add_systemd(deep.a, "/dev/null", NULL));
+		atomic_store(&deep.notify_a,
+			     rcl_pressure_notify(deep.a, deep.src_a,
+						 RCL_PRESSURE_CRITICAL));
+		atomic_store(&deep.dispatch_a, rcl_pressure_dispatch(deep.a));
+		atomic_store(&deep.stop_a, rcl_pressure_stop(deep.a));
+		atomic_store(&deep.free_a, rcl_pressure_free(deep.a));
+		/* Only p->lock: fine. */
+		atomic_store(&deep.manual_a, rcl_pressure_add_manual(deep.a));
+	}
+}
+
+static void *deep_notify_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_pressure_notify(deep.a, deep.src_a, RCL_PRESSURE_MODERATE), 0);
+	atomic_store(&deep.done, true);
+	return NULL;
+}
+
+static void test_pressure_callback_of_a_nested_action_refuses_the_outer(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET,
+					.allocator = &test_allocator };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_domain *db;
+	struct tcache cb;
+	struct cg cg;
+	unsigned long spins;
+	pthread_t t;
+	struct fx f;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	deep.a = f.p;
+	deep.src_a = rcl_pressure_add_manual(f.p);
+	put_psi(f.tmp, "psi", 0, 0);
+	path_of(deep.psi, sizeof(deep.psi), f.tmp, "psi");
+	cg_init(&cg, &f, "cg", 2, 1);
+	cg_write(&cg);
+	snprintf(deep.cgdir, sizeof(deep.cgdir), "%s", cg.dir);
+	assert_int_equal(rcl_domain_new(&dc, &db), 0);
+	tc_init(&cb, db, NOBJ, W);
+	tc_fill(&cb, FILL);
+	pc = f.cfg;
+	pc.domain = db;
+	assert_int_equal(rcl_pressure_new(&pc, &deep.b), 0);
+	deep.src_b = rcl_pressure_add_manual(deep.b);
+	deep.ca = &f.c;
+	deep.cb = &cb;
+	atomic_store(&deep.stage, 0);
+	atomic_store(&deep.notify_b, 1);
+	atomic_store(&deep.psi_a, 1);
+	atomic_store(&deep.cg_a, 1);
+	atomic_store(&deep.sd_a, 1);
+	atomic_store(&deep.notify_a, 1);
+	atomic_store(&deep.dispatch_a, 1);
+	atomic_store(&deep.stop_a, 1);
+	atomic_store(&deep.free_a, 1);
+	atomic_store(&deep.manual_a, -1);
+	atomic_store(&deep.done, false);
+	atomic_store(&evict_hook, deep_evict);
+	assert_int_equal(pthread_create(&t, NULL, deep_notify_main, NULL), 0);
+	for (spins = 0; !atomic_load(&deep.done) && spins < 10000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (!atomic_load(&deep.done))
+		fail_msg("a call on A from B's callback inside A's action "
+			 "deadlocked (stage %d, add_psi %d, add_cgroup %d, "
+			 "add_systemd %d)", atomic_load(&deep.stage),
+			 atomic_load(&deep.psi_a), atomic_load(&deep.cg_a),
+			 atomic_load(&deep.sd_a));
+	assert_int_equal(pthread_join(t, NULL), 0);
+	atomic_store(&evict_hook, NULL);
+	assert_int_equal(atomic_load(&deep.stage), 2);
+	assert_int_equal(atomic_load(&deep.notify_b), 0);
+	assert_int_equal(atomic_load(&deep.psi_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.cg_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.sd_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.notify_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.dispatch_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.stop_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.free_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.manual_a), 1);
+	/* Both monitors acted once and work on. */
+	assert_int_equal(sinfo(f.p, deep.src_a).actions, 1);
+	assert_int_equal(sinfo(deep.b, deep.src_b).actions, 1);
+	assert_int_equal(pstats(f.p).nr_sources, 2);
+	assert_int_equal(rcl_pressure_add_psi(f.p, deep.psi), 2);
+	assert_int_equal(rcl_pressure_free(deep.b), 0);
+	tc_destroy(&cb);
+	assert_int_equal(rcl_domain_free(db), 0);
+	fx_fini(&f);
+}
+
+/*
  * The same from the library thread: its action's evict callbacks cannot
  * stop or free the monitor (the thread would join itself).  Real clock,
  * interval 5 ms: the thread's first tick reads a cgroup whose working set
@@ -3946,6 +4087,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_evict_callback_cannot_free_or_stop),
 		cmocka_unit_test(test_pressure_add_from_own_callbacks_is_refused),
 		cmocka_unit_test(test_pressure_nested_action_keeps_the_refusal),
+		cmocka_unit_test(test_pressure_callback_of_a_nested_action_refuses_the_outer),
 		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
 		cmocka_unit_test(test_pressure_cgroup_v2_ratio_levels),

@@ -169,7 +169,12 @@
  * rcl_pressure_free(), which must not run concurrently with other calls on
  * the monitor.  Actions (dispatch, notify) run reclaim, and so the
  * domain's callbacks, in the calling thread, with the monitor mutex not
- * held.
+ * held (its action lock is).  "The monitor's own callbacks" below are its
+ * trim hook and the callbacks of its actions' reclaim at any depth: a
+ * callback of its action may act with another monitor (of another tree),
+ * and the callbacks of that action are still inside the first one's, so
+ * the calls on the first monitor that take its action lock, or free it,
+ * refuse them too (-EDEADLK).
  */
 #ifndef RECLAIM_PRESSURE_H
 #define RECLAIM_PRESSURE_H
@@ -394,9 +399,9 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
  * Stops its thread if it runs, closes every descriptor, and releases the
  * domain (which may then be freed).  The budget stays as last applied.
  *
- * Context: any thread but the monitor's own (its trim hook, the domain's
- * callbacks run by its actions: -EDEADLK); not concurrently with other
- * calls on @p.
+ * Context: any thread but the monitor's own (its thread, its trim hook,
+ * the domain's callbacks run by its actions, at any depth: -EDEADLK); not
+ * concurrently with other calls on @p.
  * Return: 0; -EDEADLK (nothing done).
  */
 RCL_API int rcl_pressure_free(struct rcl_pressure *p);
@@ -411,7 +416,7 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p);
  * rcl_pressure_source_info() for the mode in force and why.
  *
  * Context: any thread but the monitor's own callbacks (its trim hook, the
- * domain's callbacks run by its actions: -EDEADLK).
+ * domain's callbacks run by its actions, at any depth: -EDEADLK).
  * Return: the source's index (>= 0); -EINVAL for NULL @p; -ENOENT, -EACCES,
  * -EOPNOTSUPP (PSI disabled), ... (the errno of opening or reading it);
  * -EBADMSG if its content does not parse; -ENOSPC with
@@ -484,12 +489,13 @@ RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p);
  * merges into the one due at the end of the source's wait (run by the next
  * dispatch or by the thread).
  *
- * Context: any thread but the domain's reclaim callbacks; runs reclaim
- * (and so the domain's callbacks) when it acts.
+ * Context: any thread but the domain's reclaim callbacks and the
+ * monitor's own callbacks (at any depth); runs reclaim (and so the
+ * domain's callbacks) when it acts.
  * Return: 0; -EINVAL for NULL, a level out of range, or an index that is
  * not a manual source; -EDEADLK from a callback of a reclaim pass of the
  * domain's tree (a pass of its root over a child included, and a pass
- * nested in another pass's callback).
+ * nested in another pass's callback) or from the monitor's own callbacks.
  */
 RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 				enum rcl_pressure_level level);
@@ -542,7 +548,8 @@ RCL_API int rcl_pressure_start(struct rcl_pressure *p);
  * rcl_pressure_stop() - stop the library thread and join it
  * @p: the monitor
  *
- * Context: any thread but the monitor's own (-EDEADLK).
+ * Context: any thread but the monitor's own (its thread, its callbacks at
+ * any depth: -EDEADLK).
  * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK.
  */
 RCL_API int rcl_pressure_stop(struct rcl_pressure *p);
@@ -573,8 +580,8 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p);
  * ended, and re-arms the timerfd.
  *
  * Context: any thread but the callbacks of a reclaim pass of the domain's
- * tree and the monitor's trim hook (-EDEADLK); runs reclaim.  Calls from several threads are
- * serialised.
+ * tree and the monitor's own callbacks at any depth (-EDEADLK); runs
+ * reclaim.  Calls from several threads are serialised.
  * Return: the number of actions taken (>= 0); -EINVAL for NULL; -EDEADLK.
  */
 RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p);
