@@ -393,12 +393,19 @@ static enum rcl_pressure_level max_level(enum rcl_pressure_level a,
 /* Budgets                                                                    */
 /* ------------------------------------------------------------------------- */
 
-/* The effective budget: min(base, container, pressure), at least the floor. */
+/*
+ * The effective budget: min(base, container, pressure).  The floor is the
+ * pressure budget's (an action's target never goes below it), not the
+ * container's: the cgroup's limit binds below it, or the budget would stay
+ * above what the cgroup allows (base 64 GB, its floor 1 GB, a 500 MB
+ * limit).  At least 1: a child's budget of 0 is no limit.
+ */
 static uint64_t effective_locked(const struct rcl_pressure *p)
 {
-	uint64_t b = RCL_MIN(p->base, RCL_MIN(p->container, p->pressure));
+	uint64_t b = RCL_MIN(p->base, RCL_MIN(p->container,
+					      RCL_MAX(p->pressure, p->floor)));
 
-	return RCL_MAX(b, p->floor);
+	return RCL_MAX(b, 1);
 }
 
 /*
@@ -1341,7 +1348,15 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 				   cfg->trim_interval_ns :
 				   RCL_PRESSURE_TRIM_INTERVAL_DEFAULT_NS;
 	p->base = base;
-	p->floor = cfg->min_budget ? cfg->min_budget : RCL_MAX(base / 64, 1);
+	/*
+	 * No base (UINT64_MAX: a child domain with no budget of its own): a
+	 * share of it would be 2^58, above any usage, and no action would
+	 * move the budget.  No default floor then.
+	 */
+	if (cfg->min_budget)
+		p->floor = cfg->min_budget;
+	else
+		p->floor = base == UINT64_MAX ? 1 : RCL_MAX(base / 64, 1);
 	p->container = UINT64_MAX;
 	p->pressure = UINT64_MAX;
 	p->applied = rcl_domain_budget(p->d);

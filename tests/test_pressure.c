@@ -2391,6 +2391,108 @@ static void test_pressure_cgroup_budget_follows_the_limit(void **state)
 }
 
 /*
+ * The floor is the pressure budget's, not the container's: a cgroup whose
+ * limit leaves the cache less than the floor binds below it.  Base
+ * 100000 (kB: bytes_per_unit 1000), the default floor 1562, the others'
+ * working set 44 MB: a limit of 50 MB leaves (45 - 44) MB = 1000 units,
+ * applied as such (before: the floor, 1562, above what the cgroup allows);
+ * a limit of 40 MB leaves none: the budget is 1 (a budget of 0 would be
+ * no limit for a child).  An action's target still stops at the floor.
+ */
+static void test_pressure_container_budget_binds_below_the_floor(void **state)
+{
+	struct fx f;
+	struct cg c;
+	struct rcl_pressure_stats st;
+	int man;
+
+	(void)state;
+	fx_init(&f, BUDGET, 500);
+	f.cfg.flags = RCL_PRESSURE_FOLLOW_CGROUP | RCL_PRESSURE_NO_TRIM;
+	f.cfg.bytes_per_unit = 1000;
+	fx_monitor(&f);
+	man = rcl_pressure_add_manual(f.p);
+	cg_init(&c, &f, "cg", 2, 1000);
+	c.others = 44 * MB;
+	c.max = 50 * MB;
+	cg_write(&c);
+	assert_true(rcl_pressure_add_cgroup(f.p, c.dir, 0) >= 0);
+	st = pstats(f.p);
+	assert_int_equal(st.container_budget, 1000);
+	assert_budget(&f, 1000);
+	assert_true(usage(&f) < FLOOR);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 1000);
+	assert_budget(&f, 1000);
+	/* No room at all: 1. */
+	c.max = 40 * MB;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 0);
+	assert_int_equal(pstats(f.p).budget, 1);
+	assert_int_equal(rcl_domain_budget(f.d), 1);
+	assert_int_equal(usage(&f), 0);
+	/* An action's target stops at the floor; the container binds. */
+	assert_int_equal(rcl_pressure_notify(f.p, man, RCL_PRESSURE_CRITICAL), 0);
+	st = pstats(f.p);
+	assert_int_equal(st.pressure_budget, FLOOR);
+	assert_int_equal(st.budget, 1);
+	fx_fini(&f);
+}
+
+/*
+ * A monitor of a child domain with no budget of its own: base is no
+ * limit (UINT64_MAX), and a default floor of base / 64 (2^58) was above
+ * any usage: every action left the budget at 2^58 and freed nothing.
+ * With no base there is no default floor: CRITICAL halves the usage.
+ */
+static void test_pressure_unlimited_base_actions_free(void **state)
+{
+	struct rcl_domain_config rc = { .budget = 10 * BUDGET,
+					.allocator = &test_allocator };
+	struct rcl_domain_config cc = { .budget = 0,
+					.allocator = &test_allocator };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_fake_clock *fc;
+	struct rcl_domain *root, *child;
+	struct rcl_pressure_stats st;
+	struct rcl_pressure *p;
+	struct tcache c;
+	uint64_t before;
+	int man;
+
+	(void)state;
+	assert_int_equal(rcl_fake_clock_new(T0, &fc), 0);
+	assert_int_equal(rcl_domain_new(&rc, &root), 0);
+	cc.parent = root;
+	assert_int_equal(rcl_domain_new(&cc, &child), 0);
+	assert_int_equal(rcl_domain_budget(child), UINT64_MAX);
+	tc_init(&c, child, NOBJ, W);
+	tc_fill(&c, FILL);
+	pc.domain = child;
+	pc.clock = rcl_fake_clock_clock(fc);
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	man = rcl_pressure_add_manual(p);
+	before = rcl_domain_usage(child);
+	assert_int_equal(before, FILL * W);
+	assert_int_equal(rcl_pressure_notify(p, man, RCL_PRESSURE_CRITICAL), 0);
+	st = pstats(p);
+	assert_int_equal(st.base_budget, UINT64_MAX);
+	assert_int_equal(st.pressure_budget, before / 2);
+	assert_int_equal(st.budget, before / 2);
+	assert_int_equal(rcl_domain_budget(child), before / 2);
+	assert_true(rcl_domain_usage(child) + doc_high(before / 2) <= before / 2);
+	assert_int_equal(st.actions, 1);
+	assert_int_equal(st.empty_actions, 0);
+	assert_int_equal(pstats(p).freed_bytes, before - rcl_domain_usage(child));
+	assert_int_equal(rcl_pressure_free(p), 0);
+	tc_destroy(&c);
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+	rcl_fake_clock_free(fc);
+}
+
+/*
  * The tuist / ClickHouse failure: a cgroup whose usage is at its limit,
  * mostly inactive page cache (200 MB used of 200 MB, 150 MB of it
  * inactive_file).  The working set is 50 MB, 25 %: no level, and the
@@ -2625,7 +2727,7 @@ static void test_pressure_cgroup_bad_events_file_at_creation(void **state)
  * After creation a file that stops parsing is a read error: the source
  * keeps its last good values and the budget does not move (it would, and
  * wildly, if the bad value were taken: "12abc" read as 12 bytes of limit
- * gives the floor).  The steady state: container == its raw value, 59000.
+ * gives a budget of 1).  The steady state: container == its raw value, 59000.
  * rcl_pressure_memory() leaves the cgroup fields 0 and counts the error.
  */
 static void test_pressure_cgroup_bad_files_after_creation(void **state)
@@ -4095,6 +4197,8 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_v2_events_fd_gone),
 		cmocka_unit_test(test_pressure_cgroup_v1),
 		cmocka_unit_test(test_pressure_cgroup_budget_follows_the_limit),
+		cmocka_unit_test(test_pressure_container_budget_binds_below_the_floor),
+		cmocka_unit_test(test_pressure_unlimited_base_actions_free),
 		cmocka_unit_test(test_pressure_cgroup_inactive_file_is_not_pressure),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_file_of_16_kib_is_read),

@@ -31,7 +31,10 @@
  * domain's budget when the monitor was created (or
  * &rcl_pressure_config.base_budget), container is the budget that follows
  * the cgroup (RCL_PRESSURE_FOLLOW_CGROUP, below) and pressure is what the
- * last actions left.  A step down is applied at once; a step up at most
+ * last actions left.  The floor bounds the pressure budget only: the
+ * container budget binds below it (a cgroup limit that leaves the cache
+ * less than the floor is followed, down to a budget of 1), so the budget
+ * is never above what the cgroup allows.  A step down is applied at once; a step up at most
  * &rcl_pressure_config.grow_pct percent of base per
  * &rcl_pressure_config.grow_interval_ns (1 s), and only once no action came
  * for a whole grow interval (hysteresis: a cache that dropped does not
@@ -232,7 +235,12 @@ enum rcl_pressure_level {
  * @base_budget: the budget without pressure; 0 = the domain's budget now.
  *	A base other than the domain's budget is applied by the first dispatch
  *	or action (creating a monitor reclaims nothing)
- * @min_budget: the floor no action goes below; 0 = base / 64 (at least 1)
+ * @min_budget: the floor no action goes below (the pressure budget's; the
+ *	container budget binds below it); 0 = base / 64 (at least 1), or 1
+ *	if base is no limit (UINT64_MAX: a child domain with no budget of its
+ *	own, whose 1/64 would be above any usage).  With no base, growth
+ *	steps of grow_pct of it lift the pressure budget above any usage at
+ *	the first quiet grow interval: give @base_budget for a gradual one
  * @window_ns: the rate-limit window per source; 0 = 1 s
  * @backoff_max_ns: the longest wait after actions that freed nothing;
  *	0 = 60 s; raised to @window_ns if below it
