@@ -1087,10 +1087,14 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 		/*
 		 * "low" only says that the kernel reclaims in the cgroup:
 		 * with the working set under 90 % of the limit that is page
-		 * cache going at no cost, not this cache's problem.
+		 * cache going at no cost, not this cache's problem.  With no
+		 * limit (or no reading of it) the working set is at no share
+		 * of one: the same (the ratio levels ignore such a cgroup
+		 * too, cg_poll_locked()).
 		 */
-		if (slot == 0 && s->have_cg && s->cg_limit != UINT64_MAX &&
-		    (u128)s->cg_ws * 100 < (u128)s->cg_limit * cg_ratio[0])
+		if (slot == 0 &&
+		    (!s->have_cg || s->cg_limit == UINT64_MAX || !s->cg_limit ||
+		     (u128)s->cg_ws * 100 < (u128)s->cg_limit * cg_ratio[0]))
 			return -1;
 		return (int)slot + 1;
 	case RCL_PSOURCE_CGROUP_V2: {

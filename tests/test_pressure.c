@@ -2276,6 +2276,107 @@ static void test_pressure_cgroup_v1(void **state)
 	fx_fini(&f);
 }
 
+/* The v1 memory.pressure_level notifications, faked: cgroupfs v1 by the seam. */
+static unsigned long seam_cgroup1(int fd)
+{
+	(void)fd;
+	return 0x27e0ebul;	/* CGROUP1_MAGIC */
+}
+
+/*
+ * A v1 cgroup source on a fake cgroupfs (the seam's filesystem check):
+ * memory.pressure_level is a regular file, and the registrations the
+ * monitor writes to cgroup.event_control, "<eventfd> <fd> low" and so on,
+ * tell the test the eventfds to signal.  Returns the source; @efd gets the
+ * low, medium and critical eventfds.
+ */
+static int v1_events_source(struct fx *f, struct cg *c, int efd[3])
+{
+	char path[PATH_MAX], buf[256];
+	ssize_t n;
+	int fd, file[3], src;
+
+	put_file(c->dir, "memory.pressure_level", "%s", "");
+	put_file(c->dir, "cgroup.event_control", "%s", "");
+	rcl__pressure_seam.fs_magic = seam_cgroup1;
+	src = rcl_pressure_add_cgroup(f->p, c->dir, 1);
+	seam_off();
+	assert_true(src >= 0);
+	assert_int_equal(sinfo(f->p, src).mode, RCL_PSOURCE_CGROUP_V1_EVENTS);
+	path_of(path, sizeof(path), c->dir, "cgroup.event_control");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	close(fd);
+	/* Three writes at one offset's advance: no separator between them. */
+	assert_int_equal(sscanf(buf, "%d %d low%d %d medium%d %d critical",
+				&efd[0], &file[0], &efd[1], &file[1], &efd[2],
+				&file[2]), 6);
+	return src;
+}
+
+static void v1_signal(int efd)
+{
+	uint64_t one = 1;
+
+	assert_int_equal(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+}
+
+/*
+ * v1 "low" only says that the kernel reclaims in the cgroup: it counts
+ * (MODERATE) only with the working set at 90 % of the limit or more.  In a
+ * cgroup with no limit (v1's 2^63 rounded to a page) the working set is
+ * at no share of it: "low" is dropped, as below 90 % (before, it was taken
+ * as MODERATE and cut the cache to 7/8).  "medium" is SEVERE either way;
+ * with a limit and the working set at 95 %, "low" is MODERATE.  No tick
+ * runs (the fake clock stays before it): only the eventfds act.
+ */
+static void test_pressure_cgroup_v1_low_needs_a_limit(void **state)
+{
+	struct fx f;
+	struct cg c;
+	int efd[3], src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 1, 1);
+	c.ws = 900 * MB;		/* no limit: V1_NO_LIMIT */
+	cg_write(&c);
+	src = v1_events_source(&f, &c, efd);
+	v1_signal(efd[0]);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).actions, 0);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_domain_budget(f.d), BUDGET);
+	assert_int_equal(usage(&f), FILL * W);
+	/* The eventfds work: medium is SEVERE. */
+	v1_signal(efd[1]);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).pressure_budget,
+			 doc_target(FILL * W, RCL_PRESSURE_SEVERE, FLOOR));
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* A limit, the working set at 95 % of it: low is MODERATE. */
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	make_subdir(c.dir, sizeof(c.dir), f.tmp, "cg2");
+	c.max = 1000 * MB;
+	c.ws = 950 * MB;
+	cg_write(&c);
+	src = v1_events_source(&f, &c, efd);
+	v1_signal(efd[0]);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_MODERATE);
+	assert_int_equal(sinfo(f.p, src).actions, 1);
+	fx_fini(&f);
+}
+
 /*
  * The budget that follows the container (bytes_per_unit 1000: the domain
  * counts kB), own usage 50 MB (50000 units), the rest of the cgroup's
@@ -4196,6 +4297,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_v2_events),
 		cmocka_unit_test(test_pressure_cgroup_v2_events_fd_gone),
 		cmocka_unit_test(test_pressure_cgroup_v1),
+		cmocka_unit_test(test_pressure_cgroup_v1_low_needs_a_limit),
 		cmocka_unit_test(test_pressure_cgroup_budget_follows_the_limit),
 		cmocka_unit_test(test_pressure_container_budget_binds_below_the_floor),
 		cmocka_unit_test(test_pressure_unlimited_base_actions_free),

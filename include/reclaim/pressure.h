@@ -76,7 +76,8 @@
  *   memory.pressure_level notifications (eventfds registered through
  *   cgroup.event_control): low MODERATE, but only with the working set at
  *   90 % of the limit or more (below it, "low" reports the kernel dropping
- *   page cache, at no cost), medium SEVERE, critical CRITICAL.  On a real
+ *   page cache, at no cost; in a cgroup with no limit, never), medium
+ *   SEVERE, critical CRITICAL.  On a real
  *   v2 cgroup
  *   memory.events is also watched for POLLPRI (an event wakes the monitor
  *   before the timer); a read through that descriptor that fails (the
