@@ -79,6 +79,15 @@ __extension__ typedef unsigned __int128 u128;
  */
 #define READ_MAX 16384
 
+/*
+ * /proc/self/cgroup and /proc/self/mountinfo are read whole into a buffer
+ * that grows from PROC_READ_MIN up to this, 4 MiB: a host with many mounts
+ * (containers, Kubernetes pods) has a mountinfo far above READ_MAX (100
+ * bytes or so a mount); a longer one is -EFBIG (pressure.h).
+ */
+#define PROC_READ_MIN 65536
+#define PROC_READ_MAX (4u << 20)
+
 /* Longest decoded $MEMORY_PRESSURE_WRITE. */
 #define WRITE_MAX 1024
 
@@ -349,6 +358,77 @@ static ssize_t read_fd(struct rcl_pressure *p, int fd)
 	}
 	p->buf[len] = '\0';
 	return (ssize_t)len;
+}
+
+/*
+ * Read the whole of @path, a /proc/self file, into a buffer from the
+ * monitor's allocator that grows as needed (PROC_READ_MIN, doubling, at
+ * most PROC_READ_MAX bytes): 0 with *@out (free it with p->alloc) and
+ * *@len; -EFBIG if it is longer; -ENOMEM; the errno of opening or reading.
+ * Sequential reads, not pread(): the file is the kernel's seq_file.
+ */
+static int read_proc(struct rcl_pressure *p, const char *path, char **out,
+		     size_t *len)
+{
+	size_t cap = PROC_READ_MIN, n = 0;
+	char *buf = NULL;
+	int fd, err = 0, tries = 0;
+
+	fd = rcl__pressure_seam.open_proc ?
+		     rcl__pressure_seam.open_proc(path, O_RDONLY | O_CLOEXEC) :
+		     open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno ? -errno : -EIO;
+	buf = rcl__alloc(&p->alloc, cap);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			/* One byte past PROC_READ_MAX tells a longer file. */
+			size_t ncap = RCL_MIN(cap * 2, (size_t)PROC_READ_MAX + 1);
+			char *nb;
+
+			if (ncap == cap) {
+				err = -EFBIG;
+				goto out;
+			}
+			nb = rcl__alloc(&p->alloc, ncap);
+			if (!nb) {
+				err = -ENOMEM;
+				goto out;
+			}
+			memcpy(nb, buf, n);
+			p->alloc.free(p->alloc.ctx, buf);
+			buf = nb;
+			cap = ncap;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR && ++tries < 8)
+				continue;
+			err = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > PROC_READ_MAX)
+		err = -EFBIG;
+out:
+	close(fd);
+	if (err) {
+		if (buf)
+			p->alloc.free(p->alloc.ctx, buf);
+		return err;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
 }
 
 static ssize_t read_at(struct rcl_pressure *p, int dir, const char *name)
@@ -1586,29 +1666,23 @@ static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
 			   unsigned *version)
 {
 	char v2[PATH_MAX], v1[PATH_MAX], mnt[PATH_MAX], root[PATH_MAX];
-	ssize_t n;
-	int mask, err, fd;
+	char *buf;
+	size_t n;
+	int mask, err;
 
-	fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read_fd(p, fd);
-	close(fd);
-	if (n < 0)
-		return (int)n;
-	mask = rcl__proc_cgroup_parse(p->buf, (size_t)n, v2, sizeof(v2), v1,
-				      sizeof(v1));
+	/* Both may be longer than READ_MAX: read into a buffer that grows. */
+	err = read_proc(p, "/proc/self/cgroup", &buf, &n);
+	if (err)
+		return err;
+	mask = rcl__proc_cgroup_parse(buf, n, v2, sizeof(v2), v1, sizeof(v1));
+	p->alloc.free(p->alloc.ctx, buf);
 	if (mask < 0)
 		return mask;
-	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read_fd(p, fd);
-	close(fd);
-	if (n < 0)
-		return (int)n;
+	err = read_proc(p, "/proc/self/mountinfo", &buf, &n);
+	if (err)
+		return err;
 	if (mask & 1 &&
-	    !rcl__mountinfo_find(p->buf, (size_t)n, 2, mnt, sizeof(mnt), root,
+	    !rcl__mountinfo_find(buf, n, 2, mnt, sizeof(mnt), root,
 				 sizeof(root)) &&
 	    !rcl__cgroup_dir(mnt, root, v2, dir, size)) {
 		/* v2 counts here only with the memory controller enabled. */
@@ -1617,23 +1691,25 @@ static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
 		snprintf(f, sizeof(f), "%s/memory.current", dir);
 		if (!access(f, R_OK)) {
 			*version = 2;
-			return 0;
+			err = 0;
+			goto out;
 		}
 	}
 	if (mask & 2) {
-		err = rcl__mountinfo_find(p->buf, (size_t)n, 1, mnt,
-					  sizeof(mnt), root, sizeof(root));
+		err = rcl__mountinfo_find(buf, n, 1, mnt, sizeof(mnt), root,
+					  sizeof(root));
 		if (!err)
 			err = rcl__cgroup_dir(mnt, root, v1, dir, size);
-		if (!err) {
+		if (!err)
 			*version = 1;
-			return 0;
-		}
-		return err;
+		goto out;
 	}
 	/* The public function's name: this helper's means nothing to a user. */
-	return rcl__refuse("rcl_pressure_add_cgroup", -ENOENT,
-			   "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
+	err = rcl__refuse("rcl_pressure_add_cgroup", -ENOENT,
+			  "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
+out:
+	p->alloc.free(p->alloc.ctx, buf);
+	return err;
 }
 
 /* v1 memory.pressure_level notifications: 0 or a positive errno. */

@@ -2728,6 +2728,98 @@ static void test_pressure_cgroup_bad_files_at_creation(void **state)
 }
 
 /*
+ * rcl_pressure_add_cgroup(p, NULL, 0) finds the process's cgroup from
+ * /proc/self/cgroup and /proc/self/mountinfo; the seam opens the test's
+ * copies of them (proc_dir's "cgroup" and "mountinfo") instead.
+ */
+static char proc_dir[PATH_MAX];
+
+static int seam_open_proc(const char *path, int flags)
+{
+	const char *name = strrchr(path, '/');
+	char p[PATH_MAX];
+
+	path_of(p, sizeof(p), proc_dir, name + 1);
+	return open(p, flags);
+}
+
+/*
+ * A mountinfo of @nr_other unrelated mounts (about 100 bytes each, as a
+ * container host's tmpfs and overlay mounts), then the cgroup2 mount at
+ * @mnt.
+ */
+static void put_mountinfo(const char *dir, unsigned nr_other, const char *mnt)
+{
+	size_t cap = (size_t)nr_other * 128 + PATH_MAX + 256, n = 0;
+	char *buf = malloc(cap);
+	unsigned i;
+
+	assert_non_null(buf);
+	n += (size_t)snprintf(buf + n, cap - n,
+			      "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/root rw\n");
+	for (i = 0; i < nr_other; i++)
+		n += (size_t)snprintf(buf + n, cap - n,
+				      "%u 22 0:%u / /run/containerd/io.containerd.runtime.v2.task/k8s.io/m%05u rw,nosuid shared:%u - tmpfs none rw,size=4k\n",
+				      100 + i, 100 + i, i, 100 + i);
+	n += (size_t)snprintf(buf + n, cap - n,
+			      "30 22 0:26 / %s rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n",
+			      mnt);
+	assert_true(n < cap);
+	put_raw(dir, "mountinfo", buf, n);
+	free(buf);
+}
+
+/*
+ * The process's own cgroup on a host with many mounts: a mountinfo above
+ * 16 KiB (the monitor's file buffer) is read whole (before: -EFBIG, and
+ * no cgroup source anywhere with many containers); one above 4 MiB is
+ * -EFBIG, nothing added.
+ */
+static void test_pressure_own_cgroup_with_a_long_mountinfo(void **state)
+{
+	struct fx f;
+	struct cg c;
+	char mnt[PATH_MAX];
+	struct rcl_pressure_source_info si;
+	struct stat st;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	make_subdir(proc_dir, sizeof(proc_dir), f.tmp, "proc");
+	make_subdir(mnt, sizeof(mnt), f.tmp, "cgroup2");
+	cg_init_in(&c, mnt, "app.slice", 2, f.d, 1);
+	cg_write(&c);
+	put_file(proc_dir, "cgroup", "0::/app.slice\n");
+	put_mountinfo(proc_dir, 400, mnt);
+	path_of(c.dir, sizeof(c.dir), proc_dir, "mountinfo");
+	assert_int_equal(stat(c.dir, &st), 0);
+	assert_true(st.st_size > 16384);
+	rcl__pressure_seam.open_proc = seam_open_proc;
+	src = rcl_pressure_add_cgroup(f.p, NULL, 0);
+	seam_off();
+	assert_int_equal(src, 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.mode, RCL_PSOURCE_CGROUP_V2);
+	path_of(c.dir, sizeof(c.dir), mnt, "app.slice");
+	assert_string_equal(si.path, c.dir);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* Above 4 MiB: -EFBIG, nothing added. */
+	fx_monitor(&f);
+	put_mountinfo(proc_dir, 4u * 1024 * 1024 / 100, mnt);
+	path_of(c.dir, sizeof(c.dir), proc_dir, "mountinfo");
+	assert_int_equal(stat(c.dir, &st), 0);
+	assert_true(st.st_size > 4 * 1024 * 1024);
+	rcl__pressure_seam.open_proc = seam_open_proc;
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, NULL, 0), -EFBIG);
+	seam_off();
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+	fx_fini(&f);
+}
+
+/*
  * memory.events is one of the files the source reads (pressure.h), so one
  * that does not parse at creation is -EBADMSG like the others.
  */
@@ -4304,6 +4396,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_inactive_file_is_not_pressure),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_file_of_16_kib_is_read),
+		cmocka_unit_test(test_pressure_own_cgroup_with_a_long_mountinfo),
 		cmocka_unit_test(test_pressure_cgroup_bad_events_file_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_after_creation),
 		cmocka_unit_test(test_pressure_memory_sample),

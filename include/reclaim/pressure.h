@@ -450,7 +450,10 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
  * 0, 1, 2; -ENOENT (no such directory, no memory controller for this
  * process, or neither version's files); -EBADMSG if a file does not parse;
  * -ERANGE if a value does not fit 64 bits; -EFBIG if a file is larger than
- * 16 KiB (16384 bytes: one of exactly 16384 is read); -EEXIST if the
+ * 16 KiB (16384 bytes: one of exactly 16384 is read), or, for a NULL @dir,
+ * /proc/self/cgroup or /proc/self/mountinfo is larger than 4 MiB (a host
+ * with thousands of mounts; they are read whole, whatever their length
+ * below that); -EEXIST if the
  * monitor has a cgroup source; -ENOSPC; -ENOMEM; -EDEADLK; the errno of
  * opening a file.
  */
