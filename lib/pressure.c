@@ -1849,13 +1849,72 @@ out:
 	return err;
 }
 
+/*
+ * Open what systemd's @watch names, before the monitor's locks are taken
+ * (a connect() waits while the socket's backlog is full, and every other
+ * call on the monitor would wait behind it): the descriptor and *@mode
+ * (RCL_PSOURCE_SYSTEMD_SOCKET, _FIFO, or _PSI for a regular file), or a
+ * negative errno.
+ */
+static int sd_open(const char *watch, enum rcl_psource_mode *mode)
+{
+	struct stat st;
+	int fd, err;
+
+	if (stat(watch, &st))
+		return -errno;
+	if (S_ISSOCK(st.st_mode)) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		if (strlen(watch) >= sizeof(sa.sun_path))
+			return -ENAMETOOLONG;
+		memcpy(sa.sun_path, watch, strlen(watch));
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		/*
+		 * Connected (blocking, as a client waits for the backlog),
+		 * then non-blocking: drain() reads until EAGAIN, and a read
+		 * that waits would hang dispatch and the library thread.
+		 */
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		*mode = RCL_PSOURCE_SYSTEMD_SOCKET;
+		return fd;
+	}
+	if (S_ISFIFO(st.st_mode)) {
+		/* Read-write: the FIFO never reports a hang-up to us. */
+		fd = open(watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		*mode = RCL_PSOURCE_SYSTEMD_FIFO;
+		return fd < 0 ? -errno : fd;
+	}
+	if (S_ISREG(st.st_mode)) {
+		/*
+		 * Read-only: the totals (polled, or checked in fd mode) and
+		 * the filesystem.  The trigger has a descriptor of its own,
+		 * read-write, only if there is one to write: a file only
+		 * readable is polled, as rcl_pressure_add_psi() polls it.
+		 */
+		fd = open(watch, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		*mode = RCL_PSOURCE_SYSTEMD_PSI;
+		return fd < 0 ? -errno : fd;
+	}
+	/* The public function's name: this helper's means nothing to a user. */
+	return rcl__refuse("rcl_pressure_add_systemd", -EBADF,
+			   "the watch path is no regular file, FIFO or socket");
+}
+
 RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 				     const char *write_b64)
 {
 	uint8_t data[WRITE_MAX + 1];
+	enum rcl_psource_mode mode = RCL_PSOURCE_OFF;
 	ssize_t dlen = 0;
-	struct stat st;
-	struct psrc *s;
+	struct psrc *s = NULL;
 	int idx, err = 0, fd = -1;
 
 	if (!p)
@@ -1877,6 +1936,12 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		if (dlen < 0)
 			return RCL__REFUSE(-EINVAL, "the write data is not base64 or decodes to more than 1 KiB");
 	}
+	/* Opened (a socket connected) with no lock held: sd_open(). */
+	if (strcmp(watch, "/dev/null")) {
+		fd = sd_open(watch, &mode);
+		if (fd < 0)
+			return fd;
+	}
 
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
@@ -1885,62 +1950,15 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		err = RCL__REFUSE(-ENOSPC, "RCL_PRESSURE_MAX_SOURCES sources already");
 		goto out;
 	}
-	if (!strcmp(watch, "/dev/null")) {
-		s->mode = RCL_PSOURCE_OFF;
+	s->mode = mode;
+	if (mode == RCL_PSOURCE_OFF)
 		goto commit;
-	}
-	if (stat(watch, &st)) {
-		err = -errno;
-		goto out;
-	}
-	if (S_ISSOCK(st.st_mode)) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-		if (strlen(watch) >= sizeof(sa.sun_path)) {
-			err = -ENAMETOOLONG;
-			goto out;
-		}
-		memcpy(sa.sun_path, watch, strlen(watch));
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-			err = -errno;
-			goto out;
-		}
-		/*
-		 * Connected (blocking, as a client waits for the backlog),
-		 * then non-blocking: drain() reads until EAGAIN, and a read
-		 * that waits would hang dispatch and the library thread.
-		 */
-		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)) {
-			err = -errno;
-			goto out;
-		}
-		s->mode = RCL_PSOURCE_SYSTEMD_SOCKET;
-	} else if (S_ISFIFO(st.st_mode)) {
-		/* Read-write: the FIFO never reports a hang-up to us. */
-		fd = open(watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0) {
-			err = -errno;
-			goto out;
-		}
-		s->mode = RCL_PSOURCE_SYSTEMD_FIFO;
-	} else if (S_ISREG(st.st_mode)) {
+	if (mode == RCL_PSOURCE_SYSTEMD_PSI) {
 		struct rcl__psi psi;
 		unsigned long magic;
 		ssize_t n;
 		int tfd;
 
-		/*
-		 * Read-only: the totals (polled, or checked in fd mode) and
-		 * the filesystem.  The trigger has a descriptor of its own,
-		 * read-write, only if there is one to write: a file only
-		 * readable is polled, as rcl_pressure_add_psi() polls it.
-		 */
-		fd = open(watch, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0) {
-			err = -errno;
-			goto out;
-		}
 		n = read_fd(p, fd);
 		if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, &psi)) {
 			err = n < 0 ? (int)n :
@@ -1990,9 +2008,6 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		fd = -1;
 		psi_rebase(s, &psi, now_ns(p));
 		goto commit;
-	} else {
-		err = RCL__REFUSE(-EBADF, "the watch path is no regular file, FIFO or socket");
-		goto out;
 	}
 	/*
 	 * FIFO or socket: write the data, then wait for POLLIN.  A short

@@ -47,6 +47,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -3886,6 +3887,149 @@ static void test_pressure_systemd_socket(void **state)
 }
 
 /* A tiny base64 encoder for the size limit. */
+/*
+ * A systemd socket whose listener's backlog is full: connect() waits until
+ * the listener accepts.  rcl_pressure_add_systemd() connected with the
+ * monitor's locks held, so every other call on the monitor (stats,
+ * dispatch, the library thread) waited behind it; it connects before it
+ * takes them.  The add runs in one helper thread and, once that thread
+ * sleeps in connect(), the other calls in a second one, waited for with a
+ * bound; then the listener accepts and the add completes.
+ */
+static struct {
+	struct rcl_pressure *p;
+	char path[PATH_MAX];
+	atomic_int tid;
+	atomic_int add_ret, stats_ret, dispatch_ret, manual_ret;
+	atomic_bool add_done, others_done;
+} sdb;
+
+static void *sdb_add_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&sdb.tid, (int)syscall(SYS_gettid));
+	atomic_store(&sdb.add_ret, rcl_pressure_add_systemd(sdb.p, sdb.path, NULL));
+	atomic_store(&sdb.add_done, true);
+	return NULL;
+}
+
+static void *sdb_others_main(void *arg)
+{
+	struct rcl_pressure_stats st;
+
+	(void)arg;
+	atomic_store(&sdb.stats_ret, rcl_pressure_stats(sdb.p, &st));
+	atomic_store(&sdb.dispatch_ret, rcl_pressure_dispatch(sdb.p));
+	atomic_store(&sdb.manual_ret, rcl_pressure_add_manual(sdb.p));
+	atomic_store(&sdb.others_done, true);
+	return NULL;
+}
+
+/* Whether thread @tid of this process sleeps (state S in its stat). */
+static bool thread_sleeps(int tid)
+{
+	char path[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] == 'S';
+}
+
+static void test_pressure_systemd_socket_connect_holds_no_lock(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fill[64], nfill = 0, lfd, i, src;
+	bool others_while_blocked;
+	unsigned long spins;
+	pthread_t ta, tb;
+	struct fx f;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;
+	fx_monitor(&f);
+	sdb.p = f.p;
+	path_of(sdb.path, sizeof(sdb.path), f.tmp, "sock");
+	assert_true(strlen(sdb.path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, sdb.path, strlen(sdb.path));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	/* Fill the backlog with non-blocking connects until one would wait. */
+	for (;;) {
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		assert_true(c >= 0);
+		if (connect(c, (struct sockaddr *)&sa, sizeof(sa))) {
+			assert_int_equal(errno, EAGAIN);
+			close(c);
+			break;
+		}
+		assert_true(nfill < 64);
+		fill[nfill++] = c;
+	}
+	atomic_store(&sdb.tid, 0);
+	atomic_store(&sdb.add_ret, 1);
+	atomic_store(&sdb.stats_ret, 1);
+	atomic_store(&sdb.dispatch_ret, 1);
+	atomic_store(&sdb.manual_ret, -1);
+	atomic_store(&sdb.add_done, false);
+	atomic_store(&sdb.others_done, false);
+	assert_int_equal(pthread_create(&ta, NULL, sdb_add_main, NULL), 0);
+	for (spins = 0; spins < 10000 && !atomic_load(&sdb.add_done) &&
+			(!atomic_load(&sdb.tid) ||
+			 !thread_sleeps(atomic_load(&sdb.tid)));
+	     spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_false(atomic_load(&sdb.add_done));	/* waits in connect() */
+	assert_int_equal(pthread_create(&tb, NULL, sdb_others_main, NULL), 0);
+	for (spins = 0; !atomic_load(&sdb.others_done) && spins < 2000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	others_while_blocked = atomic_load(&sdb.others_done);
+	assert_false(atomic_load(&sdb.add_done));
+	/* The listener accepts: the add's connect() completes. */
+	for (spins = 0; !atomic_load(&sdb.add_done) && spins < 10000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c >= 0)
+			close(c);
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_int_equal(pthread_join(tb, NULL), 0);
+	if (!others_while_blocked)
+		fail_msg("rcl_pressure_stats(), _dispatch() and _add_manual() "
+			 "waited for add_systemd's connect()");
+	assert_int_equal(atomic_load(&sdb.stats_ret), 0);
+	assert_int_equal(atomic_load(&sdb.dispatch_ret), 0);
+	assert_int_equal(atomic_load(&sdb.manual_ret), 0);
+	src = atomic_load(&sdb.add_ret);
+	assert_int_equal(src, 1);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_SOCKET);
+	for (i = 0; i < nfill; i++)
+		close(fill[i]);
+	assert_int_equal(close(lfd), 0);
+	fx_fini(&f);
+}
+
 static void b64(const unsigned char *in, size_t n, char *out)
 {
 	static const char t[] =
@@ -4413,6 +4557,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_after_stop),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
+		cmocka_unit_test(test_pressure_systemd_socket_connect_holds_no_lock),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
 		cmocka_unit_test(test_pressure_systemd_paths_and_environment),
 		cmocka_unit_test(test_pressure_holds_its_domain),

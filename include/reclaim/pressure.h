@@ -467,6 +467,10 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
  * @write_b64: base64 of the bytes to write first (NUL bytes allowed); NULL =
  *	getenv("MEMORY_PRESSURE_WRITE") when @watch is NULL too, else none
  *
+ * @watch is opened, and a socket connected, before the monitor's locks are
+ * taken: a connect() that waits for a listener's full backlog holds up
+ * this call only, not the monitor's other calls or its thread.
+ *
  * Context: any thread but the monitor's own callbacks (-EDEADLK).
  * Return: the source's index (mode RCL_PSOURCE_OFF for "/dev/null");
  * -EINVAL for NULL @p, a relative path, or @write_b64 that is not base64
