@@ -8,8 +8,9 @@
  * script rewrites with well-formed values or with raw input bytes.  After
  * every operation the monitor's state is checked against its contract:
  *
- * - the budget it applied lies within [floor, base] and is the domain's
- *   budget unless the script set one itself since;
+ * - the budget it applied lies within [floor, base], or below the floor
+ *   down to the container budget (at least 1), which binds below it, and
+ *   is the domain's budget unless the script set one itself since;
  * - the pressure budget is none or within [floor, base];
  * - each source's wait lies within [window, backoff_max], and a source
  *   that acted twice did so at least one window apart (the rate limit);
@@ -171,12 +172,17 @@ static void write_cgroup(uint64_t usage, uint64_t inact, uint64_t limit,
 static void check_invariants(void)
 {
 	struct rcl_pressure_stats st;
+	uint64_t lo;
 	unsigned i;
 
 	CHECK_RC(rcl_pressure_stats(mon, &st), 0);
-	CHECK(st.budget >= m_floor && st.budget <= m_base,
+	/* The floor is the pressure budget's; the container binds below it. */
+	lo = st.container_budget ? st.container_budget : 1;
+	if (lo > m_floor)
+		lo = m_floor;
+	CHECK(st.budget >= lo && st.budget <= m_base,
 	      "budget %llu outside [%llu, %llu]", (unsigned long long)st.budget,
-	      (unsigned long long)m_floor, (unsigned long long)m_base);
+	      (unsigned long long)lo, (unsigned long long)m_base);
 	if (!m_app_budget)
 		CHECK(rcl_domain_budget(dom) == st.budget, "domain budget %llu, applied %llu",
 		      (unsigned long long)rcl_domain_budget(dom),

@@ -26,7 +26,9 @@
  * dispatch and actions, so that two threads never step the budget against
  * each other; it is held while reclaim runs (rcl_domain_set_budget()), so
  * the domain's callbacks run under it, and a callback that calls back into
- * the monitor's acting calls is refused (-EDEADLK, thread-local check).
+ * the monitor's acting calls is refused (-EDEADLK: a thread-local chain of
+ * the monitors acting in the thread, which a nested action of another
+ * monitor does not hide).
  * p->join serialises rcl_pressure_stop(), which joins the thread with
  * p->lock dropped.
  *
@@ -76,6 +78,15 @@ __extension__ typedef unsigned __int128 u128;
  * ~3 KiB); a longer one is -EFBIG (pressure.h).
  */
 #define READ_MAX 16384
+
+/*
+ * /proc/self/cgroup and /proc/self/mountinfo are read whole into a buffer
+ * that grows from PROC_READ_MIN up to this, 4 MiB: a host with many mounts
+ * (containers, Kubernetes pods) has a mountinfo far above READ_MAX (100
+ * bytes or so a mount); a longer one is -EFBIG (pressure.h).
+ */
+#define PROC_READ_MIN 65536
+#define PROC_READ_MAX (4u << 20)
 
 /* Longest decoded $MEMORY_PRESSURE_WRITE. */
 #define WRITE_MAX 1024
@@ -186,9 +197,44 @@ struct rcl_pressure {
 	char buf[READ_MAX + 2];
 };
 
-/* The monitor whose thread this is, and the one acting in this thread. */
+/*
+ * The monitor whose thread this is, and the monitors acting in this thread,
+ * innermost first: a callback of one monitor's action may act with another
+ * (its own domain), whose callbacks may call back into the first, which
+ * still holds its p->act.  Each action pushes a frame on its stack
+ * (acting_push()), as vmscan.c's passes do (rcl__pass_frame), and a call
+ * that takes p->act or frees p is refused if any frame is p's, not only
+ * the innermost.
+ */
+struct acting_frame {
+	const struct rcl_pressure *p;
+	const struct acting_frame *prev;
+};
 static RCL__TLS const struct rcl_pressure *tls_thread_of;
-static RCL__TLS const struct rcl_pressure *tls_acting;
+static RCL__TLS const struct acting_frame *tls_acting;
+
+static void acting_push(struct acting_frame *f, const struct rcl_pressure *p)
+{
+	f->p = p;
+	f->prev = tls_acting;
+	tls_acting = f;
+}
+
+static void acting_pop(const struct acting_frame *f)
+{
+	tls_acting = f->prev;
+}
+
+/* Is @p acting in this thread, at any depth (its trim hook, its reclaim)? */
+static bool acting_here(const struct rcl_pressure *p)
+{
+	const struct acting_frame *f;
+
+	for (f = tls_acting; f; f = f->prev)
+		if (f->p == p)
+			return true;
+	return false;
+}
 
 /* ------------------------------------------------------------------------- */
 /* Small helpers                                                              */
@@ -314,6 +360,77 @@ static ssize_t read_fd(struct rcl_pressure *p, int fd)
 	return (ssize_t)len;
 }
 
+/*
+ * Read the whole of @path, a /proc/self file, into a buffer from the
+ * monitor's allocator that grows as needed (PROC_READ_MIN, doubling, at
+ * most PROC_READ_MAX bytes): 0 with *@out (free it with p->alloc) and
+ * *@len; -EFBIG if it is longer; -ENOMEM; the errno of opening or reading.
+ * Sequential reads, not pread(): the file is the kernel's seq_file.
+ */
+static int read_proc(struct rcl_pressure *p, const char *path, char **out,
+		     size_t *len)
+{
+	size_t cap = PROC_READ_MIN, n = 0;
+	char *buf = NULL;
+	int fd, err = 0, tries = 0;
+
+	fd = rcl__pressure_seam.open_proc ?
+		     rcl__pressure_seam.open_proc(path, O_RDONLY | O_CLOEXEC) :
+		     open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno ? -errno : -EIO;
+	buf = rcl__alloc(&p->alloc, cap);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			/* One byte past PROC_READ_MAX tells a longer file. */
+			size_t ncap = RCL_MIN(cap * 2, (size_t)PROC_READ_MAX + 1);
+			char *nb;
+
+			if (ncap == cap) {
+				err = -EFBIG;
+				goto out;
+			}
+			nb = rcl__alloc(&p->alloc, ncap);
+			if (!nb) {
+				err = -ENOMEM;
+				goto out;
+			}
+			memcpy(nb, buf, n);
+			p->alloc.free(p->alloc.ctx, buf);
+			buf = nb;
+			cap = ncap;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR && ++tries < 8)
+				continue;
+			err = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > PROC_READ_MAX)
+		err = -EFBIG;
+out:
+	close(fd);
+	if (err) {
+		if (buf)
+			p->alloc.free(p->alloc.ctx, buf);
+		return err;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
 static ssize_t read_at(struct rcl_pressure *p, int dir, const char *name)
 {
 	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
@@ -356,12 +473,19 @@ static enum rcl_pressure_level max_level(enum rcl_pressure_level a,
 /* Budgets                                                                    */
 /* ------------------------------------------------------------------------- */
 
-/* The effective budget: min(base, container, pressure), at least the floor. */
+/*
+ * The effective budget: min(base, container, pressure).  The floor is the
+ * pressure budget's (an action's target never goes below it), not the
+ * container's: the cgroup's limit binds below it, or the budget would stay
+ * above what the cgroup allows (base 64 GB, its floor 1 GB, a 500 MB
+ * limit).  At least 1: a child's budget of 0 is no limit.
+ */
 static uint64_t effective_locked(const struct rcl_pressure *p)
 {
-	uint64_t b = RCL_MIN(p->base, RCL_MIN(p->container, p->pressure));
+	uint64_t b = RCL_MIN(p->base, RCL_MIN(p->container,
+					      RCL_MAX(p->pressure, p->floor)));
 
-	return RCL_MAX(b, p->floor);
+	return RCL_MAX(b, 1);
 }
 
 /*
@@ -374,7 +498,7 @@ static uint64_t effective_locked(const struct rcl_pressure *p)
  */
 static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 {
-	const struct rcl_pressure *outer = tls_acting;
+	struct acting_frame frame;
 	struct rcl_reclaim_result res;
 	struct rcl_watermarks wm;
 	uint64_t b, before, after, over;
@@ -390,10 +514,10 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 
 	before = rcl_domain_usage(p->d);
 	/*
-	 * Restored, not cleared: a callback of another monitor's action may
+	 * Popped, not cleared: a callback of another monitor's action may
 	 * act with this one, and that monitor is still acting afterwards.
 	 */
-	tls_acting = p;
+	acting_push(&frame, p);
 	rcl_domain_set_budget(p->d, b);
 	if (!rcl_domain_watermarks(p->d, &wm)) {
 		over = need(p->d, wm.high);
@@ -402,7 +526,7 @@ static uint64_t apply_budget(struct rcl_pressure *p, bool force)
 					   rcl__domain_goal_objects(p->d, over),
 					   RCL_CTX_CAPABLE, &res);
 	}
-	tls_acting = outer;
+	acting_pop(&frame);
 	after = rcl_domain_usage(p->d);
 	return before > after ? before - after : 0;
 }
@@ -445,7 +569,7 @@ static uint64_t trim_deadline_locked(const struct rcl_pressure *p)
 /* Run the trim hook if one is due (p->act held, p->lock not). */
 static void maybe_trim(struct rcl_pressure *p, uint64_t now)
 {
-	const struct rcl_pressure *outer;
+	struct acting_frame frame;
 	bool trim = false;
 
 	pthread_mutex_lock(&p->lock);
@@ -460,10 +584,9 @@ static void maybe_trim(struct rcl_pressure *p, uint64_t now)
 	pthread_mutex_unlock(&p->lock);
 	if (!trim)
 		return;
-	outer = tls_acting;
-	tls_acting = p;
+	acting_push(&frame, p);
 	p->trim(p->trim_priv);
-	tls_acting = outer;
+	acting_pop(&frame);
 }
 
 /* The fraction of usage an action at @level leaves, in eighths. */
@@ -1044,10 +1167,14 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 		/*
 		 * "low" only says that the kernel reclaims in the cgroup:
 		 * with the working set under 90 % of the limit that is page
-		 * cache going at no cost, not this cache's problem.
+		 * cache going at no cost, not this cache's problem.  With no
+		 * limit (or no reading of it) the working set is at no share
+		 * of one: the same (the ratio levels ignore such a cgroup
+		 * too, cg_poll_locked()).
 		 */
-		if (slot == 0 && s->have_cg && s->cg_limit != UINT64_MAX &&
-		    (u128)s->cg_ws * 100 < (u128)s->cg_limit * cg_ratio[0])
+		if (slot == 0 &&
+		    (!s->have_cg || s->cg_limit == UINT64_MAX || !s->cg_limit ||
+		     (u128)s->cg_ws * 100 < (u128)s->cg_limit * cg_ratio[0]))
 			return -1;
 		return (int)slot + 1;
 	case RCL_PSOURCE_CGROUP_V2: {
@@ -1305,7 +1432,15 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 				   cfg->trim_interval_ns :
 				   RCL_PRESSURE_TRIM_INTERVAL_DEFAULT_NS;
 	p->base = base;
-	p->floor = cfg->min_budget ? cfg->min_budget : RCL_MAX(base / 64, 1);
+	/*
+	 * No base (UINT64_MAX: a child domain with no budget of its own): a
+	 * share of it would be 2^58, above any usage, and no action would
+	 * move the budget.  No default floor then.
+	 */
+	if (cfg->min_budget)
+		p->floor = cfg->min_budget;
+	else
+		p->floor = base == UINT64_MAX ? 1 : RCL_MAX(base / 64, 1);
 	p->container = UINT64_MAX;
 	p->pressure = UINT64_MAX;
 	p->applied = rcl_domain_budget(p->d);
@@ -1356,7 +1491,7 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p)
 
 	if (!p)
 		return 0;
-	if (tls_thread_of == p || tls_acting == p)
+	if (tls_thread_of == p || acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread, its trim hook, or a callback of its reclaim");
 	/* A child after fork() has no thread to join: the parent's. */
 	if (p->pid == getpid())
@@ -1487,7 +1622,7 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p)
+	if (acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!path)
 		path = "/proc/pressure/memory";
@@ -1531,29 +1666,23 @@ static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
 			   unsigned *version)
 {
 	char v2[PATH_MAX], v1[PATH_MAX], mnt[PATH_MAX], root[PATH_MAX];
-	ssize_t n;
-	int mask, err, fd;
+	char *buf;
+	size_t n;
+	int mask, err;
 
-	fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read_fd(p, fd);
-	close(fd);
-	if (n < 0)
-		return (int)n;
-	mask = rcl__proc_cgroup_parse(p->buf, (size_t)n, v2, sizeof(v2), v1,
-				      sizeof(v1));
+	/* Both may be longer than READ_MAX: read into a buffer that grows. */
+	err = read_proc(p, "/proc/self/cgroup", &buf, &n);
+	if (err)
+		return err;
+	mask = rcl__proc_cgroup_parse(buf, n, v2, sizeof(v2), v1, sizeof(v1));
+	p->alloc.free(p->alloc.ctx, buf);
 	if (mask < 0)
 		return mask;
-	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read_fd(p, fd);
-	close(fd);
-	if (n < 0)
-		return (int)n;
+	err = read_proc(p, "/proc/self/mountinfo", &buf, &n);
+	if (err)
+		return err;
 	if (mask & 1 &&
-	    !rcl__mountinfo_find(p->buf, (size_t)n, 2, mnt, sizeof(mnt), root,
+	    !rcl__mountinfo_find(buf, n, 2, mnt, sizeof(mnt), root,
 				 sizeof(root)) &&
 	    !rcl__cgroup_dir(mnt, root, v2, dir, size)) {
 		/* v2 counts here only with the memory controller enabled. */
@@ -1562,23 +1691,25 @@ static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
 		snprintf(f, sizeof(f), "%s/memory.current", dir);
 		if (!access(f, R_OK)) {
 			*version = 2;
-			return 0;
+			err = 0;
+			goto out;
 		}
 	}
 	if (mask & 2) {
-		err = rcl__mountinfo_find(p->buf, (size_t)n, 1, mnt,
-					  sizeof(mnt), root, sizeof(root));
+		err = rcl__mountinfo_find(buf, n, 1, mnt, sizeof(mnt), root,
+					  sizeof(root));
 		if (!err)
 			err = rcl__cgroup_dir(mnt, root, v1, dir, size);
-		if (!err) {
+		if (!err)
 			*version = 1;
-			return 0;
-		}
-		return err;
+		goto out;
 	}
 	/* The public function's name: this helper's means nothing to a user. */
-	return rcl__refuse("rcl_pressure_add_cgroup", -ENOENT,
-			   "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
+	err = rcl__refuse("rcl_pressure_add_cgroup", -ENOENT,
+			  "no memory controller for this process (neither cgroup v2 with memory nor v1's memory hierarchy)");
+out:
+	p->alloc.free(p->alloc.ctx, buf);
+	return err;
 }
 
 /* v1 memory.pressure_level notifications: 0 or a positive errno. */
@@ -1637,7 +1768,7 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p)
+	if (acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (version > 2)
 		return RCL__REFUSE(-EINVAL, "a cgroup version other than 0, 1, 2");
@@ -1718,18 +1849,77 @@ out:
 	return err;
 }
 
+/*
+ * Open what systemd's @watch names, before the monitor's locks are taken
+ * (a connect() waits while the socket's backlog is full, and every other
+ * call on the monitor would wait behind it): the descriptor and *@mode
+ * (RCL_PSOURCE_SYSTEMD_SOCKET, _FIFO, or _PSI for a regular file), or a
+ * negative errno.
+ */
+static int sd_open(const char *watch, enum rcl_psource_mode *mode)
+{
+	struct stat st;
+	int fd, err;
+
+	if (stat(watch, &st))
+		return -errno;
+	if (S_ISSOCK(st.st_mode)) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		if (strlen(watch) >= sizeof(sa.sun_path))
+			return -ENAMETOOLONG;
+		memcpy(sa.sun_path, watch, strlen(watch));
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		/*
+		 * Connected (blocking, as a client waits for the backlog),
+		 * then non-blocking: drain() reads until EAGAIN, and a read
+		 * that waits would hang dispatch and the library thread.
+		 */
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		*mode = RCL_PSOURCE_SYSTEMD_SOCKET;
+		return fd;
+	}
+	if (S_ISFIFO(st.st_mode)) {
+		/* Read-write: the FIFO never reports a hang-up to us. */
+		fd = open(watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		*mode = RCL_PSOURCE_SYSTEMD_FIFO;
+		return fd < 0 ? -errno : fd;
+	}
+	if (S_ISREG(st.st_mode)) {
+		/*
+		 * Read-only: the totals (polled, or checked in fd mode) and
+		 * the filesystem.  The trigger has a descriptor of its own,
+		 * read-write, only if there is one to write: a file only
+		 * readable is polled, as rcl_pressure_add_psi() polls it.
+		 */
+		fd = open(watch, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		*mode = RCL_PSOURCE_SYSTEMD_PSI;
+		return fd < 0 ? -errno : fd;
+	}
+	/* The public function's name: this helper's means nothing to a user. */
+	return rcl__refuse("rcl_pressure_add_systemd", -EBADF,
+			   "the watch path is no regular file, FIFO or socket");
+}
+
 RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 				     const char *write_b64)
 {
 	uint8_t data[WRITE_MAX + 1];
+	enum rcl_psource_mode mode = RCL_PSOURCE_OFF;
 	ssize_t dlen = 0;
-	struct stat st;
-	struct psrc *s;
+	struct psrc *s = NULL;
 	int idx, err = 0, fd = -1;
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p)
+	if (acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!watch) {
 		watch = getenv("MEMORY_PRESSURE_WATCH");
@@ -1746,6 +1936,12 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		if (dlen < 0)
 			return RCL__REFUSE(-EINVAL, "the write data is not base64 or decodes to more than 1 KiB");
 	}
+	/* Opened (a socket connected) with no lock held: sd_open(). */
+	if (strcmp(watch, "/dev/null")) {
+		fd = sd_open(watch, &mode);
+		if (fd < 0)
+			return fd;
+	}
 
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
@@ -1754,62 +1950,15 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		err = RCL__REFUSE(-ENOSPC, "RCL_PRESSURE_MAX_SOURCES sources already");
 		goto out;
 	}
-	if (!strcmp(watch, "/dev/null")) {
-		s->mode = RCL_PSOURCE_OFF;
+	s->mode = mode;
+	if (mode == RCL_PSOURCE_OFF)
 		goto commit;
-	}
-	if (stat(watch, &st)) {
-		err = -errno;
-		goto out;
-	}
-	if (S_ISSOCK(st.st_mode)) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-		if (strlen(watch) >= sizeof(sa.sun_path)) {
-			err = -ENAMETOOLONG;
-			goto out;
-		}
-		memcpy(sa.sun_path, watch, strlen(watch));
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-			err = -errno;
-			goto out;
-		}
-		/*
-		 * Connected (blocking, as a client waits for the backlog),
-		 * then non-blocking: drain() reads until EAGAIN, and a read
-		 * that waits would hang dispatch and the library thread.
-		 */
-		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)) {
-			err = -errno;
-			goto out;
-		}
-		s->mode = RCL_PSOURCE_SYSTEMD_SOCKET;
-	} else if (S_ISFIFO(st.st_mode)) {
-		/* Read-write: the FIFO never reports a hang-up to us. */
-		fd = open(watch, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0) {
-			err = -errno;
-			goto out;
-		}
-		s->mode = RCL_PSOURCE_SYSTEMD_FIFO;
-	} else if (S_ISREG(st.st_mode)) {
+	if (mode == RCL_PSOURCE_SYSTEMD_PSI) {
 		struct rcl__psi psi;
 		unsigned long magic;
 		ssize_t n;
 		int tfd;
 
-		/*
-		 * Read-only: the totals (polled, or checked in fd mode) and
-		 * the filesystem.  The trigger has a descriptor of its own,
-		 * read-write, only if there is one to write: a file only
-		 * readable is polled, as rcl_pressure_add_psi() polls it.
-		 */
-		fd = open(watch, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0) {
-			err = -errno;
-			goto out;
-		}
 		n = read_fd(p, fd);
 		if (n < 0 || rcl__psi_parse(p->buf, (size_t)n, &psi)) {
 			err = n < 0 ? (int)n :
@@ -1859,9 +2008,6 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		fd = -1;
 		psi_rebase(s, &psi, now_ns(p));
 		goto commit;
-	} else {
-		err = RCL__REFUSE(-EBADF, "the watch path is no regular file, FIFO or socket");
-		goto out;
 	}
 	/*
 	 * FIFO or socket: write the data, then wait for POLLIN.  A short
@@ -1924,7 +2070,7 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 
 	if (!p || (unsigned)level > RCL_PRESSURE_CRITICAL)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor or a level out of range");
-	if (tls_acting == p || in_tree_pass(p->d))
+	if (acting_here(p) || in_tree_pass(p->d))
 		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree");
 	pthread_mutex_lock(&p->act);
 	pthread_mutex_lock(&p->lock);
@@ -2068,7 +2214,7 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_thread_of == p || tls_acting == p)
+	if (tls_thread_of == p || acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread or a callback of its action");
 	/*
 	 * Stops one at a time: the thread is joined with p->lock dropped,
@@ -2133,7 +2279,7 @@ RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p)
 {
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
-	if (tls_acting == p || in_tree_pass(p->d))
+	if (acting_here(p) || in_tree_pass(p->d))
 		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree");
 	return dispatch_events(p, NULL, 0, 0);
 }

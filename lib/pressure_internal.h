@@ -4,7 +4,7 @@
  *
  * What a hermetic test cannot make a temporary file do: be on procfs or
  * cgroup2 (so that triggers are tried), accept a trigger and then raise
- * POLLPRI, or take a short write.  Each hook, when set, replaces one system
+ * POLLPRI, take a short write, or be the process's /proc/self/mountinfo.  Each hook, when set, replaces one system
  * call of the monitor's; NULL (the default) is the system call itself.  A
  * test sets them around the calls that use them, from one thread, with no
  * monitor thread running; the library never sets them.
@@ -24,6 +24,12 @@ struct rcl__pressure_seam {
 	 * memory.events.  The descriptor, or -1 with errno set.
 	 */
 	int (*open_poll)(int dir, const char *path, int flags);
+	/*
+	 * open(@path, @flags) of /proc/self/cgroup and /proc/self/mountinfo,
+	 * which rcl_pressure_add_cgroup(p, NULL, 0) reads.  The descriptor,
+	 * or -1 with errno set.
+	 */
+	int (*open_proc)(const char *path, int flags);
 	/* write(2) of a trigger or of systemd's data to a FIFO or socket. */
 	ssize_t (*write)(int fd, const void *buf, size_t len);
 	/*

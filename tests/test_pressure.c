@@ -47,6 +47,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -1765,6 +1766,147 @@ static void test_pressure_nested_action_keeps_the_refusal(void **state)
 }
 
 /*
+ * Three deep: A's action evicts from A's domain, whose callback acts with
+ * B (allowed: another domain's tree), and B's action evicts from B's
+ * domain, whose callback calls back into A.  A is still acting (it holds
+ * its action lock, outside B's action): every call on A that takes that
+ * lock, or frees A, is refused (-EDEADLK), not only those of the innermost
+ * monitor.  Before, only B counted as acting there: rcl_pressure_add_psi(A)
+ * waited for ever for A's own lock, and rcl_pressure_free(A) freed A under
+ * its running action.  A's action runs in a helper thread, waited for with
+ * a bound, so that a deadlock fails the test instead of hanging it.
+ */
+static struct {
+	struct rcl_pressure *a, *b;
+	struct tcache *ca, *cb;
+	int src_a, src_b;
+	char psi[PATH_MAX], cgdir[PATH_MAX];
+	atomic_int stage;		/* 1: in A's callback; 2: in B's */
+	atomic_int notify_b, psi_a, cg_a, sd_a, notify_a, dispatch_a;
+	atomic_int stop_a, free_a, manual_a;
+	atomic_bool done;
+} deep;
+
+static void deep_evict(struct tcache *c)
+{
+	if (c == deep.ca) {
+		int zero = 0;
+
+		if (!atomic_compare_exchange_strong(&deep.stage, &zero, 1))
+			return;
+		atomic_store(&deep.notify_b,
+			     rcl_pressure_notify(deep.b, deep.src_b,
+						 RCL_PRESSURE_SEVERE));
+	} else if (c == deep.cb) {
+		int one = 1;
+
+		if (!atomic_compare_exchange_strong(&deep.stage, &one, 2))
+			return;
+		/* The ones that take A's action lock first, free last. */
+		atomic_store(&deep.psi_a, rcl_pressure_add_psi(deep.a, deep.psi));
+		atomic_store(&deep.cg_a,
+			     rcl_pressure_add_cgroup(deep.a, deep.cgdir, 0));
+		atomic_store(&deep.sd_a,
+			     rcl_pressure_add_systemd(deep.a, "/dev/null", NULL));
+		atomic_store(&deep.notify_a,
+			     rcl_pressure_notify(deep.a, deep.src_a,
+						 RCL_PRESSURE_CRITICAL));
+		atomic_store(&deep.dispatch_a, rcl_pressure_dispatch(deep.a));
+		atomic_store(&deep.stop_a, rcl_pressure_stop(deep.a));
+		atomic_store(&deep.free_a, rcl_pressure_free(deep.a));
+		/* Only p->lock: fine. */
+		atomic_store(&deep.manual_a, rcl_pressure_add_manual(deep.a));
+	}
+}
+
+static void *deep_notify_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_pressure_notify(deep.a, deep.src_a, RCL_PRESSURE_MODERATE), 0);
+	atomic_store(&deep.done, true);
+	return NULL;
+}
+
+static void test_pressure_callback_of_a_nested_action_refuses_the_outer(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET,
+					.allocator = &test_allocator };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_domain *db;
+	struct tcache cb;
+	struct cg cg;
+	unsigned long spins;
+	pthread_t t;
+	struct fx f;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	deep.a = f.p;
+	deep.src_a = rcl_pressure_add_manual(f.p);
+	put_psi(f.tmp, "psi", 0, 0);
+	path_of(deep.psi, sizeof(deep.psi), f.tmp, "psi");
+	cg_init(&cg, &f, "cg", 2, 1);
+	cg_write(&cg);
+	snprintf(deep.cgdir, sizeof(deep.cgdir), "%s", cg.dir);
+	assert_int_equal(rcl_domain_new(&dc, &db), 0);
+	tc_init(&cb, db, NOBJ, W);
+	tc_fill(&cb, FILL);
+	pc = f.cfg;
+	pc.domain = db;
+	assert_int_equal(rcl_pressure_new(&pc, &deep.b), 0);
+	deep.src_b = rcl_pressure_add_manual(deep.b);
+	deep.ca = &f.c;
+	deep.cb = &cb;
+	atomic_store(&deep.stage, 0);
+	atomic_store(&deep.notify_b, 1);
+	atomic_store(&deep.psi_a, 1);
+	atomic_store(&deep.cg_a, 1);
+	atomic_store(&deep.sd_a, 1);
+	atomic_store(&deep.notify_a, 1);
+	atomic_store(&deep.dispatch_a, 1);
+	atomic_store(&deep.stop_a, 1);
+	atomic_store(&deep.free_a, 1);
+	atomic_store(&deep.manual_a, -1);
+	atomic_store(&deep.done, false);
+	atomic_store(&evict_hook, deep_evict);
+	assert_int_equal(pthread_create(&t, NULL, deep_notify_main, NULL), 0);
+	for (spins = 0; !atomic_load(&deep.done) && spins < 10000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (!atomic_load(&deep.done))
+		fail_msg("a call on A from B's callback inside A's action "
+			 "deadlocked (stage %d, add_psi %d, add_cgroup %d, "
+			 "add_systemd %d)", atomic_load(&deep.stage),
+			 atomic_load(&deep.psi_a), atomic_load(&deep.cg_a),
+			 atomic_load(&deep.sd_a));
+	assert_int_equal(pthread_join(t, NULL), 0);
+	atomic_store(&evict_hook, NULL);
+	assert_int_equal(atomic_load(&deep.stage), 2);
+	assert_int_equal(atomic_load(&deep.notify_b), 0);
+	assert_int_equal(atomic_load(&deep.psi_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.cg_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.sd_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.notify_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.dispatch_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.stop_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.free_a), -EDEADLK);
+	assert_int_equal(atomic_load(&deep.manual_a), 1);
+	/* Both monitors acted once and work on. */
+	assert_int_equal(sinfo(f.p, deep.src_a).actions, 1);
+	assert_int_equal(sinfo(deep.b, deep.src_b).actions, 1);
+	assert_int_equal(pstats(f.p).nr_sources, 2);
+	assert_int_equal(rcl_pressure_add_psi(f.p, deep.psi), 2);
+	assert_int_equal(rcl_pressure_free(deep.b), 0);
+	tc_destroy(&cb);
+	assert_int_equal(rcl_domain_free(db), 0);
+	fx_fini(&f);
+}
+
+/*
  * The same from the library thread: its action's evict callbacks cannot
  * stop or free the monitor (the thread would join itself).  Real clock,
  * interval 5 ms: the thread's first tick reads a cgroup whose working set
@@ -2135,6 +2277,107 @@ static void test_pressure_cgroup_v1(void **state)
 	fx_fini(&f);
 }
 
+/* The v1 memory.pressure_level notifications, faked: cgroupfs v1 by the seam. */
+static unsigned long seam_cgroup1(int fd)
+{
+	(void)fd;
+	return 0x27e0ebul;	/* CGROUP1_MAGIC */
+}
+
+/*
+ * A v1 cgroup source on a fake cgroupfs (the seam's filesystem check):
+ * memory.pressure_level is a regular file, and the registrations the
+ * monitor writes to cgroup.event_control, "<eventfd> <fd> low" and so on,
+ * tell the test the eventfds to signal.  Returns the source; @efd gets the
+ * low, medium and critical eventfds.
+ */
+static int v1_events_source(struct fx *f, struct cg *c, int efd[3])
+{
+	char path[PATH_MAX], buf[256];
+	ssize_t n;
+	int fd, file[3], src;
+
+	put_file(c->dir, "memory.pressure_level", "%s", "");
+	put_file(c->dir, "cgroup.event_control", "%s", "");
+	rcl__pressure_seam.fs_magic = seam_cgroup1;
+	src = rcl_pressure_add_cgroup(f->p, c->dir, 1);
+	seam_off();
+	assert_true(src >= 0);
+	assert_int_equal(sinfo(f->p, src).mode, RCL_PSOURCE_CGROUP_V1_EVENTS);
+	path_of(path, sizeof(path), c->dir, "cgroup.event_control");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	close(fd);
+	/* Three writes at one offset's advance: no separator between them. */
+	assert_int_equal(sscanf(buf, "%d %d low%d %d medium%d %d critical",
+				&efd[0], &file[0], &efd[1], &file[1], &efd[2],
+				&file[2]), 6);
+	return src;
+}
+
+static void v1_signal(int efd)
+{
+	uint64_t one = 1;
+
+	assert_int_equal(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+}
+
+/*
+ * v1 "low" only says that the kernel reclaims in the cgroup: it counts
+ * (MODERATE) only with the working set at 90 % of the limit or more.  In a
+ * cgroup with no limit (v1's 2^63 rounded to a page) the working set is
+ * at no share of it: "low" is dropped, as below 90 % (before, it was taken
+ * as MODERATE and cut the cache to 7/8).  "medium" is SEVERE either way;
+ * with a limit and the working set at 95 %, "low" is MODERATE.  No tick
+ * runs (the fake clock stays before it): only the eventfds act.
+ */
+static void test_pressure_cgroup_v1_low_needs_a_limit(void **state)
+{
+	struct fx f;
+	struct cg c;
+	int efd[3], src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 1, 1);
+	c.ws = 900 * MB;		/* no limit: V1_NO_LIMIT */
+	cg_write(&c);
+	src = v1_events_source(&f, &c, efd);
+	v1_signal(efd[0]);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).actions, 0);
+	assert_int_equal(sinfo(f.p, src).events, 0);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
+	assert_int_equal(rcl_domain_budget(f.d), BUDGET);
+	assert_int_equal(usage(&f), FILL * W);
+	/* The eventfds work: medium is SEVERE. */
+	v1_signal(efd[1]);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).pressure_budget,
+			 doc_target(FILL * W, RCL_PRESSURE_SEVERE, FLOOR));
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* A limit, the working set at 95 % of it: low is MODERATE. */
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	make_subdir(c.dir, sizeof(c.dir), f.tmp, "cg2");
+	c.max = 1000 * MB;
+	c.ws = 950 * MB;
+	cg_write(&c);
+	src = v1_events_source(&f, &c, efd);
+	v1_signal(efd[0]);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_MODERATE);
+	assert_int_equal(sinfo(f.p, src).actions, 1);
+	fx_fini(&f);
+}
+
 /*
  * The budget that follows the container (bytes_per_unit 1000: the domain
  * counts kB), own usage 50 MB (50000 units), the rest of the cgroup's
@@ -2247,6 +2490,108 @@ static void test_pressure_cgroup_budget_follows_the_limit(void **state)
 	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_NONE);
 	assert_int_equal(pstats(f.p).read_errors, 0);
 	fx_fini(&f);
+}
+
+/*
+ * The floor is the pressure budget's, not the container's: a cgroup whose
+ * limit leaves the cache less than the floor binds below it.  Base
+ * 100000 (kB: bytes_per_unit 1000), the default floor 1562, the others'
+ * working set 44 MB: a limit of 50 MB leaves (45 - 44) MB = 1000 units,
+ * applied as such (before: the floor, 1562, above what the cgroup allows);
+ * a limit of 40 MB leaves none: the budget is 1 (a budget of 0 would be
+ * no limit for a child).  An action's target still stops at the floor.
+ */
+static void test_pressure_container_budget_binds_below_the_floor(void **state)
+{
+	struct fx f;
+	struct cg c;
+	struct rcl_pressure_stats st;
+	int man;
+
+	(void)state;
+	fx_init(&f, BUDGET, 500);
+	f.cfg.flags = RCL_PRESSURE_FOLLOW_CGROUP | RCL_PRESSURE_NO_TRIM;
+	f.cfg.bytes_per_unit = 1000;
+	fx_monitor(&f);
+	man = rcl_pressure_add_manual(f.p);
+	cg_init(&c, &f, "cg", 2, 1000);
+	c.others = 44 * MB;
+	c.max = 50 * MB;
+	cg_write(&c);
+	assert_true(rcl_pressure_add_cgroup(f.p, c.dir, 0) >= 0);
+	st = pstats(f.p);
+	assert_int_equal(st.container_budget, 1000);
+	assert_budget(&f, 1000);
+	assert_true(usage(&f) < FLOOR);
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 1000);
+	assert_budget(&f, 1000);
+	/* No room at all: 1. */
+	c.max = 40 * MB;
+	cg_tick(&f, &c, 0, RCL_PRESSURE_NONE, FLOOR);
+	assert_int_equal(pstats(f.p).container_budget, 0);
+	assert_int_equal(pstats(f.p).budget, 1);
+	assert_int_equal(rcl_domain_budget(f.d), 1);
+	assert_int_equal(usage(&f), 0);
+	/* An action's target stops at the floor; the container binds. */
+	assert_int_equal(rcl_pressure_notify(f.p, man, RCL_PRESSURE_CRITICAL), 0);
+	st = pstats(f.p);
+	assert_int_equal(st.pressure_budget, FLOOR);
+	assert_int_equal(st.budget, 1);
+	fx_fini(&f);
+}
+
+/*
+ * A monitor of a child domain with no budget of its own: base is no
+ * limit (UINT64_MAX), and a default floor of base / 64 (2^58) was above
+ * any usage: every action left the budget at 2^58 and freed nothing.
+ * With no base there is no default floor: CRITICAL halves the usage.
+ */
+static void test_pressure_unlimited_base_actions_free(void **state)
+{
+	struct rcl_domain_config rc = { .budget = 10 * BUDGET,
+					.allocator = &test_allocator };
+	struct rcl_domain_config cc = { .budget = 0,
+					.allocator = &test_allocator };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_fake_clock *fc;
+	struct rcl_domain *root, *child;
+	struct rcl_pressure_stats st;
+	struct rcl_pressure *p;
+	struct tcache c;
+	uint64_t before;
+	int man;
+
+	(void)state;
+	assert_int_equal(rcl_fake_clock_new(T0, &fc), 0);
+	assert_int_equal(rcl_domain_new(&rc, &root), 0);
+	cc.parent = root;
+	assert_int_equal(rcl_domain_new(&cc, &child), 0);
+	assert_int_equal(rcl_domain_budget(child), UINT64_MAX);
+	tc_init(&c, child, NOBJ, W);
+	tc_fill(&c, FILL);
+	pc.domain = child;
+	pc.clock = rcl_fake_clock_clock(fc);
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	assert_int_equal(rcl_pressure_new(&pc, &p), 0);
+	man = rcl_pressure_add_manual(p);
+	before = rcl_domain_usage(child);
+	assert_int_equal(before, FILL * W);
+	assert_int_equal(rcl_pressure_notify(p, man, RCL_PRESSURE_CRITICAL), 0);
+	st = pstats(p);
+	assert_int_equal(st.base_budget, UINT64_MAX);
+	assert_int_equal(st.pressure_budget, before / 2);
+	assert_int_equal(st.budget, before / 2);
+	assert_int_equal(rcl_domain_budget(child), before / 2);
+	assert_true(rcl_domain_usage(child) + doc_high(before / 2) <= before / 2);
+	assert_int_equal(st.actions, 1);
+	assert_int_equal(st.empty_actions, 0);
+	assert_int_equal(pstats(p).freed_bytes, before - rcl_domain_usage(child));
+	assert_int_equal(rcl_pressure_free(p), 0);
+	tc_destroy(&c);
+	assert_int_equal(rcl_domain_free(child), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+	rcl_fake_clock_free(fc);
 }
 
 /*
@@ -2384,6 +2729,98 @@ static void test_pressure_cgroup_bad_files_at_creation(void **state)
 }
 
 /*
+ * rcl_pressure_add_cgroup(p, NULL, 0) finds the process's cgroup from
+ * /proc/self/cgroup and /proc/self/mountinfo; the seam opens the test's
+ * copies of them (proc_dir's "cgroup" and "mountinfo") instead.
+ */
+static char proc_dir[PATH_MAX];
+
+static int seam_open_proc(const char *path, int flags)
+{
+	const char *name = strrchr(path, '/');
+	char p[PATH_MAX];
+
+	path_of(p, sizeof(p), proc_dir, name + 1);
+	return open(p, flags);
+}
+
+/*
+ * A mountinfo of @nr_other unrelated mounts (about 100 bytes each, as a
+ * container host's tmpfs and overlay mounts), then the cgroup2 mount at
+ * @mnt.
+ */
+static void put_mountinfo(const char *dir, unsigned nr_other, const char *mnt)
+{
+	size_t cap = (size_t)nr_other * 128 + PATH_MAX + 256, n = 0;
+	char *buf = malloc(cap);
+	unsigned i;
+
+	assert_non_null(buf);
+	n += (size_t)snprintf(buf + n, cap - n,
+			      "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/root rw\n");
+	for (i = 0; i < nr_other; i++)
+		n += (size_t)snprintf(buf + n, cap - n,
+				      "%u 22 0:%u / /run/containerd/io.containerd.runtime.v2.task/k8s.io/m%05u rw,nosuid shared:%u - tmpfs none rw,size=4k\n",
+				      100 + i, 100 + i, i, 100 + i);
+	n += (size_t)snprintf(buf + n, cap - n,
+			      "30 22 0:26 / %s rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n",
+			      mnt);
+	assert_true(n < cap);
+	put_raw(dir, "mountinfo", buf, n);
+	free(buf);
+}
+
+/*
+ * The process's own cgroup on a host with many mounts: a mountinfo above
+ * 16 KiB (the monitor's file buffer) is read whole (before: -EFBIG, and
+ * no cgroup source anywhere with many containers); one above 4 MiB is
+ * -EFBIG, nothing added.
+ */
+static void test_pressure_own_cgroup_with_a_long_mountinfo(void **state)
+{
+	struct fx f;
+	struct cg c;
+	char mnt[PATH_MAX];
+	struct rcl_pressure_source_info si;
+	struct stat st;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	make_subdir(proc_dir, sizeof(proc_dir), f.tmp, "proc");
+	make_subdir(mnt, sizeof(mnt), f.tmp, "cgroup2");
+	cg_init_in(&c, mnt, "app.slice", 2, f.d, 1);
+	cg_write(&c);
+	put_file(proc_dir, "cgroup", "0::/app.slice\n");
+	put_mountinfo(proc_dir, 400, mnt);
+	path_of(c.dir, sizeof(c.dir), proc_dir, "mountinfo");
+	assert_int_equal(stat(c.dir, &st), 0);
+	assert_true(st.st_size > 16384);
+	rcl__pressure_seam.open_proc = seam_open_proc;
+	src = rcl_pressure_add_cgroup(f.p, NULL, 0);
+	seam_off();
+	assert_int_equal(src, 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.mode, RCL_PSOURCE_CGROUP_V2);
+	path_of(c.dir, sizeof(c.dir), mnt, "app.slice");
+	assert_string_equal(si.path, c.dir);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* Above 4 MiB: -EFBIG, nothing added. */
+	fx_monitor(&f);
+	put_mountinfo(proc_dir, 4u * 1024 * 1024 / 100, mnt);
+	path_of(c.dir, sizeof(c.dir), proc_dir, "mountinfo");
+	assert_int_equal(stat(c.dir, &st), 0);
+	assert_true(st.st_size > 4 * 1024 * 1024);
+	rcl__pressure_seam.open_proc = seam_open_proc;
+	assert_int_equal(rcl_pressure_add_cgroup(f.p, NULL, 0), -EFBIG);
+	seam_off();
+	assert_int_equal(pstats(f.p).nr_sources, 0);
+	fx_fini(&f);
+}
+
+/*
  * memory.events is one of the files the source reads (pressure.h), so one
  * that does not parse at creation is -EBADMSG like the others.
  */
@@ -2484,7 +2921,7 @@ static void test_pressure_cgroup_bad_events_file_at_creation(void **state)
  * After creation a file that stops parsing is a read error: the source
  * keeps its last good values and the budget does not move (it would, and
  * wildly, if the bad value were taken: "12abc" read as 12 bytes of limit
- * gives the floor).  The steady state: container == its raw value, 59000.
+ * gives a budget of 1).  The steady state: container == its raw value, 59000.
  * rcl_pressure_memory() leaves the cgroup fields 0 and counts the error.
  */
 static void test_pressure_cgroup_bad_files_after_creation(void **state)
@@ -3450,6 +3887,149 @@ static void test_pressure_systemd_socket(void **state)
 }
 
 /* A tiny base64 encoder for the size limit. */
+/*
+ * A systemd socket whose listener's backlog is full: connect() waits until
+ * the listener accepts.  rcl_pressure_add_systemd() connected with the
+ * monitor's locks held, so every other call on the monitor (stats,
+ * dispatch, the library thread) waited behind it; it connects before it
+ * takes them.  The add runs in one helper thread and, once that thread
+ * sleeps in connect(), the other calls in a second one, waited for with a
+ * bound; then the listener accepts and the add completes.
+ */
+static struct {
+	struct rcl_pressure *p;
+	char path[PATH_MAX];
+	atomic_int tid;
+	atomic_int add_ret, stats_ret, dispatch_ret, manual_ret;
+	atomic_bool add_done, others_done;
+} sdb;
+
+static void *sdb_add_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&sdb.tid, (int)syscall(SYS_gettid));
+	atomic_store(&sdb.add_ret, rcl_pressure_add_systemd(sdb.p, sdb.path, NULL));
+	atomic_store(&sdb.add_done, true);
+	return NULL;
+}
+
+static void *sdb_others_main(void *arg)
+{
+	struct rcl_pressure_stats st;
+
+	(void)arg;
+	atomic_store(&sdb.stats_ret, rcl_pressure_stats(sdb.p, &st));
+	atomic_store(&sdb.dispatch_ret, rcl_pressure_dispatch(sdb.p));
+	atomic_store(&sdb.manual_ret, rcl_pressure_add_manual(sdb.p));
+	atomic_store(&sdb.others_done, true);
+	return NULL;
+}
+
+/* Whether thread @tid of this process sleeps (state S in its stat). */
+static bool thread_sleeps(int tid)
+{
+	char path[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] == 'S';
+}
+
+static void test_pressure_systemd_socket_connect_holds_no_lock(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fill[64], nfill = 0, lfd, i, src;
+	bool others_while_blocked;
+	unsigned long spins;
+	pthread_t ta, tb;
+	struct fx f;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;
+	fx_monitor(&f);
+	sdb.p = f.p;
+	path_of(sdb.path, sizeof(sdb.path), f.tmp, "sock");
+	assert_true(strlen(sdb.path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, sdb.path, strlen(sdb.path));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	/* Fill the backlog with non-blocking connects until one would wait. */
+	for (;;) {
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		assert_true(c >= 0);
+		if (connect(c, (struct sockaddr *)&sa, sizeof(sa))) {
+			assert_int_equal(errno, EAGAIN);
+			close(c);
+			break;
+		}
+		assert_true(nfill < 64);
+		fill[nfill++] = c;
+	}
+	atomic_store(&sdb.tid, 0);
+	atomic_store(&sdb.add_ret, 1);
+	atomic_store(&sdb.stats_ret, 1);
+	atomic_store(&sdb.dispatch_ret, 1);
+	atomic_store(&sdb.manual_ret, -1);
+	atomic_store(&sdb.add_done, false);
+	atomic_store(&sdb.others_done, false);
+	assert_int_equal(pthread_create(&ta, NULL, sdb_add_main, NULL), 0);
+	for (spins = 0; spins < 10000 && !atomic_load(&sdb.add_done) &&
+			(!atomic_load(&sdb.tid) ||
+			 !thread_sleeps(atomic_load(&sdb.tid)));
+	     spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_false(atomic_load(&sdb.add_done));	/* waits in connect() */
+	assert_int_equal(pthread_create(&tb, NULL, sdb_others_main, NULL), 0);
+	for (spins = 0; !atomic_load(&sdb.others_done) && spins < 2000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	others_while_blocked = atomic_load(&sdb.others_done);
+	assert_false(atomic_load(&sdb.add_done));
+	/* The listener accepts: the add's connect() completes. */
+	for (spins = 0; !atomic_load(&sdb.add_done) && spins < 10000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c >= 0)
+			close(c);
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_int_equal(pthread_join(tb, NULL), 0);
+	if (!others_while_blocked)
+		fail_msg("rcl_pressure_stats(), _dispatch() and _add_manual() "
+			 "waited for add_systemd's connect()");
+	assert_int_equal(atomic_load(&sdb.stats_ret), 0);
+	assert_int_equal(atomic_load(&sdb.dispatch_ret), 0);
+	assert_int_equal(atomic_load(&sdb.manual_ret), 0);
+	src = atomic_load(&sdb.add_ret);
+	assert_int_equal(src, 1);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_SYSTEMD_SOCKET);
+	for (i = 0; i < nfill; i++)
+		close(fill[i]);
+	assert_int_equal(close(lfd), 0);
+	fx_fini(&f);
+}
+
 static void b64(const unsigned char *in, size_t n, char *out)
 {
 	static const char t[] =
@@ -3946,16 +4526,21 @@ int main(void)
 		cmocka_unit_test(test_pressure_evict_callback_cannot_free_or_stop),
 		cmocka_unit_test(test_pressure_add_from_own_callbacks_is_refused),
 		cmocka_unit_test(test_pressure_nested_action_keeps_the_refusal),
+		cmocka_unit_test(test_pressure_callback_of_a_nested_action_refuses_the_outer),
 		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
 		cmocka_unit_test(test_pressure_cgroup_v2_ratio_levels),
 		cmocka_unit_test(test_pressure_cgroup_v2_events),
 		cmocka_unit_test(test_pressure_cgroup_v2_events_fd_gone),
 		cmocka_unit_test(test_pressure_cgroup_v1),
+		cmocka_unit_test(test_pressure_cgroup_v1_low_needs_a_limit),
 		cmocka_unit_test(test_pressure_cgroup_budget_follows_the_limit),
+		cmocka_unit_test(test_pressure_container_budget_binds_below_the_floor),
+		cmocka_unit_test(test_pressure_unlimited_base_actions_free),
 		cmocka_unit_test(test_pressure_cgroup_inactive_file_is_not_pressure),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_file_of_16_kib_is_read),
+		cmocka_unit_test(test_pressure_own_cgroup_with_a_long_mountinfo),
 		cmocka_unit_test(test_pressure_cgroup_bad_events_file_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_after_creation),
 		cmocka_unit_test(test_pressure_memory_sample),
@@ -3972,6 +4557,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_after_stop),
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_systemd_socket),
+		cmocka_unit_test(test_pressure_systemd_socket_connect_holds_no_lock),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
 		cmocka_unit_test(test_pressure_systemd_paths_and_environment),
 		cmocka_unit_test(test_pressure_holds_its_domain),

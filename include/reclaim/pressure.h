@@ -31,7 +31,10 @@
  * domain's budget when the monitor was created (or
  * &rcl_pressure_config.base_budget), container is the budget that follows
  * the cgroup (RCL_PRESSURE_FOLLOW_CGROUP, below) and pressure is what the
- * last actions left.  A step down is applied at once; a step up at most
+ * last actions left.  The floor bounds the pressure budget only: the
+ * container budget binds below it (a cgroup limit that leaves the cache
+ * less than the floor is followed, down to a budget of 1), so the budget
+ * is never above what the cgroup allows.  A step down is applied at once; a step up at most
  * &rcl_pressure_config.grow_pct percent of base per
  * &rcl_pressure_config.grow_interval_ns (1 s), and only once no action came
  * for a whole grow interval (hysteresis: a cache that dropped does not
@@ -73,7 +76,8 @@
  *   memory.pressure_level notifications (eventfds registered through
  *   cgroup.event_control): low MODERATE, but only with the working set at
  *   90 % of the limit or more (below it, "low" reports the kernel dropping
- *   page cache, at no cost), medium SEVERE, critical CRITICAL.  On a real
+ *   page cache, at no cost; in a cgroup with no limit, never), medium
+ *   SEVERE, critical CRITICAL.  On a real
  *   v2 cgroup
  *   memory.events is also watched for POLLPRI (an event wakes the monitor
  *   before the timer); a read through that descriptor that fails (the
@@ -169,7 +173,12 @@
  * rcl_pressure_free(), which must not run concurrently with other calls on
  * the monitor.  Actions (dispatch, notify) run reclaim, and so the
  * domain's callbacks, in the calling thread, with the monitor mutex not
- * held.
+ * held (its action lock is).  "The monitor's own callbacks" below are its
+ * trim hook and the callbacks of its actions' reclaim at any depth: a
+ * callback of its action may act with another monitor (of another tree),
+ * and the callbacks of that action are still inside the first one's, so
+ * the calls on the first monitor that take its action lock, or free it,
+ * refuse them too (-EDEADLK).
  */
 #ifndef RECLAIM_PRESSURE_H
 #define RECLAIM_PRESSURE_H
@@ -227,7 +236,12 @@ enum rcl_pressure_level {
  * @base_budget: the budget without pressure; 0 = the domain's budget now.
  *	A base other than the domain's budget is applied by the first dispatch
  *	or action (creating a monitor reclaims nothing)
- * @min_budget: the floor no action goes below; 0 = base / 64 (at least 1)
+ * @min_budget: the floor no action goes below (the pressure budget's; the
+ *	container budget binds below it); 0 = base / 64 (at least 1), or 1
+ *	if base is no limit (UINT64_MAX: a child domain with no budget of its
+ *	own, whose 1/64 would be above any usage).  With no base, growth
+ *	steps of grow_pct of it lift the pressure budget above any usage at
+ *	the first quiet grow interval: give @base_budget for a gradual one
  * @window_ns: the rate-limit window per source; 0 = 1 s
  * @backoff_max_ns: the longest wait after actions that freed nothing;
  *	0 = 60 s; raised to @window_ns if below it
@@ -394,9 +408,9 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
  * Stops its thread if it runs, closes every descriptor, and releases the
  * domain (which may then be freed).  The budget stays as last applied.
  *
- * Context: any thread but the monitor's own (its trim hook, the domain's
- * callbacks run by its actions: -EDEADLK); not concurrently with other
- * calls on @p.
+ * Context: any thread but the monitor's own (its thread, its trim hook,
+ * the domain's callbacks run by its actions, at any depth: -EDEADLK); not
+ * concurrently with other calls on @p.
  * Return: 0; -EDEADLK (nothing done).
  */
 RCL_API int rcl_pressure_free(struct rcl_pressure *p);
@@ -411,7 +425,7 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p);
  * rcl_pressure_source_info() for the mode in force and why.
  *
  * Context: any thread but the monitor's own callbacks (its trim hook, the
- * domain's callbacks run by its actions: -EDEADLK).
+ * domain's callbacks run by its actions, at any depth: -EDEADLK).
  * Return: the source's index (>= 0); -EINVAL for NULL @p; -ENOENT, -EACCES,
  * -EOPNOTSUPP (PSI disabled), ... (the errno of opening or reading it);
  * -EBADMSG if its content does not parse; -ENOSPC with
@@ -436,7 +450,10 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
  * 0, 1, 2; -ENOENT (no such directory, no memory controller for this
  * process, or neither version's files); -EBADMSG if a file does not parse;
  * -ERANGE if a value does not fit 64 bits; -EFBIG if a file is larger than
- * 16 KiB (16384 bytes: one of exactly 16384 is read); -EEXIST if the
+ * 16 KiB (16384 bytes: one of exactly 16384 is read), or, for a NULL @dir,
+ * /proc/self/cgroup or /proc/self/mountinfo is larger than 4 MiB (a host
+ * with thousands of mounts; they are read whole, whatever their length
+ * below that); -EEXIST if the
  * monitor has a cgroup source; -ENOSPC; -ENOMEM; -EDEADLK; the errno of
  * opening a file.
  */
@@ -449,6 +466,10 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
  * @watch: the path; NULL = getenv("MEMORY_PRESSURE_WATCH")
  * @write_b64: base64 of the bytes to write first (NUL bytes allowed); NULL =
  *	getenv("MEMORY_PRESSURE_WRITE") when @watch is NULL too, else none
+ *
+ * @watch is opened, and a socket connected, before the monitor's locks are
+ * taken: a connect() that waits for a listener's full backlog holds up
+ * this call only, not the monitor's other calls or its thread.
  *
  * Context: any thread but the monitor's own callbacks (-EDEADLK).
  * Return: the source's index (mode RCL_PSOURCE_OFF for "/dev/null");
@@ -484,12 +505,13 @@ RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p);
  * merges into the one due at the end of the source's wait (run by the next
  * dispatch or by the thread).
  *
- * Context: any thread but the domain's reclaim callbacks; runs reclaim
- * (and so the domain's callbacks) when it acts.
+ * Context: any thread but the domain's reclaim callbacks and the
+ * monitor's own callbacks (at any depth); runs reclaim (and so the
+ * domain's callbacks) when it acts.
  * Return: 0; -EINVAL for NULL, a level out of range, or an index that is
  * not a manual source; -EDEADLK from a callback of a reclaim pass of the
  * domain's tree (a pass of its root over a child included, and a pass
- * nested in another pass's callback).
+ * nested in another pass's callback) or from the monitor's own callbacks.
  */
 RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 				enum rcl_pressure_level level);
@@ -542,7 +564,8 @@ RCL_API int rcl_pressure_start(struct rcl_pressure *p);
  * rcl_pressure_stop() - stop the library thread and join it
  * @p: the monitor
  *
- * Context: any thread but the monitor's own (-EDEADLK).
+ * Context: any thread but the monitor's own (its thread, its callbacks at
+ * any depth: -EDEADLK).
  * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK.
  */
 RCL_API int rcl_pressure_stop(struct rcl_pressure *p);
@@ -573,8 +596,8 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p);
  * ended, and re-arms the timerfd.
  *
  * Context: any thread but the callbacks of a reclaim pass of the domain's
- * tree and the monitor's trim hook (-EDEADLK); runs reclaim.  Calls from several threads are
- * serialised.
+ * tree and the monitor's own callbacks at any depth (-EDEADLK); runs
+ * reclaim.  Calls from several threads are serialised.
  * Return: the number of actions taken (>= 0); -EINVAL for NULL; -EDEADLK.
  */
 RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p);
