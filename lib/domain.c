@@ -206,13 +206,25 @@ static void tree_unlink(struct rcl_domain *d)
 	pthread_rwlock_unlock(&d->root->tree_lock);
 }
 
+int rcl__domain_cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+	int err;
+
+	/* Monotonic, as rcl_clock_monotonic()'s deadlines are. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	err = -pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+	return err;
+}
+
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out)
 {
 	const struct rcl_allocator *a = &rcl__std_allocator;
 	struct rcl_shrinker_registry_config rc = { 0 };
 	struct rcl_watermarks wm;
-	pthread_condattr_t ca;
 	struct rcl_domain *d;
 	uint64_t budget;
 	unsigned max_lv;
@@ -326,24 +338,20 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 	err = -pthread_mutex_init(&d->lock, NULL);
 	if (err)
 		goto fail_reg;
-	d->made_in = getpid();
-	/* Monotonic, as rcl_clock_monotonic()'s deadlines are. */
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	err = -pthread_cond_init(&d->cond, &ca);
+	d->cond_pid = d->fcond_pid = d->wbcond_pid = getpid();
+	err = rcl__domain_cond_init(&d->cond);
 	if (!err) {
-		err = -pthread_cond_init(&d->wbcond, &ca);
+		err = rcl__domain_cond_init(&d->wbcond);
 		if (err)
 			pthread_cond_destroy(&d->cond);
 	}
 	if (!err) {
-		err = -pthread_cond_init(&d->fcond, &ca);
+		err = rcl__domain_cond_init(&d->fcond);
 		if (err) {
 			pthread_cond_destroy(&d->wbcond);
 			pthread_cond_destroy(&d->cond);
 		}
 	}
-	pthread_condattr_destroy(&ca);
 	if (err)
 		goto fail_lock;
 	err = -pthread_mutex_init(&d->flock, NULL);
@@ -470,17 +478,18 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	pthread_mutex_destroy(&d->wblock);
 	pthread_mutex_destroy(&d->flock);
 	/*
-	 * In the child of a fork(), a thread of the parent (the reclaimer, the
-	 * flusher, a throttled writer) may have been waiting on a condition:
-	 * the child has its place in the condition but not the thread, and
-	 * glibc's pthread_cond_destroy() would wait for it for ever.  The
+	 * In the child of a fork(), a condition that no thread of the child
+	 * has used still holds the places of the parent's waiting threads
+	 * (reclaimer_cond_after_fork_locked()), and glibc's
+	 * pthread_cond_destroy() would wait for them for ever.  The
 	 * conditions hold no resource but their memory, freed below.
 	 */
-	if (d->made_in == getpid()) {
+	if (d->fcond_pid == getpid())
 		pthread_cond_destroy(&d->fcond);
+	if (d->wbcond_pid == getpid())
 		pthread_cond_destroy(&d->wbcond);
+	if (d->cond_pid == getpid())
 		pthread_cond_destroy(&d->cond);
-	}
 	pthread_mutex_destroy(&d->lock);
 	a.free(a.ctx, d);
 	return 0;
@@ -625,6 +634,7 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 			err = RCL__REFUSE(-EDEADLK, "called from a callback of another domain's reclaim pass while a pass is inside the lruvec (it would wait there)");
 			break;
 		}
+		reclaimer_cond_after_fork_locked(d);
 		while (atomic_load(&s->pins))
 			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
 				       RCL_CLOCK_FOREVER);
@@ -1772,7 +1782,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
 	revive_locked(d);
-	reclaimer_forget_foreign_locked(d);
+	reclaimer_cond_after_fork_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
 	/*

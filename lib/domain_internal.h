@@ -126,7 +126,9 @@ struct rcl_domain {
 	bool running, stop;
 	pthread_t thread;
 	pid_t pid;			/* the process @thread runs in */
-	pid_t made_in;			/* the process that created the domain */
+	/* The process whose threads alone can be waiting on each condition
+	 * (cond under lock, fcond under flock, wbcond under wblock). */
+	pid_t cond_pid, fcond_pid, wbcond_pid;
 	unsigned failures;
 	atomic_bool hopeless;
 	atomic_bool wake_pending;
@@ -279,11 +281,14 @@ static inline struct rcl_lruvec *slot_get(struct att_slot *s)
 	return atomic_load(&s->lv);
 }
 
+static inline void reclaimer_cond_after_fork_locked(struct rcl_domain *d);
+
 static inline void slot_put(struct rcl_domain *d, struct att_slot *s)
 {
 	atomic_fetch_sub(&s->pins, 1);
 	if (atomic_load(&d->nr_detaching)) {
 		pthread_mutex_lock(&d->lock);
+		reclaimer_cond_after_fork_locked(d);
 		pthread_cond_broadcast(&d->cond);
 		pthread_mutex_unlock(&d->lock);
 	}
@@ -333,26 +338,56 @@ static inline bool in_subtree(const struct rcl_domain *anc,
 	return false;
 }
 
+/* A condition whose waits time out on CLOCK_MONOTONIC (domain.c). */
+int rcl__domain_cond_init(pthread_cond_t *c);
+
 /*
- * A reclaimer thread recorded as running in another process (this is the
- * child of a fork(), which copies no thread but the caller): there is none
- * here, so nothing may join it or wait for it.  Forget it; d->lock held.
+ * The child of a fork() has only the thread that called it.  A domain's
+ * condition there still holds the places of parent threads that were
+ * waiting on it (the reclaimer, the flusher, throttled writers), which no
+ * thread of the child will ever take up: glibc's broadcast and destroy can
+ * wait for them.  The first thread of the child to take the condition's
+ * mutex gives it a fresh state; no thread of the child can be waiting on it
+ * before that, for every wait and broadcast comes here first, under the
+ * same mutex.  A reclaimer or flusher thread recorded as running belongs
+ * to the parent too: there is none here, so nothing may join it.
  */
-static inline void reclaimer_forget_foreign_locked(struct rcl_domain *d)
+static inline void reclaimer_cond_after_fork_locked(struct rcl_domain *d)
 {
-	if (d->running && d->pid != getpid()) {
+	pid_t me = getpid();
+
+	if (d->cond_pid != me) {
+		(void)rcl__domain_cond_init(&d->cond);
+		d->cond_pid = me;
+	}
+	if (d->running && d->pid != me) {
 		d->running = false;
 		d->stop = false;
 		atomic_store(&d->wake_pending, false);
 	}
 }
 
-/* The same for the library's flusher thread; d->flock held. */
-static inline void flusher_forget_foreign_locked(struct rcl_domain *d)
+/* The same for the flusher's condition and thread; d->flock held. */
+static inline void flusher_cond_after_fork_locked(struct rcl_domain *d)
 {
-	if (d->fl_running && d->fl_pid != getpid()) {
+	pid_t me = getpid();
+
+	if (d->fcond_pid != me) {
+		(void)rcl__domain_cond_init(&d->fcond);
+		d->fcond_pid = me;
+	}
+	if (d->fl_running && d->fl_pid != me) {
 		d->fl_running = false;
 		atomic_store(&d->fl_stop, false);
+	}
+}
+
+/* The same for the throttles' condition; d->wblock held. */
+static inline void wb_cond_after_fork_locked(struct rcl_domain *d)
+{
+	if (d->wbcond_pid != getpid()) {
+		(void)rcl__domain_cond_init(&d->wbcond);
+		d->wbcond_pid = getpid();
 	}
 }
 

@@ -81,6 +81,7 @@ RCL__TLS const struct rcl_domain *rcl__tls_writing_of;
 static void wb_broadcast(struct rcl_domain *d)
 {
 	pthread_mutex_lock(&d->wblock);
+	wb_cond_after_fork_locked(d);
 	pthread_cond_broadcast(&d->wbcond);
 	pthread_mutex_unlock(&d->wblock);
 }
@@ -191,6 +192,7 @@ void rcl__domain_throttle_writeback(struct rcl_domain *d)
 
 	vm_add(d, VM_WRITEBACK_THROTTLED, 1);
 	pthread_mutex_lock(&d->wblock);
+	wb_cond_after_fork_locked(d);
 	start = atomic_load(&d->written);
 	n = atomic_fetch_add(&d->nr_throttled, 1) + 1;
 	deadline = deadline_in(d, 100 * RCL_NSEC_PER_MSEC);
@@ -223,6 +225,7 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 
 	vm_add(d, VM_DIRTY_THROTTLED, 1);
 	pthread_mutex_lock(&d->wblock);
+	wb_cond_after_fork_locked(d);
 	atomic_fetch_add(&d->nr_dirty_waiters, 1);
 	deadline = deadline_in(d, d->dirty_timeout);
 	kicked = atomic_load(&d->written);
@@ -246,6 +249,7 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 			pthread_mutex_unlock(&d->wblock);
 			rcl__domain_flush_request(d, 0, RCL_FLUSH_BACKGROUND);
 			pthread_mutex_lock(&d->wblock);
+			wb_cond_after_fork_locked(d);
 			continue;
 		}
 		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
@@ -293,7 +297,7 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  */
 static bool flusher_owns_requests(struct rcl_domain *d)
 {
-	flusher_forget_foreign_locked(d);
+	flusher_cond_after_fork_locked(d);
 	return d->fl_running && !atomic_load(&d->fl_stop);
 }
 
@@ -697,7 +701,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 	if (!d || !ops || !ops->write || batch > RCL_WRITEBACK_MAX_BATCH)
 		return -EINVAL;
 	pthread_mutex_lock(&d->flock);
-	flusher_forget_foreign_locked(d);
+	flusher_cond_after_fork_locked(d);
 	if (d->fl_running) {
 		err = RCL__REFUSE(-EBUSY, "the flusher thread runs already");
 	} else {
@@ -746,7 +750,7 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 	if (rcl__tls_flusher_of == d)
 		return RCL__REFUSE(-EDEADLK, "called from the flusher thread's own callbacks: it would join itself");
 	pthread_mutex_lock(&d->flock);
-	flusher_forget_foreign_locked(d);
+	flusher_cond_after_fork_locked(d);
 	if (!d->fl_running) {
 		pthread_mutex_unlock(&d->flock);
 		return 0;
@@ -797,6 +801,7 @@ static int wait_flusher_batch(struct rcl_domain *d, uint64_t seq)
 	int err = 0;
 
 	pthread_mutex_lock(&d->wblock);
+	wb_cond_after_fork_locked(d);
 	atomic_fetch_add(&d->nr_wball_waiters, 1);
 	while (atomic_load(&d->fl_batch_seq) == seq) {
 		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,

@@ -740,7 +740,7 @@ bool rcl__domain_wake_reclaimer(struct rcl_domain *d)
 	if (atomic_load(&d->wake_pending) || atomic_load(&d->hopeless))
 		return false;
 	pthread_mutex_lock(&d->lock);
-	reclaimer_forget_foreign_locked(d);
+	reclaimer_cond_after_fork_locked(d);
 	if (d->running && !d->stop && !atomic_load(&d->wake_pending) &&
 	    !atomic_load(&d->hopeless)) {
 		atomic_store(&d->wake_pending, true);
@@ -851,7 +851,7 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
 	if (d->parent)
 		return RCL__REFUSE(-EINVAL, "a child domain has no background reclaimer: its root's serves the whole tree");
 	pthread_mutex_lock(&d->lock);
-	reclaimer_forget_foreign_locked(d);
+	reclaimer_cond_after_fork_locked(d);
 	if (d->running) {
 		err = RCL__REFUSE(-EBUSY, "the background reclaimer runs already");
 	} else {
@@ -892,7 +892,7 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 	if (rcl__tls_reclaimer_of == d)
 		return RCL__REFUSE(-EDEADLK, "called from the reclaimer thread's own callbacks: it would join itself");
 	pthread_mutex_lock(&d->lock);
-	reclaimer_forget_foreign_locked(d);
+	reclaimer_cond_after_fork_locked(d);
 	if (!d->running) {
 		pthread_mutex_unlock(&d->lock);
 		return 0;

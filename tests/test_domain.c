@@ -3057,6 +3057,9 @@ static void test_domain_fork_child_has_no_threads(void **state)
 		_exit(ok ? 0 : 1);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st))
+		print_message("child ended by signal %d\n",
+			      WIFSIGNALED(st) ? WTERMSIG(st) : -1);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	/* The parent's threads are still there, and stop. */

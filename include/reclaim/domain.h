@@ -122,9 +122,11 @@
  * for the parent's threads, charges below low wake nothing until
  * rcl_domain_reclaimer_start() starts a thread of the child's own, and
  * flush requests go to the application's flusher ops (or nowhere), as with
- * no thread.  As POSIX says of fork() in a multithreaded process, a thread
- * of the parent that was inside a call of the library at the fork can
- * leave that domain's locks held in the child.
+ * no thread.  The domain's conditions, which the parent's waiting threads
+ * still hold places in, are given a fresh state by the child's first use.
+ * As POSIX says of fork() in a multithreaded process, a thread of the
+ * parent that was inside a call of the library at the fork can leave that
+ * domain's locks held in the child.
  *
  * Trees of domains (the kernel's memory cgroups).  A domain created with a
  * parent (&struct rcl_domain_config.parent) is a *child*: every charge to it
