@@ -102,6 +102,14 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
  * callback judges a stable object and the accounting after FREED is exact.
  */
 #define F_EVICTING (1u << 14)
+/*
+ * A second reference on the active list (bit 15): set by a hit on an
+ * active object that is referenced already, spent by one more rotation at
+ * the active tail (adaptive lruvecs only; see rcl_lruvec_shrink_active()).
+ * It survives deactivation, so that an object deactivated with it and
+ * activated again starts with it.
+ */
+#define F_REF2 (1u << 15)
 #define F_STATE (F_PENDING | F_LISTED | F_ISOLATED)
 #define F_ID_SHIFT 16
 #define F_PUBLIC                                                              \
@@ -328,7 +336,16 @@ void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
 /* Workingset (lib/workingset.c): the shadow of an eviction now, the clock. */
 /* The shadow of an eviction now, @ahead ticks not yet added to the clock. */
 uint64_t rcl__workingset_shadow(struct rcl_lruvec *lv, unsigned type,
-				bool workingset, uint64_t ahead);
+				uint32_t f, uint64_t ahead);
+/*
+ * The tier-1 gate (lib/workingset.c): is an inactive object found at the
+ * tail with its referenced bit (hit once since it came to the inactive
+ * list) to be activated rather than evicted?  rcl__workingset_tiers() counts
+ * @e0 evictions without the referenced bit, @e1 with it or protected.
+ */
+bool rcl__workingset_tier1_protected(struct rcl_lruvec *lv);
+void rcl__workingset_tiers(struct rcl_lruvec *lv, unsigned type, unsigned e0,
+			   unsigned e1);
 void rcl__workingset_age(struct rcl_lruvec *lv, uint64_t n);
 /*
  * @n (<= 64) evictions of @type, in order; bit i of @ws_seq: the i-th had

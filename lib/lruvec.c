@@ -767,8 +767,15 @@ mark_accessed_slow(struct rcl_lruvec *lv, struct rcl_lru_node *node, uint32_t f)
 				return 0;
 			continue;
 		}
-		if (f & F_ACTIVE)
+		if (f & F_ACTIVE) {
+			/*
+			 * A second reference while active and referenced
+			 * (once per ageing; read by adaptive lruvecs only).
+			 */
+			if (!(f & F_REF2) && !node_cas(node, &f, f | F_REF2))
+				continue;
 			return 0;
+		}
 		if (f & (F_ISOLATED | F_UNEVICTABLE))
 			return 0;	/* nothing to move */
 		if (f & F_PENDING) {
@@ -818,9 +825,9 @@ RCL_API int rcl_lruvec_mark_accessed(struct rcl_lruvec *lv,
 	if (unlikely(!lv || !node))
 		return -EINVAL;
 	f = atomic_load_explicit(&node->__flags, memory_order_relaxed);
-	/* The hot path: active and referenced already.  No store. */
-	if (likely((f & (F_ACTIVE | F_REFERENCED)) ==
-			   (F_ACTIVE | F_REFERENCED) &&
+	/* The hot path: active and referenced twice already.  No store. */
+	if (likely((f & (F_ACTIVE | F_REFERENCED | F_REF2)) ==
+			   (F_ACTIVE | F_REFERENCED | F_REF2) &&
 		   f_id(f) == lv->__id && f_id(f) != 0))
 		return 0;
 	return mark_accessed_slow(lv, node, f);
@@ -1304,8 +1311,11 @@ static void isolate_nodes(struct rcl_lruvec *lv, unsigned list,
 	while (scanned < nr_to_scan) {
 		size_t chunk = RCL_MIN(nr_to_scan - scanned,
 				       (size_t)RCL_LRU_BATCH_ISOLATE);
-		size_t k, taken = 0, activated = 0;
+		size_t k, taken = 0, activated = 0, protected = 0;
 		bool empty = false;
+		/* Reclaim's own isolation: is tier 1 protected (workingset.c)? */
+		bool tier1 = claim && inactive &&
+			     rcl__workingset_tier1_protected(lv);
 
 		rcl__lruvec_lock(lv);
 		for (k = 0; k < chunk; k++) {
@@ -1317,6 +1327,19 @@ static void isolate_nodes(struct rcl_lruvec *lv, unsigned list,
 				break;
 			}
 			list_del(lv, list, n);
+			if (tier1) {
+				f = node_flags(n);
+				if ((f & F_REFERENCED) &&
+				    !(f & (F_WANT_ACT | F_DIRTY | F_WRITEBACK))) {
+					/* Hit once here: activate, not evict. */
+					f = flags_update(n, F_REFERENCED,
+							 F_ACTIVE);
+					list_add_head(lv, f_list(f), n);
+					activated++;
+					protected++;
+					continue;
+				}
+			}
 			/*
 			 * Decide and isolate in one CAS: mark_accessed() may
 			 * queue an activation (set QUEUED, by CAS, on a LISTED
@@ -1357,6 +1380,9 @@ static void isolate_nodes(struct rcl_lruvec *lv, unsigned list,
 			stat_add(lv, list / 2, RCL__STAT_ACTIVATED, activated);
 			rcl__workingset_age(lv, activated);
 		}
+		/* Protections count in tier 1's denominator. */
+		if (protected)
+			rcl__workingset_tiers(lv, list / 2, 0, protected);
 		scanned += k;
 		if (empty)
 			break;
@@ -1551,8 +1577,9 @@ struct shrink_pass {
 	size_t freed, rotated, activated;
 	uint64_t wfreed;
 	uint64_t aged;		/* workingset clock ticks not yet added */
-	uint64_t ws_seq;	/* bit i: the i-th eviction had WORKINGSET */
+	uint64_t ws_seq;	/* bit i: the i-th eviction was B2's (below) */
 	unsigned nr_evicted;	/* evictions in ws_seq */
+	unsigned tier[2];	/* evictions without, with REFERENCED */
 };
 
 /*
@@ -1570,11 +1597,18 @@ static void evict_answer(struct rcl_lruvec *lv, struct rcl_lru_node *n,
 		p->freed++;
 		p->wfreed += ctl->weight;
 		p->aged++;	/* an eviction */
-		/* For the ghost estimates, once per pass (one type). */
+		/*
+		 * For the ghost estimates, once per pass (one type): B2's are
+		 * the evictions with the workingset bit and, adaptive, those
+		 * with the referenced bit (ARC's T2: hit since insertion).
+		 */
 		RCL_ASSERT(p->nr_evicted < 64);
-		p->ws_seq |= (uint64_t)((f & F_WORKINGSET) != 0)
+		p->ws_seq |= (uint64_t)((f & F_WORKINGSET) != 0 ||
+					((f & F_REFERENCED) &&
+					 !(lv->__flags & RCL_LRUVEC_KERNEL)))
 			     << p->nr_evicted;
 		p->nr_evicted++;
+		p->tier[(f & F_REFERENCED) != 0]++;
 		if (f & F_DIRTY) {
 			/* The baseline's callback wrote it. */
 			rcl__lruvec_lock(lv);
@@ -1671,8 +1705,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				.priority = sc->priority,
 				.context = sc->context,
 				.shadow = rcl__workingset_shadow(
-					lv, f_type(f), f & F_WORKINGSET,
-					p.aged),
+					lv, f_type(f), f, p.aged),
 			};
 
 			/* Off the set first: after FREED, n is not touched. */
@@ -1733,6 +1766,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		if (p.aged)
 			rcl__workingset_age(lv, p.aged);
 		rcl__workingset_evicted(lv, sc->type, p.ws_seq, p.nr_evicted);
+		rcl__workingset_tiers(lv, sc->type, p.tier[0], p.tier[1]);
 		if (p.freed)
 			atomic_fetch_sub_explicit(&lv->__nr_isolated, p.freed,
 						  memory_order_relaxed);
@@ -1783,6 +1817,7 @@ RCL_API int rcl_lruvec_shrink_active(struct rcl_lruvec *lv,
 		size_t chunk = RCL_MIN(remaining, (size_t)RCL_LRU_BATCH_ISOLATE);
 		size_t k, rotated = 0, deactivated = 0;
 		bool empty = false;
+		bool ref2 = !(lv->__flags & RCL_LRUVEC_KERNEL);
 
 		rcl__lruvec_lock(lv);
 		for (k = 0; k < chunk; k++) {
@@ -1798,6 +1833,14 @@ RCL_API int rcl_lruvec_shrink_active(struct rcl_lruvec *lv,
 			if (f & F_REFERENCED) {
 				/* Second chance on the active list. */
 				f = flags_update(n, F_REFERENCED, 0);
+				rotated++;
+			} else if (ref2 && (f & F_REF2)) {
+				/*
+				 * A second reference: one more chance (a 2-bit
+				 * count, as MGLRU's tiers and S3-FIFO's main
+				 * queue keep).
+				 */
+				f = flags_update(n, F_REF2, 0);
 				rotated++;
 			} else {
 				f = flags_update(n, F_ACTIVE, F_WORKINGSET);

@@ -13,9 +13,11 @@
  * the object belongs to the working set and is activated at once.
  *
  * Shadow layout (64 bits): bit 63 tag, bit 62 workingset (the object had
- * been active), bits 60-61 type, bits 44-59 lruvec id, bits 0-43 the clock
- * (it wraps after 2^44 evictions; distances are taken modulo 2^44).  The
- * kernel buckets its clock to fit fewer bits; 44 bits need no buckets.
+ * been active), bits 60-61 type, bits 44-59 lruvec id, bit 43 referenced (the
+ * object was evicted with its referenced bit: hit once since it came to the
+ * inactive list; adaptive lruvecs only), bits 0-42 the clock (it wraps after
+ * 2^43 evictions; distances are taken modulo 2^43).  The kernel buckets its
+ * clock to fit fewer bits; 43 bits need no buckets.
  *
  * Circle: lib/lruvec.c ages the clock and takes shadows here at activations
  * and evictions (rcl__workingset_age(), _shadow(), _evicted(), _target()),
@@ -40,20 +42,24 @@
 #define WS_ACTIVATE 2
 #define WS_RESTORE 3
 
-#define CLOCK_BITS 44
+#define CLOCK_BITS 43
 #define CLOCK_MASK ((1ull << CLOCK_BITS) - 1)
-#define ID_SHIFT CLOCK_BITS
+#define REFERENCED_BIT (1ull << CLOCK_BITS)
+#define ID_SHIFT 44
 #define TYPE_SHIFT (ID_SHIFT + 16)
 #define WORKINGSET_BIT (1ull << 62)
 
+static bool adaptive(const struct rcl_lruvec *lv);
+
 uint64_t rcl__workingset_shadow(struct rcl_lruvec *lv, unsigned type,
-				bool workingset, uint64_t ahead)
+				uint32_t f, uint64_t ahead)
 {
 	uint64_t age = atomic_load_explicit(&lv->__ws[WS_AGE],
 					    memory_order_relaxed) +
 		       ahead;
 
-	return RCL_SHADOW_TAG | (workingset ? WORKINGSET_BIT : 0) |
+	return RCL_SHADOW_TAG | ((f & F_WORKINGSET) ? WORKINGSET_BIT : 0) |
+	       ((f & F_REFERENCED) && adaptive(lv) ? REFERENCED_BIT : 0) |
 	       ((uint64_t)type << TYPE_SHIFT) |
 	       ((uint64_t)lv->__id << ID_SHIFT) | (age & CLOCK_MASK);
 }
@@ -72,13 +78,17 @@ void rcl__workingset_age(struct rcl_lruvec *lv, uint64_t n)
  * TARGET_INIT; ghost hits then move it, as ARC moves its target for T1:
  *
  *   - a refault within half the type's size of an object that was never
- *     active (ARC's B1 hit: a larger inactive list would have kept it)
- *     grows the share by 2 x weight x max(1, b2 / b1) / size;
- *   - one of an object that had been active (B2: a larger active list
- *     would have kept it) shrinks it by 2 x weight x max(1, b1 / b2) / size;
+ *     active and was evicted unreferenced (ARC's B1 hit: a larger inactive
+ *     list would have kept it) grows the share by
+ *     2 x weight x max(1, b2 / b1) / size;
+ *   - one of an object that had been active, or was evicted with its
+ *     referenced bit (B2: ARC keeps an object hit since its insertion in T2,
+ *     so a larger T2 would have kept it) shrinks it by
+ *     2 x weight x max(1, b1 / b2) / size;
  *
  * where b1 and b2 estimate the ghost lists: the evictions of objects without
- * and with the workingset bit over about the last size evictions (both
+ * and with the workingset or referenced bit over about the last size
+ * evictions (both
  * halved whenever their sum passes the type's object count), packed 32 bits
  * each into lv->__ghost[type].  The share stays within [TARGET_MIN,
  * TARGET_MAX].  The constants were chosen by measurement on the shared
@@ -93,6 +103,76 @@ void rcl__workingset_age(struct rcl_lruvec *lv, uint64_t n)
 static bool adaptive(const struct rcl_lruvec *lv)
 {
 	return !(lv->__flags & RCL_LRUVEC_KERNEL);
+}
+
+/*
+ * The tier-1 gate, after MGLRU's tiers (the kernel's mm/vmscan.c,
+ * read_ctrl_pos() and positive_ctrl_err()).  Tier 0: the objects evicted
+ * without their referenced bit; tier 1: those evicted with it (hit once
+ * since they came to the inactive list), and those the gate protected.
+ * lv->__tiers holds four 16-bit counters, e0 | e1 << 16 | r0 << 32 |
+ * r1 << 48: each tier's evictions (tier 1's with its protections) and its
+ * refaults within half the protected objects' distance (a refault that an
+ * activation would have turned into a hit).  All four are halved whenever
+ * the evictions pass TIER_WINDOW x the objects.  While tier 1 refaults at
+ * more than TIER_GAIN / 2 times tier 0's rate (and at least TIER_MIN_REFAULTS
+ * times), reclaim activates a referenced object at the inactive tail instead
+ * of evicting it, as MGLRU moves a higher tier to a younger generation; the
+ * protections count in tier 1's denominator, so a protection that does not
+ * pay closes the gate again.  One word for all the lruvec's types.
+ */
+#define TIER_GAIN 3
+#define TIER_MIN_REFAULTS 8
+#define TIER_WINDOW 2
+
+static void tiers_add(struct rcl_lruvec *lv, unsigned type, unsigned e0,
+		      unsigned e1, unsigned r0, unsigned r1)
+{
+	uint64_t objs = rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), NULL) +
+			rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), NULL);
+	uint64_t lim = objs * TIER_WINDOW, old, nw;
+
+	if (lim < 64)
+		lim = 64;
+	old = atomic_load_explicit(&lv->__tiers, memory_order_relaxed);
+	do {
+		uint64_t c[4];
+		unsigned i;
+
+		c[0] = (old & 0xffff) + e0;
+		c[1] = ((old >> 16) & 0xffff) + e1;
+		c[2] = ((old >> 32) & 0xffff) + r0;
+		c[3] = (old >> 48) + r1;
+		while (c[0] + c[1] > lim || c[0] > 0xfff0 || c[1] > 0xfff0 ||
+		       c[2] > 0xfff0 || c[3] > 0xfff0)
+			for (i = 0; i < 4; i++)
+				c[i] /= 2;
+		nw = c[0] | c[1] << 16 | c[2] << 32 | c[3] << 48;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&lv->__tiers, &old, nw, memory_order_relaxed,
+		memory_order_relaxed));
+}
+
+void rcl__workingset_tiers(struct rcl_lruvec *lv, unsigned type, unsigned e0,
+			   unsigned e1)
+{
+	if ((e0 || e1) && adaptive(lv))
+		tiers_add(lv, type, e0, e1, 0, 0);
+}
+
+bool rcl__workingset_tier1_protected(struct rcl_lruvec *lv)
+{
+	uint64_t w, e0, e1, r0, r1;
+
+	if (!adaptive(lv))
+		return false;
+	w = atomic_load_explicit(&lv->__tiers, memory_order_relaxed);
+	e0 = w & 0xffff;
+	e1 = (w >> 16) & 0xffff;
+	r0 = (w >> 32) & 0xffff;
+	r1 = w >> 48;
+	return r1 >= TIER_MIN_REFAULTS &&
+	       r1 * (e0 + TIER_MIN_REFAULTS) * 2 > (r0 + 1) * e1 * TIER_GAIN;
 }
 
 unsigned rcl__workingset_target(const struct rcl_lruvec *lv, unsigned type)
@@ -209,6 +289,7 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 {
 	unsigned out = 0;
 	bool restore = false, adapt = false, step = false, grow = false;
+	int tier = -1;		/* a refault the tier gate counts: its tier */
 	uint64_t adapt_total = 0;
 	int err;
 
@@ -247,6 +328,9 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 			       rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), &act);
 			if (distance <= workingset_size(lv, type))
 				out |= RCL_REFAULT_ACTIVATE;
+			if (adaptive(lv) &&
+			    distance <= workingset_size(lv, type) / 2)
+				tier = (shadow & REFERENCED_BIT) != 0;
 			if (adaptive(lv)) {
 				uint64_t total = in + act;
 				unsigned target = rcl__workingset_target(lv, type);
@@ -265,7 +349,8 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 				adapt = true;
 				if (distance <= objs / GHOST_WINDOW_DIV) {
 					step = true;
-					grow = !restore;
+					grow = !restore &&
+					       !(shadow & REFERENCED_BIT);
 					adapt_total = total;
 				}
 			}
@@ -282,6 +367,8 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 	err = rcl_lruvec_add(lv, node, type, weight, flags);
 	if (err)
 		return err;
+	if (tier >= 0)
+		tiers_add(lv, type, 0, 0, !tier, tier);
 	if (adapt) {
 		workingset_target_init(lv, type);
 		if (step)

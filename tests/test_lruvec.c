@@ -746,6 +746,11 @@ static void test_lruvec_mark_accessed_hot_path_writes_nothing(void **state)
 	assert_int_equal(rcl_lru_node_flags(n), RCL_LRU_F_LISTED |
 							RCL_LRU_F_ACTIVE |
 							RCL_LRU_F_REFERENCED);
+	/* The second reference while active (a private bit) is a store too. */
+	assert_int_equal(rcl_lruvec_mark_accessed(lv, n), 0);
+	assert_int_equal(rcl_lru_node_flags(n), RCL_LRU_F_LISTED |
+							RCL_LRU_F_ACTIVE |
+							RCL_LRU_F_REFERENCED);
 
 	assert_int_equal(mprotect(mem, lvsz + (size_t)pg, PROT_READ), 0);
 	assert_int_equal(rcl_lruvec_mark_accessed(lv, n), 0);
@@ -1543,6 +1548,55 @@ static void test_lruvec_shrink_active_rule(void **state)
 	assert_int_equal(rcl_lruvec_shrink_inactive(&fx->lv, &sc), 0);
 }
 
+/*
+ * A second reference while active and referenced buys one more rotation at
+ * the active tail (a 2-bit count); RCL_LRUVEC_KERNEL keeps the 1-bit rule.
+ */
+static void second_reference_case(bool kernel)
+{
+	struct rcl_lruvec lv;
+	struct rcl_lruvec_config cfg = { .ops = &mock_ops,
+					 .flags = kernel ? RCL_LRUVEC_KERNEL : 0 };
+	struct rcl_lru_node n[2];
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE, .nr_to_scan = 1 };
+	int i;
+
+	memset(n, 0, sizeof(n));
+	assert_int_equal(rcl_lruvec_init(&lv, &cfg), 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(rcl_lruvec_add(&lv, &n[i], RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_ACTIVE |
+							RCL_LRU_ADD_NOBATCH),
+				 0);
+	/* n[0], the tail, is referenced twice. */
+	assert_int_equal(rcl_lruvec_mark_accessed(&lv, &n[0]), 0);
+	assert_int_equal(rcl_lruvec_mark_accessed(&lv, &n[0]), 0);
+	assert_int_equal(rcl_lruvec_shrink_active(&lv, &sc), 0);	/* n[0] rotates */
+	assert_int_equal(rcl_lruvec_shrink_active(&lv, &sc), 0);	/* n[1] goes */
+	assert_int_equal(rcl_lruvec_shrink_active(&lv, &sc), 0);	/* n[0]: ? */
+	assert_int_equal(sc.nr_scanned, 3);
+	assert_int_equal(sc.nr_rotated, kernel ? 1 : 2);
+	assert_int_equal(sc.nr_deactivated, kernel ? 2 : 1);
+	assert_int_equal(rcl_lru_node_flags(&n[0]) & RCL_LRU_F_ACTIVE,
+			 kernel ? 0 : RCL_LRU_F_ACTIVE);
+	/* The second reference is spent: the next visit deactivates. */
+	if (!kernel) {
+		assert_int_equal(rcl_lruvec_shrink_active(&lv, &sc), 0);
+		assert_int_equal(sc.nr_deactivated, 2);
+	}
+	assert_int_equal(rcl_lruvec_count(&lv, ACTIVE(0), NULL), 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(rcl_lruvec_del(&lv, &n[i]), 0);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+}
+
+static void test_lruvec_shrink_active_second_reference(void **state)
+{
+	(void)state;
+	second_reference_case(false);
+	second_reference_case(true);
+}
+
 static void test_lruvec_inactive_ratio_is_the_sqrt_rule(void **state)
 {
 	static const struct {
@@ -1872,6 +1926,7 @@ int main(void)
 		cmocka_unit_test(test_lruvec_destroy_from_nested_shrink_refused),
 		T(test_lruvec_shrink_claims_the_batch_when_isolating),
 		T(test_lruvec_shrink_active_rule),
+		cmocka_unit_test(test_lruvec_shrink_active_second_reference),
 		cmocka_unit_test(test_lruvec_inactive_ratio_is_the_sqrt_rule),
 		T(test_lruvec_small_lists_keep_inactive_as_large_as_active),
 		T(test_lruvec_queries_bad_input),

@@ -488,7 +488,8 @@ struct rcl_lruvec {
 	RCL__ATOMIC(uint64_t) __ghost[RCL_LRU_MAX_TYPES]; /* workingset.h */
 	uint32_t __flags;			/* RCL_LRUVEC_* */
 	uint32_t __pad32;
-	uint64_t __reserved[2];
+	RCL__ATOMIC(uint64_t) __tiers;		/* workingset.h: tier-1 gate */
+	uint64_t __reserved[1];
 };
 
 /** Flag of rcl_lruvec_add(): put the node on the active list. */

@@ -212,7 +212,11 @@ struct lv_config {
 	bool workingset;	/* keep shadows, add refaults with them */
 	unsigned lruvec_flags;	/* &rcl_lruvec_config.flags */
 	bool scan_controller;	/* reclaim with rcl_scan_lruvec() (lv_scan()) */
+	bool age_until_deactivated; /* lv_reclaim(): see there */
 };
+
+/* lv_reclaim(): active objects a round scans at most to deactivate one. */
+#define AGE_MAX 8
 
 struct lv_obj {
 	struct rcl_lru_node lru;
@@ -415,6 +419,26 @@ static int lv_reclaim(struct lv_cache *c)
 			sc.nr_to_scan = c->cfg->active_scan ?
 						c->cfg->active_scan : excess;
 			r = rcl_lruvec_shrink_active(&c->lv, &sc);
+			/*
+			 * default: age until as many objects as the round
+			 * must free were deactivated (a referenced object's
+			 * rotation moves none to the inactive list), scanning
+			 * at most AGE_MAX objects in all, while the inactive
+			 * list is still low.  Otherwise, while rotations outrun the
+			 * round, the inactive list starves and every new
+			 * object is evicted at once (orm-busy:
+			 * docs/adaptive-target.md).  The kernel policy keeps
+			 * the loop it had.
+			 */
+			if (c->cfg->age_until_deactivated)
+				while (!r && sc.nr_deactivated < excess &&
+				       sc.nr_scanned < AGE_MAX &&
+				       rcl_lruvec_inactive_is_low(&c->lv,
+								  RCL_LRU_FILE)) {
+					sc.nr_to_scan = 1;
+					r = rcl_lruvec_shrink_active(&c->lv,
+								     &sc);
+				}
 		}
 		if (!r) {
 			sc.nr_to_scan = c->cfg->inactive_scan ?
@@ -522,18 +546,20 @@ static size_t lv_counters(struct sim_cache *sc, struct sim_counter *out,
  * parity (RCL_LRUVEC_KERNEL: the kernel's inactive ratio, activation by
  * refault distance only).  twolist: the two lists without shadows.
  */
-static const struct lv_config default_config = { 0, 0, true, 0, false };
+static const struct lv_config default_config = { 0, 0, true, 0, false, true };
 static const struct lv_config kernel_config = { 0, 0, true, RCL_LRUVEC_KERNEL,
-						false };
+						false, false };
 static const struct lv_config twolist_config = { 0, 0, false,
-						 RCL_LRUVEC_KERNEL, false };
+						 RCL_LRUVEC_KERNEL, false, false };
 /*
  * default:scan, kernel:scan: the same lruvecs reclaimed by the library's
  * scan controller, as a memory domain's caches are (lv_scan()).
  */
-static const struct lv_config default_scan_config = { 0, 0, true, 0, true };
+static const struct lv_config default_scan_config = { 0, 0, true, 0, true,
+						      false };
 static const struct lv_config kernel_scan_config = { 0, 0, true,
-						     RCL_LRUVEC_KERNEL, true };
+						     RCL_LRUVEC_KERNEL, true,
+						     false };
 
 static const struct sim_policy policy_default = {
 	.name = "default",
