@@ -67,7 +67,6 @@ static bool batch_key_ok;
 
 static RCL__TLS struct rcl__tbatch *tls_batch;
 
-RCL__TLS struct rcl_lruvec *rcl__tls_evicting;
 RCL__TLS const struct rcl__evict_frame *rcl__tls_evict_frames;
 RCL__TLS unsigned rcl__tls_writing;
 

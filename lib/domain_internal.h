@@ -352,14 +352,20 @@ int rcl__domain_cond_init(pthread_cond_t *c);
  * same mutex.  A reclaimer or flusher thread recorded as running belongs
  * to the parent too: there is none here, so nothing may join it.
  */
+/* Give @c a fresh state if the process that last did (@owner) is not @me. */
+static inline void cond_fresh(pthread_cond_t *c, pid_t *owner, pid_t me)
+{
+	if (*owner != me) {
+		(void)rcl__domain_cond_init(c);
+		*owner = me;
+	}
+}
+
 static inline void reclaimer_cond_after_fork_locked(struct rcl_domain *d)
 {
 	pid_t me = getpid();
 
-	if (d->cond_pid != me) {
-		(void)rcl__domain_cond_init(&d->cond);
-		d->cond_pid = me;
-	}
+	cond_fresh(&d->cond, &d->cond_pid, me);
 	if (d->running && d->pid != me) {
 		d->running = false;
 		d->stop = false;
@@ -372,10 +378,7 @@ static inline void flusher_cond_after_fork_locked(struct rcl_domain *d)
 {
 	pid_t me = getpid();
 
-	if (d->fcond_pid != me) {
-		(void)rcl__domain_cond_init(&d->fcond);
-		d->fcond_pid = me;
-	}
+	cond_fresh(&d->fcond, &d->fcond_pid, me);
 	if (d->fl_running && d->fl_pid != me) {
 		d->fl_running = false;
 		atomic_store(&d->fl_stop, false);
@@ -385,10 +388,7 @@ static inline void flusher_cond_after_fork_locked(struct rcl_domain *d)
 /* The same for the throttles' condition; d->wblock held. */
 static inline void wb_cond_after_fork_locked(struct rcl_domain *d)
 {
-	if (d->wbcond_pid != getpid()) {
-		(void)rcl__domain_cond_init(&d->wbcond);
-		d->wbcond_pid = getpid();
-	}
+	cond_fresh(&d->wbcond, &d->wbcond_pid, getpid());
 }
 
 /* Is this thread inside a reclaim pass of @d's tree, at any depth? */

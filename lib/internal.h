@@ -407,14 +407,12 @@ int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
 /* Per-thread reclaim context                                                 */
 /* ------------------------------------------------------------------------- */
 
-/* The lruvec whose evict callback the calling thread is running, if any. */
-extern RCL__TLS struct rcl_lruvec *rcl__tls_evicting;
 /*
  * Every lruvec whose evict callbacks (or batch_end) the calling thread is
  * inside, innermost first: a shrink run from another shrink's callback
- * pushes a frame on its stack.  rcl__tls_evicting is the innermost one's lv;
- * the outer ones are what a refusal must also see (a destroy of, or a
- * reclaim through, an lruvec that an outer frame is still shrinking).
+ * pushes a frame on its stack.  A refusal must see the outer frames too (a
+ * destroy of, or a reclaim through, an lruvec an outer frame still
+ * shrinks); "inside any evict callback" is a non-empty chain.
  */
 struct rcl__evict_frame {
 	struct rcl_lruvec *lv;

@@ -680,7 +680,7 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			 * thread that waits for it), and so may a write
 			 * callback for the writeback its own batch holds.
 			 */
-			if (rcl__tls_evicting || rcl__tls_writing) {
+			if (rcl__tls_evict_frames || rcl__tls_writing) {
 				rcl__lruvec_unlock(lv);
 				return rcl__refuse("rcl_lruvec_del_wait", -EDEADLK,
 						   "would wait for an isolated or written node from an evict or write callback");
@@ -1075,7 +1075,7 @@ static int wait_evicting_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node
 	uint32_t f = *fp;
 	int cs;
 
-	if (rcl__tls_evicting)
+	if (rcl__tls_evict_frames)
 		return rcl__refuse("rcl_lruvec_set_dirty", -EDEADLK,
 				   "would wait for a node in an evict callback's hands from an evict callback");
 	/* Not a cancellation point: see do_del(). */
@@ -1633,7 +1633,6 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				       struct rcl_lru_shrink_control *sc)
 {
 	size_t remaining;
-	struct rcl_lruvec *saved;
 	const struct rcl__evict_frame *saved_frames;
 	struct rcl__evict_frame frame;
 	bool batched;
@@ -1643,7 +1642,6 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		return -EINVAL;
 	batched = lv->__ops->evict_batch != NULL;
 
-	saved = rcl__tls_evicting;
 	saved_frames = rcl__tls_evict_frames;
 	frame.lv = lv;
 	frame.prev = saved_frames;
@@ -1682,7 +1680,6 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			break;
 
 		keep.__next = keep.__prev = &keep;
-		rcl__tls_evicting = lv;
 		rcl__tls_evict_frames = &frame;
 		while ((n = rcl_lru_isolated_next(&iso, NULL)) != NULL) {
 			uint32_t f;
@@ -1773,7 +1770,6 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		putback_list(lv, &keep);
 		if (lv->__ops->batch_end)
 			lv->__ops->batch_end(lv, lv->__priv, p.freed);
-		rcl__tls_evicting = saved;
 		rcl__tls_evict_frames = saved_frames;
 
 		if (p.freed && atomic_load_explicit(&lv->__nr_waiters,

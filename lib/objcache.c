@@ -1006,7 +1006,7 @@ static int oc_del_locked(struct rcl_objcache *c, struct oc_shard *sh,
 	 * held node: find that out before unhashing, or an insert of the key
 	 * meanwhile would put it in the index twice.
 	 */
-	if (rcl__tls_evicting || rcl__tls_writing) {
+	if (rcl__tls_evict_frames || rcl__tls_writing) {
 		err = rcl_lruvec_del(&sh->lv, &n->__lru);
 		if (err == -EBUSY) {
 			oc_unlock(sh);
