@@ -236,6 +236,26 @@ static bool acting_here(const struct rcl_pressure *p)
 	return false;
 }
 
+/*
+ * Take p->act.  A thread inside a callback (of another monitor's action, or
+ * of any reclaim pass) holds that monitor's p->act or that pass's locks, and
+ * another thread may hold p->act and wait, in its own callback, for what
+ * this thread holds: two monitors whose actions call into each other, in
+ * two threads, would deadlock (A's action -> notify(B) against B's action
+ * -> notify(A)).  Such a thread only tries (false if p->act is taken: the
+ * caller returns -EBUSY).  A thread in no callback holds nothing and waits.
+ */
+static bool act_lock(struct rcl_pressure *p)
+{
+	if (!tls_acting && !in_any_pass()) {
+		pthread_mutex_lock(&p->act);
+		return true;
+	}
+	return pthread_mutex_trylock(&p->act) == 0;
+}
+
+#define ACT_BUSY "called from a callback while another thread acts on the monitor"
+
 /* ------------------------------------------------------------------------- */
 /* Small helpers                                                              */
 /* ------------------------------------------------------------------------- */
@@ -1257,7 +1277,8 @@ static int dispatch_events(struct rcl_pressure *p,
 	bool fd_mode;
 	uint64_t now;
 
-	pthread_mutex_lock(&p->act);
+	if (!act_lock(p))
+		return RCL__REFUSE(-EBUSY, ACT_BUSY);
 	pthread_mutex_lock(&p->lock);
 	if (!ev || p->dispatches != gen) {
 		int m = 0, k;
@@ -1629,7 +1650,10 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	pthread_mutex_lock(&p->act);
+	if (!act_lock(p)) {
+		close(fd);
+		return RCL__REFUSE(-EBUSY, ACT_BUSY);
+	}
 	pthread_mutex_lock(&p->lock);
 	n = read_fd(p, fd);
 	if (n < 0) {
@@ -1772,7 +1796,8 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (version > 2)
 		return RCL__REFUSE(-EINVAL, "a cgroup version other than 0, 1, 2");
-	pthread_mutex_lock(&p->act);
+	if (!act_lock(p))
+		return RCL__REFUSE(-EBUSY, ACT_BUSY);
 	pthread_mutex_lock(&p->lock);
 	if (p->cg >= 0) {
 		err = RCL__REFUSE(-EEXIST, "the monitor has a cgroup source");
@@ -1943,7 +1968,11 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 			return fd;
 	}
 
-	pthread_mutex_lock(&p->act);
+	if (!act_lock(p)) {
+		if (fd >= 0)
+			close(fd);
+		return RCL__REFUSE(-EBUSY, ACT_BUSY);
+	}
 	pthread_mutex_lock(&p->lock);
 	s = new_source_locked(p, &idx);
 	if (!s) {
@@ -2072,7 +2101,8 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 		return RCL__REFUSE(-EINVAL, "a NULL monitor or a level out of range");
 	if (acting_here(p) || in_tree_pass(p->d))
 		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass of the domain's tree");
-	pthread_mutex_lock(&p->act);
+	if (!act_lock(p))
+		return RCL__REFUSE(-EBUSY, ACT_BUSY);
 	pthread_mutex_lock(&p->lock);
 	if (source < 0 || source >= (int)p->nr ||
 	    p->src[source].mode != RCL_PSOURCE_MANUAL) {

@@ -1907,6 +1907,157 @@ static void test_pressure_callback_of_a_nested_action_refuses_the_outer(void **s
 }
 
 /*
+ * Two monitors of two domains, two threads: A's action (thread 1) evicts
+ * from A's domain, whose callback calls into B, while B's action (thread
+ * 2) evicts from B's domain, whose callback calls into A.  Each thread
+ * holds its own monitor's action lock and asks for the other's: before,
+ * both waited for ever.  From a callback the calls only try the lock:
+ * both are refused with -EBUSY (nothing done), and both actions finish.
+ * Each callback waits, with a bound, until the other thread is in its
+ * callback too, so that the overlap is certain; the main thread waits for
+ * both with a bound, so that a deadlock fails the test instead of hanging.
+ */
+static struct {
+	struct rcl_pressure *a, *b;
+	struct tcache *ca, *cb;
+	int src_a, src_b;
+	atomic_int in_a, in_b, tried_a, tried_b;
+	atomic_int notify_b, dispatch_b, notify_a, dispatch_a;
+	atomic_bool done_a, done_b;
+} cross;
+
+static bool cross_wait(atomic_int *flag)
+{
+	unsigned long spins;
+
+	for (spins = 0; !atomic_load(flag) && spins < 10000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return atomic_load(flag);
+}
+
+static void cross_evict(struct tcache *c)
+{
+	int zero = 0;
+
+	if (c == cross.ca) {
+		if (!atomic_compare_exchange_strong(&cross.in_a, &zero, 1))
+			return;
+		if (!cross_wait(&cross.in_b))
+			return;
+		atomic_store(&cross.notify_b,
+			     rcl_pressure_notify(cross.b, cross.src_b,
+						 RCL_PRESSURE_CRITICAL));
+		atomic_store(&cross.dispatch_b, rcl_pressure_dispatch(cross.b));
+		atomic_store(&cross.tried_a, 1);
+		cross_wait(&cross.tried_b);
+	} else if (c == cross.cb) {
+		if (!atomic_compare_exchange_strong(&cross.in_b, &zero, 1))
+			return;
+		if (!cross_wait(&cross.in_a))
+			return;
+		atomic_store(&cross.notify_a,
+			     rcl_pressure_notify(cross.a, cross.src_a,
+						 RCL_PRESSURE_CRITICAL));
+		atomic_store(&cross.dispatch_a, rcl_pressure_dispatch(cross.a));
+		atomic_store(&cross.tried_b, 1);
+		cross_wait(&cross.tried_a);
+	}
+}
+
+static void *cross_a_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_pressure_notify(cross.a, cross.src_a, RCL_PRESSURE_MODERATE), 0);
+	atomic_store(&cross.done_a, true);
+	return NULL;
+}
+
+static void *cross_b_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_pressure_notify(cross.b, cross.src_b, RCL_PRESSURE_SEVERE), 0);
+	atomic_store(&cross.done_b, true);
+	return NULL;
+}
+
+static void test_pressure_two_monitors_calling_each_other_do_not_deadlock(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET,
+					.allocator = &test_allocator };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_domain *db;
+	struct tcache cb;
+	unsigned long spins;
+	pthread_t ta, tb;
+	struct fx f;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	cross.a = f.p;
+	cross.src_a = rcl_pressure_add_manual(f.p);
+	assert_int_equal(rcl_domain_new(&dc, &db), 0);
+	tc_init(&cb, db, NOBJ, W);
+	tc_fill(&cb, FILL);
+	pc = f.cfg;
+	pc.domain = db;
+	assert_int_equal(rcl_pressure_new(&pc, &cross.b), 0);
+	cross.src_b = rcl_pressure_add_manual(cross.b);
+	cross.ca = &f.c;
+	cross.cb = &cb;
+	atomic_store(&cross.in_a, 0);
+	atomic_store(&cross.in_b, 0);
+	atomic_store(&cross.tried_a, 0);
+	atomic_store(&cross.tried_b, 0);
+	atomic_store(&cross.notify_a, 1);
+	atomic_store(&cross.notify_b, 1);
+	atomic_store(&cross.dispatch_a, 1);
+	atomic_store(&cross.dispatch_b, 1);
+	atomic_store(&cross.done_a, false);
+	atomic_store(&cross.done_b, false);
+	atomic_store(&evict_hook, cross_evict);
+	assert_int_equal(pthread_create(&ta, NULL, cross_a_main, NULL), 0);
+	assert_int_equal(pthread_create(&tb, NULL, cross_b_main, NULL), 0);
+	for (spins = 0; (!atomic_load(&cross.done_a) ||
+			 !atomic_load(&cross.done_b)) && spins < 30000; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (!atomic_load(&cross.done_a) || !atomic_load(&cross.done_b))
+		fail_msg("two monitors' actions calling into each other "
+			 "deadlocked (in A %d, in B %d, A tried %d, B tried %d)",
+			 atomic_load(&cross.in_a), atomic_load(&cross.in_b),
+			 atomic_load(&cross.tried_a),
+			 atomic_load(&cross.tried_b));
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_int_equal(pthread_join(tb, NULL), 0);
+	atomic_store(&evict_hook, NULL);
+	/* Both callbacks ran, each while the other thread acted. */
+	assert_int_equal(atomic_load(&cross.tried_a), 1);
+	assert_int_equal(atomic_load(&cross.tried_b), 1);
+	assert_int_equal(atomic_load(&cross.notify_b), -EBUSY);
+	assert_int_equal(atomic_load(&cross.dispatch_b), -EBUSY);
+	assert_int_equal(atomic_load(&cross.notify_a), -EBUSY);
+	assert_int_equal(atomic_load(&cross.dispatch_a), -EBUSY);
+	/* Nothing recorded by the refused calls: each acted once, and works on. */
+	assert_int_equal(sinfo(f.p, cross.src_a).actions, 1);
+	assert_int_equal(sinfo(cross.b, cross.src_b).actions, 1);
+	assert_int_equal(sinfo(f.p, cross.src_a).events, 1);
+	assert_int_equal(sinfo(cross.b, cross.src_b).events, 1);
+	assert_true(rcl_pressure_dispatch(f.p) >= 0);
+	assert_true(rcl_pressure_dispatch(cross.b) >= 0);
+	assert_int_equal(rcl_pressure_free(cross.b), 0);
+	tc_destroy(&cb);
+	assert_int_equal(rcl_domain_free(db), 0);
+	fx_fini(&f);
+}
+
+/*
  * The same from the library thread: its action's evict callbacks cannot
  * stop or free the monitor (the thread would join itself).  Real clock,
  * interval 5 ms: the thread's first tick reads a cgroup whose working set
@@ -4527,6 +4678,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_add_from_own_callbacks_is_refused),
 		cmocka_unit_test(test_pressure_nested_action_keeps_the_refusal),
 		cmocka_unit_test(test_pressure_callback_of_a_nested_action_refuses_the_outer),
+		cmocka_unit_test(test_pressure_two_monitors_calling_each_other_do_not_deadlock),
 		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
 		cmocka_unit_test(test_pressure_cgroup_v2_ratio_levels),

@@ -178,7 +178,12 @@
  * callback of its action may act with another monitor (of another tree),
  * and the callbacks of that action are still inside the first one's, so
  * the calls on the first monitor that take its action lock, or free it,
- * refuse them too (-EDEADLK).
+ * refuse them too (-EDEADLK).  A call that takes a monitor's action lock
+ * from any callback (of another monitor's action, or of any reclaim pass)
+ * does not wait for it: if another thread holds it, the call returns
+ * -EBUSY and does nothing (two monitors whose actions call into each
+ * other from two threads would otherwise deadlock); retry outside the
+ * callback.
  */
 #ifndef RECLAIM_PRESSURE_H
 #define RECLAIM_PRESSURE_H
@@ -429,7 +434,8 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p);
  * Return: the source's index (>= 0); -EINVAL for NULL @p; -ENOENT, -EACCES,
  * -EOPNOTSUPP (PSI disabled), ... (the errno of opening or reading it);
  * -EBADMSG if its content does not parse; -ENOSPC with
- * RCL_PRESSURE_MAX_SOURCES already; -ENOMEM; -EDEADLK.
+ * RCL_PRESSURE_MAX_SOURCES already; -ENOMEM; -EDEADLK; -EBUSY from a
+ * callback while another thread acts on the monitor (see Synchronization).
  */
 RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
 
@@ -454,8 +460,8 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
  * /proc/self/cgroup or /proc/self/mountinfo is larger than 4 MiB (a host
  * with thousands of mounts; they are read whole, whatever their length
  * below that); -EEXIST if the
- * monitor has a cgroup source; -ENOSPC; -ENOMEM; -EDEADLK; the errno of
- * opening a file.
+ * monitor has a cgroup source; -ENOSPC; -ENOMEM; -EDEADLK; -EBUSY (as
+ * rcl_pressure_add_psi()); the errno of opening a file.
  */
 RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 				    unsigned version);
@@ -479,8 +485,8 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
  * no regular file, FIFO or socket; -EBADMSG for a regular file whose
  * content is not PSI's; -ENAMETOOLONG for a
  * socket path longer than sun_path; -EIO for a short write to a FIFO or
- * socket; -ENOSPC; -ENOMEM; -EDEADLK; the errno of opening, connecting or
- * writing.  On error nothing is added.
+ * socket; -ENOSPC; -ENOMEM; -EDEADLK; -EBUSY (as rcl_pressure_add_psi());
+ * the errno of opening, connecting or writing.  On error nothing is added.
  */
 RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 				     const char *write_b64);
@@ -511,7 +517,9 @@ RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p);
  * Return: 0; -EINVAL for NULL, a level out of range, or an index that is
  * not a manual source; -EDEADLK from a callback of a reclaim pass of the
  * domain's tree (a pass of its root over a child included, and a pass
- * nested in another pass's callback) or from the monitor's own callbacks.
+ * nested in another pass's callback) or from the monitor's own callbacks;
+ * -EBUSY (nothing recorded) from another callback while another thread
+ * acts on the monitor (see Synchronization).
  */
 RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 				enum rcl_pressure_level level);
@@ -598,7 +606,8 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p);
  * Context: any thread but the callbacks of a reclaim pass of the domain's
  * tree and the monitor's own callbacks at any depth (-EDEADLK); runs
  * reclaim.  Calls from several threads are serialised.
- * Return: the number of actions taken (>= 0); -EINVAL for NULL; -EDEADLK.
+ * Return: the number of actions taken (>= 0); -EINVAL for NULL; -EDEADLK;
+ * -EBUSY from another callback while another thread acts on the monitor.
  */
 RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p);
 
