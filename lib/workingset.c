@@ -319,10 +319,17 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 			 * (from a later evict callback of the pass, or another
 			 * thread) meets a shadow ahead of the clock, by less
 			 * than a pass.  It was evicted just now: distance 0,
-			 * not the 2^44 the wrap would make of it.
+			 * not the 2^43 the wrap would make of it.  A pass
+			 * stamps at most one isolation batch ahead; a shadow
+			 * further ahead is of a destroyed lruvec whose id this
+			 * one took, with a clock this one has not reached: it
+			 * is taken as the oldest, not as evicted just now.
 			 */
 			if (distance > CLOCK_MASK / 2)
-				distance = 0;
+				distance = CLOCK_MASK + 1 - distance <=
+							   RCL_LRU_BATCH_ISOLATE ?
+						   0 :
+						   CLOCK_MASK;
 
 			objs = rcl_lruvec_count(lv, RCL_LRU_LIST(type, 0), &in) +
 			       rcl_lruvec_count(lv, RCL_LRU_LIST(type, 1), &act);

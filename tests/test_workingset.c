@@ -369,6 +369,74 @@ static void test_ws_refault_within_the_pass(void **state)
 	free(ip);
 }
 
+/*
+ * A shadow of a destroyed lruvec, refaulting into a new lruvec that took
+ * the same id, carries a clock the new one has not reached.  The rule for
+ * shadows stamped ahead of the clock within a pass (distance 0) used to
+ * cover it too, so it was always activated; it is taken as the oldest now.
+ * RCL_LRUVEC_KERNEL: only the distance decides (no active object: a
+ * workingset of 0, so only distance 0 would activate).
+ */
+static void test_ws_stale_shadow_of_a_reused_id_is_old(void **state)
+{
+	struct fixture *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct rcl_lruvec_config cfg = { .ops = &ops,
+					 .flags = RCL_LRUVEC_KERNEL };
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					     .nr_to_scan = 200 };
+	struct rcl_lruvec t;
+	struct rcl_lru_node x;
+	unsigned ida, tries, i, out = ~0u;
+	uint64_t stale;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	cfg.priv = a;
+	assert_int_equal(rcl_lruvec_init(&a->lv, &cfg), 0);
+	ida = rcl_lruvec_id(&a->lv);
+	for (i = 0; i < 200; i++) {
+		rcl_lru_node_init(&a->objs[i].lru);
+		assert_int_equal(rcl_lruvec_add(&a->lv, &a->objs[i].lru,
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH),
+				 0);
+	}
+	assert_int_equal(rcl_lruvec_shrink_inactive(&a->lv, &sc), 0);
+	assert_int_equal(a->nr_evicted, 200);
+	stale = a->objs[199].shadow;	/* the clock of A is 200 */
+	assert_int_equal(rcl_lruvec_destroy(&a->lv), 0);
+	/* Take ids until the new lruvec has A's (bounded: 2^16 ids). */
+	cfg.priv = b;
+	for (tries = 0; tries < (1u << 17); tries++) {
+		assert_int_equal(rcl_lruvec_init(&t, &cfg), 0);
+		if (rcl_lruvec_id(&t) == ida)
+			break;
+		assert_int_equal(rcl_lruvec_destroy(&t), 0);
+	}
+	assert_int_equal(rcl_lruvec_id(&t), ida);
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&b->objs[i].lru);
+		assert_int_equal(rcl_lruvec_add(&t, &b->objs[i].lru,
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH),
+				 0);
+	}
+	rcl_lru_node_init(&x);
+	assert_int_equal(rcl_lruvec_add_refault(&t, &x, RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH, stale,
+						&out),
+			 0);
+	assert_int_equal(out, RCL_REFAULT_REFAULT);
+	assert_int_equal(rcl_lruvec_count(&t, ACTIVE, NULL), 0);
+	assert_int_equal(rcl_lruvec_del(&t, &x), 0);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(rcl_lruvec_del(&t, &b->objs[i].lru), 0);
+	assert_int_equal(rcl_lruvec_destroy(&t), 0);
+	free(a);
+	free(b);
+}
+
 static void test_ws_unevictable_wins(void **state)
 {
 	struct fixture *fx = *state;
@@ -722,6 +790,7 @@ int main(void)
 			test_ws_foreign_shadow_does_not_activate, setup_kernel,
 			teardown),
 		cmocka_unit_test(test_ws_refault_within_the_pass),
+		cmocka_unit_test(test_ws_stale_shadow_of_a_reused_id_is_old),
 		cmocka_unit_test_setup_teardown(test_ws_unevictable_wins,
 						setup_kernel, teardown),
 		cmocka_unit_test_setup_teardown(test_ws_errors, setup_default,

@@ -109,7 +109,9 @@ static inline bool rcl_shadow_is_valid(uint64_t v)
  * (RCL_REFAULT_ACTIVATE), the activate counter and the clock's tick for an
  * activation stand, as the kernel's workingset_refault() decides and counts
  * before the folio's list is known. A shadow whose lruvec was destroyed and whose id a new lruvec
- * took is taken as the new lruvec's own (ids are reused).
+ * took is taken as the new lruvec's own (ids are reused); if its clock is ahead of the new
+ * lruvec's by more than RCL_LRU_BATCH_ISOLATE, its distance is taken as the largest (it does not
+ * activate by distance).
  */
 RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 				   struct rcl_lru_node *node, unsigned type,
