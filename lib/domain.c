@@ -219,6 +219,75 @@ int rcl__domain_cond_init(pthread_cond_t *c)
 	return err;
 }
 
+/*
+ * fork(): in the child, the slot pins of passes that the parent's threads
+ * were in (the background reclaimer inside an evict callback) are held by
+ * no thread, and rcl_domain_detach() would wait for them for ever.  The
+ * process's domains are on one list, locked across the fork, and the
+ * child's handler gives back every pin and detach count, unless the thread
+ * that forked is itself inside a pass (fork() from a callback): then some
+ * of the pins are its own, and they stay as they are.
+ */
+static pthread_mutex_t all_domains_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rcl_domain *all_domains;
+static pthread_once_t all_domains_once = PTHREAD_ONCE_INIT;
+
+static void all_domains_prepare(void)
+{
+	pthread_mutex_lock(&all_domains_lock);
+}
+
+static void all_domains_parent(void)
+{
+	pthread_mutex_unlock(&all_domains_lock);
+}
+
+static void all_domains_child(void)
+{
+	struct rcl_domain *d;
+	unsigned i;
+
+	if (!rcl__tls_pass_frames) {
+		for (d = all_domains; d; d = d->all_next) {
+			for (i = 0; i < d->max_lruvecs; i++)
+				atomic_store(&d->slots[i].pins, 0);
+			atomic_store(&d->nr_detaching, 0);
+		}
+	}
+	pthread_mutex_unlock(&all_domains_lock);
+}
+
+static void all_domains_init(void)
+{
+	/* Without the handler (ENOMEM), a child's detach may wait as before. */
+	(void)pthread_atfork(all_domains_prepare, all_domains_parent,
+			     all_domains_child);
+}
+
+static void all_domains_add(struct rcl_domain *d)
+{
+	pthread_once(&all_domains_once, all_domains_init);
+	pthread_mutex_lock(&all_domains_lock);
+	d->all_prev = NULL;
+	d->all_next = all_domains;
+	if (all_domains)
+		all_domains->all_prev = d;
+	all_domains = d;
+	pthread_mutex_unlock(&all_domains_lock);
+}
+
+static void all_domains_del(struct rcl_domain *d)
+{
+	pthread_mutex_lock(&all_domains_lock);
+	if (d->all_prev)
+		d->all_prev->all_next = d->all_next;
+	else
+		all_domains = d->all_next;
+	if (d->all_next)
+		d->all_next->all_prev = d->all_prev;
+	pthread_mutex_unlock(&all_domains_lock);
+}
+
 RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 			   struct rcl_domain **out)
 {
@@ -378,6 +447,7 @@ RCL_API int rcl_domain_new(const struct rcl_domain_config *cfg,
 		atomic_fetch_add(&d->root->nr_high, 1);
 	if (d->parent)
 		tree_link(d);
+	all_domains_add(d);
 	*out = d;
 	return 0;
 
@@ -473,6 +543,7 @@ RCL_API int rcl_domain_free(struct rcl_domain *d)
 	}
 	if (d->parent && atomic_load(&d->limit_high) != UINT64_MAX)
 		atomic_fetch_sub(&d->root->nr_high, 1);
+	all_domains_del(d);
 	a = d->alloc;
 	pthread_rwlock_destroy(&d->tree_lock);
 	pthread_mutex_destroy(&d->wblock);

@@ -133,6 +133,8 @@ struct rcl_domain {
 	atomic_bool hopeless;
 	atomic_bool wake_pending;
 	atomic_uint nr_detaching;
+	/* Every domain of the process, for the fork handler (domain.c). */
+	struct rcl_domain *all_next, *all_prev;
 	atomic_uint high;		/* slots [0, high) may be used */
 
 	atomic_ullong vm[NR_VM_ITEMS];

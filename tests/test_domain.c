@@ -3067,6 +3067,86 @@ static void test_domain_fork_child_has_no_threads(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+/*
+ * fork() while the parent's background reclaimer is inside an evict
+ * callback: the pass's slot pin has no thread in the child to put it, and
+ * rcl_domain_detach() there waited for it for ever (found by review: the
+ * child's alarm ended it).  The child's fork handler gives the pins back.
+ */
+static struct rcl_domain *forkpin_d;
+static atomic_int forkpin_in_cb, forkpin_release;
+
+static enum rcl_evict_status forkpin_evict(struct rcl_lru_node *n,
+					   struct rcl_evict_control *ctl)
+{
+	unsigned long spins;
+
+	(void)n;
+	(void)ctl;
+	if (!atomic_exchange(&forkpin_in_cb, 1)) {
+		/* The first callback waits (bounded) for the parent's fork. */
+		for (spins = 0; !atomic_load(&forkpin_release) && spins < 20000;
+		     spins++)
+			usleep(1000);
+	}
+	rcl_domain_uncharge(forkpin_d, 1);
+	return RCL_EVICT_FREED;
+}
+
+static void test_domain_fork_child_detaches_during_parent_pass(void **state)
+{
+	static const struct rcl_lruvec_ops ops = { .evict = forkpin_evict };
+	struct rcl_lruvec_config lc = { .ops = &ops };
+	struct rcl_domain_config cfg = { .budget = 256 };
+	static struct rcl_lru_node nodes[256];
+	static struct rcl_lruvec forkpin_lv;
+	struct rcl_lruvec *lv = &forkpin_lv;
+	unsigned long spins;
+	int st = 0, i;
+	pid_t pid;
+
+	(void)state;
+	memset(lv, 0, sizeof(*lv));
+	atomic_store(&forkpin_in_cb, 0);
+	atomic_store(&forkpin_release, 0);
+	assert_int_equal(rcl_domain_new(&cfg, &forkpin_d), 0);
+	assert_int_equal(rcl_lruvec_init(lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(forkpin_d, lv, 0), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(forkpin_d), 0);
+	for (i = 0; i < 256; i++) {
+		rcl_lru_node_init(&nodes[i]);
+		assert_int_equal(rcl_lruvec_add(lv, &nodes[i], RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH),
+				 0);
+		assert_int_equal(rcl_domain_charge(forkpin_d, 1, 0, NULL), 0);
+	}
+	assert_int_equal(rcl_domain_wakeup(forkpin_d), 0);
+	for (spins = 0; !atomic_load(&forkpin_in_cb) && spins < 20000; spins++)
+		usleep(1000);
+	assert_true(atomic_load(&forkpin_in_cb));
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		_exit(rcl_domain_detach(forkpin_d, lv) == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&forkpin_release, 1);
+	if (!WIFEXITED(st))
+		print_message("child ended by signal %d\n",
+			      WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* The parent's pass ends; its detach waits for it as before. */
+	assert_int_equal(rcl_domain_reclaimer_stop(forkpin_d), 0);
+	assert_int_equal(rcl_domain_detach(forkpin_d, lv), 0);
+	for (i = 0; i < 256; i++)
+		(void)rcl_lruvec_del(lv, &nodes[i]);
+	assert_int_equal(rcl_lruvec_destroy(lv), 0);
+	assert_int_equal(rcl_domain_free(forkpin_d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3116,6 +3196,7 @@ int main(void)
 		cmocka_unit_test(test_domain_goal_uncharged_shrinker_and_lru_met),
 		cmocka_unit_test(test_domain_reclaim_from_nested_pass_refused),
 		cmocka_unit_test(test_domain_fork_child_has_no_threads),
+		cmocka_unit_test(test_domain_fork_child_detaches_during_parent_pass),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
