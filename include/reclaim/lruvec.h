@@ -1043,7 +1043,11 @@ struct rcl_lru_shrink_control {
  * nodes are forgotten; BUSY nodes return to the inactive head; ACTIVATE nodes
  * go to the active head; then the optional batch_end callback runs (see
  * &struct rcl_lruvec_ops).  Stops after @sc->nr_to_scan nodes or when the
- * list is empty.
+ * list is empty.  An adaptive lruvec (not RCL_LRUVEC_KERNEL) may also
+ * activate a referenced clean node at the tail instead of isolating it, while
+ * objects evicted referenced refault at a clearly higher rate than the
+ * others (docs/adaptive-target.md, "Tiers"); it counts as scanned and
+ * activated.
  *
  * Context: any thread, including an evict callback of another lruvec; calls
  * the evict callback with no library lock held.
@@ -1068,8 +1072,10 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
  * (the active list is a CLOCK, as in the kernel before 2.6.28 for unmapped
  * pages; the kernel now deactivates unmapped pages unconditionally); a node
  * without the bit is deactivated to the inactive head and gets the workingset
- * bit.  No callback runs; the lock is dropped every RCL_LRU_BATCH_ISOLATE
- * nodes.
+ * bit.  In an adaptive lruvec (not RCL_LRUVEC_KERNEL), a node referenced
+ * again while active already referenced keeps a second reference, which
+ * buys it one more rotation.  No callback runs; the lock is dropped every
+ * RCL_LRU_BATCH_ISOLATE nodes.
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL, an uninitialised lruvec or a type out of range.
