@@ -3016,6 +3016,16 @@ static void test_domain_reclaim_from_nested_pass_refused(void **state)
 #define FORK_CHILD_THREADS 1
 #endif
 
+/* A forked child's wait status: it exited, with 0 (not by a signal). */
+static void assert_child_exited_ok(int st)
+{
+	if (!WIFEXITED(st))
+		print_message("child ended by signal %d\n",
+			      WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static int fork_write(void *priv, struct rcl_lru_node *node)
 {
 	(void)priv;
@@ -3057,11 +3067,7 @@ static void test_domain_fork_child_has_no_threads(void **state)
 		_exit(ok ? 0 : 1);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (!WIFEXITED(st))
-		print_message("child ended by signal %d\n",
-			      WIFSIGNALED(st) ? WTERMSIG(st) : -1);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_child_exited_ok(st);
 	/* The parent's threads are still there, and stop. */
 	assert_int_equal(rcl_domain_wakeup(d), 0);
 	assert_int_equal(rcl_domain_free(d), 0);
@@ -3133,11 +3139,7 @@ static void test_domain_fork_child_detaches_during_parent_pass(void **state)
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	atomic_store(&forkpin_release, 1);
-	if (!WIFEXITED(st))
-		print_message("child ended by signal %d\n",
-			      WIFSIGNALED(st) ? WTERMSIG(st) : -1);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_child_exited_ok(st);
 	/* The parent's pass ends; its detach waits for it as before. */
 	assert_int_equal(rcl_domain_reclaimer_stop(forkpin_d), 0);
 	assert_int_equal(rcl_domain_detach(forkpin_d, lv), 0);
