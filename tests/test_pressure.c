@@ -348,6 +348,65 @@ static void fx_fini(struct fx *f)
 	tmpdir_rm(f->tmp);
 }
 
+/*
+ * Two monitors of two domains, for the tests of a callback that calls into
+ * another monitor: A is the fixture's (f.p on f.d and its cache f.c), B
+ * watches a second domain db with its own filled cache cb; each has a
+ * manual source.  Both caches share tc_evict(), so one evict_hook sees
+ * both.
+ */
+struct fx2 {
+	struct fx f;
+	struct rcl_domain *db;
+	struct tcache cb;
+	struct rcl_pressure *b;
+	int src_a, src_b;
+};
+
+static void fx2_init(struct fx2 *t)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET,
+					.allocator = &test_allocator };
+	struct rcl_pressure_config pc;
+
+	fx_init(&t->f, BUDGET, FILL);
+	t->f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&t->f);
+	t->src_a = rcl_pressure_add_manual(t->f.p);
+	assert_int_equal(rcl_domain_new(&dc, &t->db), 0);
+	tc_init(&t->cb, t->db, NOBJ, W);
+	tc_fill(&t->cb, FILL);
+	pc = t->f.cfg;
+	pc.domain = t->db;
+	assert_int_equal(rcl_pressure_new(&pc, &t->b), 0);
+	t->src_b = rcl_pressure_add_manual(t->b);
+}
+
+static void fx2_fini(struct fx2 *t)
+{
+	atomic_store(&evict_hook, NULL);
+	assert_int_equal(rcl_pressure_free(t->b), 0);
+	tc_destroy(&t->cb);
+	assert_int_equal(rcl_domain_free(t->db), 0);
+	fx_fini(&t->f);
+}
+
+/*
+ * Wait, 1 ms at a time and at most @ms ms, until @flag is set; whether it
+ * is.  Bounded, so that a deadlock fails a test instead of hanging it.
+ */
+static bool wait_flag(atomic_int *flag, unsigned long ms)
+{
+	unsigned long spins;
+
+	for (spins = 0; !atomic_load(flag) && spins < ms; spins++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return atomic_load(flag) != 0;
+}
+
 static void adv(struct fx *f, uint64_t ns)
 {
 	rcl_fake_clock_advance(f->fc, ns);
@@ -1725,44 +1784,27 @@ static void nest_evict(struct tcache *c)
 
 static void test_pressure_nested_action_keeps_the_refusal(void **state)
 {
-	struct rcl_domain_config dc = { .budget = BUDGET,
-					.allocator = &test_allocator };
-	struct rcl_pressure_config pc = { 0 };
-	struct rcl_domain *db;
-	struct tcache cb;
-	struct fx f;
-	int src_a;
+	struct fx2 t;
 
 	(void)state;
-	fx_init(&f, BUDGET, FILL);
-	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
-	fx_monitor(&f);
-	src_a = rcl_pressure_add_manual(f.p);
-	assert_int_equal(rcl_domain_new(&dc, &db), 0);
-	tc_init(&cb, db, NOBJ, W);
-	tc_fill(&cb, FILL);
-	pc = f.cfg;
-	pc.domain = db;
-	assert_int_equal(rcl_pressure_new(&pc, &nest.b), 0);
-	nest.src_b = rcl_pressure_add_manual(nest.b);
-	nest.a = f.p;
+	fx2_init(&t);
+	nest.a = t.f.p;
+	nest.b = t.b;
+	nest.src_b = t.src_b;
 	atomic_store(&nest.calls, 0);
 	atomic_store(&nest.notify_b, 1);
 	atomic_store(&nest.free_a, 1);
 	atomic_store(&nest.stop_a, 1);
 	/* Only A's domain's evictions call back (B's cache shares tc_evict). */
 	atomic_store(&evict_hook, nest_evict);
-	assert_int_equal(rcl_pressure_notify(f.p, src_a, RCL_PRESSURE_MODERATE), 0);
+	assert_int_equal(rcl_pressure_notify(t.f.p, t.src_a, RCL_PRESSURE_MODERATE), 0);
 	atomic_store(&evict_hook, NULL);
 	assert_int_equal(atomic_load(&nest.notify_b), 0);
 	assert_int_equal(sinfo(nest.b, nest.src_b).actions, 1);
 	assert_int_equal(atomic_load(&nest.free_a), -EDEADLK);
 	assert_int_equal(atomic_load(&nest.stop_a), -EDEADLK);
-	assert_int_equal(sinfo(f.p, src_a).actions, 1);
-	assert_int_equal(rcl_pressure_free(nest.b), 0);
-	tc_destroy(&cb);
-	assert_int_equal(rcl_domain_free(db), 0);
-	fx_fini(&f);
+	assert_int_equal(sinfo(t.f.p, t.src_a).actions, 1);
+	fx2_fini(&t);
 }
 
 /*
@@ -1784,7 +1826,7 @@ static struct {
 	atomic_int stage;		/* 1: in A's callback; 2: in B's */
 	atomic_int notify_b, psi_a, cg_a, sd_a, notify_a, dispatch_a;
 	atomic_int stop_a, free_a, manual_a;
-	atomic_bool done;
+	atomic_int done;
 } deep;
 
 static void deep_evict(struct tcache *c)
@@ -1823,42 +1865,29 @@ static void *deep_notify_main(void *arg)
 {
 	(void)arg;
 	T_EQ(rcl_pressure_notify(deep.a, deep.src_a, RCL_PRESSURE_MODERATE), 0);
-	atomic_store(&deep.done, true);
+	atomic_store(&deep.done, 1);
 	return NULL;
 }
 
 static void test_pressure_callback_of_a_nested_action_refuses_the_outer(void **state)
 {
-	struct rcl_domain_config dc = { .budget = BUDGET,
-					.allocator = &test_allocator };
-	struct rcl_pressure_config pc = { 0 };
-	struct rcl_domain *db;
-	struct tcache cb;
 	struct cg cg;
-	unsigned long spins;
-	pthread_t t;
-	struct fx f;
+	pthread_t th;
+	struct fx2 t;
 
 	(void)state;
-	fx_init(&f, BUDGET, FILL);
-	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
-	fx_monitor(&f);
-	deep.a = f.p;
-	deep.src_a = rcl_pressure_add_manual(f.p);
-	put_psi(f.tmp, "psi", 0, 0);
-	path_of(deep.psi, sizeof(deep.psi), f.tmp, "psi");
-	cg_init(&cg, &f, "cg", 2, 1);
+	fx2_init(&t);
+	deep.a = t.f.p;
+	deep.src_a = t.src_a;
+	deep.b = t.b;
+	deep.src_b = t.src_b;
+	put_psi(t.f.tmp, "psi", 0, 0);
+	path_of(deep.psi, sizeof(deep.psi), t.f.tmp, "psi");
+	cg_init(&cg, &t.f, "cg", 2, 1);
 	cg_write(&cg);
 	snprintf(deep.cgdir, sizeof(deep.cgdir), "%s", cg.dir);
-	assert_int_equal(rcl_domain_new(&dc, &db), 0);
-	tc_init(&cb, db, NOBJ, W);
-	tc_fill(&cb, FILL);
-	pc = f.cfg;
-	pc.domain = db;
-	assert_int_equal(rcl_pressure_new(&pc, &deep.b), 0);
-	deep.src_b = rcl_pressure_add_manual(deep.b);
-	deep.ca = &f.c;
-	deep.cb = &cb;
+	deep.ca = &t.f.c;
+	deep.cb = &t.cb;
 	atomic_store(&deep.stage, 0);
 	atomic_store(&deep.notify_b, 1);
 	atomic_store(&deep.psi_a, 1);
@@ -1869,21 +1898,16 @@ static void test_pressure_callback_of_a_nested_action_refuses_the_outer(void **s
 	atomic_store(&deep.stop_a, 1);
 	atomic_store(&deep.free_a, 1);
 	atomic_store(&deep.manual_a, -1);
-	atomic_store(&deep.done, false);
+	atomic_store(&deep.done, 0);
 	atomic_store(&evict_hook, deep_evict);
-	assert_int_equal(pthread_create(&t, NULL, deep_notify_main, NULL), 0);
-	for (spins = 0; !atomic_load(&deep.done) && spins < 10000; spins++) {
-		struct timespec ts = { 0, 1000000 };
-
-		nanosleep(&ts, NULL);
-	}
-	if (!atomic_load(&deep.done))
+	assert_int_equal(pthread_create(&th, NULL, deep_notify_main, NULL), 0);
+	if (!wait_flag(&deep.done, 10000))
 		fail_msg("a call on A from B's callback inside A's action "
 			 "deadlocked (stage %d, add_psi %d, add_cgroup %d, "
 			 "add_systemd %d)", atomic_load(&deep.stage),
 			 atomic_load(&deep.psi_a), atomic_load(&deep.cg_a),
 			 atomic_load(&deep.sd_a));
-	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
 	atomic_store(&evict_hook, NULL);
 	assert_int_equal(atomic_load(&deep.stage), 2);
 	assert_int_equal(atomic_load(&deep.notify_b), 0);
@@ -1896,14 +1920,11 @@ static void test_pressure_callback_of_a_nested_action_refuses_the_outer(void **s
 	assert_int_equal(atomic_load(&deep.free_a), -EDEADLK);
 	assert_int_equal(atomic_load(&deep.manual_a), 1);
 	/* Both monitors acted once and work on. */
-	assert_int_equal(sinfo(f.p, deep.src_a).actions, 1);
+	assert_int_equal(sinfo(t.f.p, deep.src_a).actions, 1);
 	assert_int_equal(sinfo(deep.b, deep.src_b).actions, 1);
-	assert_int_equal(pstats(f.p).nr_sources, 2);
-	assert_int_equal(rcl_pressure_add_psi(f.p, deep.psi), 2);
-	assert_int_equal(rcl_pressure_free(deep.b), 0);
-	tc_destroy(&cb);
-	assert_int_equal(rcl_domain_free(db), 0);
-	fx_fini(&f);
+	assert_int_equal(pstats(t.f.p).nr_sources, 2);
+	assert_int_equal(rcl_pressure_add_psi(t.f.p, deep.psi), 2);
+	fx2_fini(&t);
 }
 
 /*
@@ -1923,20 +1944,8 @@ static struct {
 	int src_a, src_b;
 	atomic_int in_a, in_b, tried_a, tried_b;
 	atomic_int notify_b, dispatch_b, notify_a, dispatch_a;
-	atomic_bool done_a, done_b;
+	atomic_int done_a, done_b;
 } cross;
-
-static bool cross_wait(atomic_int *flag)
-{
-	unsigned long spins;
-
-	for (spins = 0; !atomic_load(flag) && spins < 10000; spins++) {
-		struct timespec ts = { 0, 1000000 };
-
-		nanosleep(&ts, NULL);
-	}
-	return atomic_load(flag);
-}
 
 static void cross_evict(struct tcache *c)
 {
@@ -1945,25 +1954,25 @@ static void cross_evict(struct tcache *c)
 	if (c == cross.ca) {
 		if (!atomic_compare_exchange_strong(&cross.in_a, &zero, 1))
 			return;
-		if (!cross_wait(&cross.in_b))
+		if (!wait_flag(&cross.in_b, 10000))
 			return;
 		atomic_store(&cross.notify_b,
 			     rcl_pressure_notify(cross.b, cross.src_b,
 						 RCL_PRESSURE_CRITICAL));
 		atomic_store(&cross.dispatch_b, rcl_pressure_dispatch(cross.b));
 		atomic_store(&cross.tried_a, 1);
-		cross_wait(&cross.tried_b);
+		wait_flag(&cross.tried_b, 10000);
 	} else if (c == cross.cb) {
 		if (!atomic_compare_exchange_strong(&cross.in_b, &zero, 1))
 			return;
-		if (!cross_wait(&cross.in_a))
+		if (!wait_flag(&cross.in_a, 10000))
 			return;
 		atomic_store(&cross.notify_a,
 			     rcl_pressure_notify(cross.a, cross.src_a,
 						 RCL_PRESSURE_CRITICAL));
 		atomic_store(&cross.dispatch_a, rcl_pressure_dispatch(cross.a));
 		atomic_store(&cross.tried_b, 1);
-		cross_wait(&cross.tried_a);
+		wait_flag(&cross.tried_a, 10000);
 	}
 }
 
@@ -1971,7 +1980,7 @@ static void *cross_a_main(void *arg)
 {
 	(void)arg;
 	T_EQ(rcl_pressure_notify(cross.a, cross.src_a, RCL_PRESSURE_MODERATE), 0);
-	atomic_store(&cross.done_a, true);
+	atomic_store(&cross.done_a, 1);
 	return NULL;
 }
 
@@ -1979,36 +1988,23 @@ static void *cross_b_main(void *arg)
 {
 	(void)arg;
 	T_EQ(rcl_pressure_notify(cross.b, cross.src_b, RCL_PRESSURE_SEVERE), 0);
-	atomic_store(&cross.done_b, true);
+	atomic_store(&cross.done_b, 1);
 	return NULL;
 }
 
 static void test_pressure_two_monitors_calling_each_other_do_not_deadlock(void **state)
 {
-	struct rcl_domain_config dc = { .budget = BUDGET,
-					.allocator = &test_allocator };
-	struct rcl_pressure_config pc = { 0 };
-	struct rcl_domain *db;
-	struct tcache cb;
-	unsigned long spins;
 	pthread_t ta, tb;
-	struct fx f;
+	struct fx2 t;
 
 	(void)state;
-	fx_init(&f, BUDGET, FILL);
-	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
-	fx_monitor(&f);
-	cross.a = f.p;
-	cross.src_a = rcl_pressure_add_manual(f.p);
-	assert_int_equal(rcl_domain_new(&dc, &db), 0);
-	tc_init(&cb, db, NOBJ, W);
-	tc_fill(&cb, FILL);
-	pc = f.cfg;
-	pc.domain = db;
-	assert_int_equal(rcl_pressure_new(&pc, &cross.b), 0);
-	cross.src_b = rcl_pressure_add_manual(cross.b);
-	cross.ca = &f.c;
-	cross.cb = &cb;
+	fx2_init(&t);
+	cross.a = t.f.p;
+	cross.src_a = t.src_a;
+	cross.b = t.b;
+	cross.src_b = t.src_b;
+	cross.ca = &t.f.c;
+	cross.cb = &t.cb;
 	atomic_store(&cross.in_a, 0);
 	atomic_store(&cross.in_b, 0);
 	atomic_store(&cross.tried_a, 0);
@@ -2017,18 +2013,13 @@ static void test_pressure_two_monitors_calling_each_other_do_not_deadlock(void *
 	atomic_store(&cross.notify_b, 1);
 	atomic_store(&cross.dispatch_a, 1);
 	atomic_store(&cross.dispatch_b, 1);
-	atomic_store(&cross.done_a, false);
-	atomic_store(&cross.done_b, false);
+	atomic_store(&cross.done_a, 0);
+	atomic_store(&cross.done_b, 0);
 	atomic_store(&evict_hook, cross_evict);
 	assert_int_equal(pthread_create(&ta, NULL, cross_a_main, NULL), 0);
 	assert_int_equal(pthread_create(&tb, NULL, cross_b_main, NULL), 0);
-	for (spins = 0; (!atomic_load(&cross.done_a) ||
-			 !atomic_load(&cross.done_b)) && spins < 30000; spins++) {
-		struct timespec ts = { 0, 1000000 };
-
-		nanosleep(&ts, NULL);
-	}
-	if (!atomic_load(&cross.done_a) || !atomic_load(&cross.done_b))
+	if (!wait_flag(&cross.done_a, 30000) ||
+	    !wait_flag(&cross.done_b, 30000))
 		fail_msg("two monitors' actions calling into each other "
 			 "deadlocked (in A %d, in B %d, A tried %d, B tried %d)",
 			 atomic_load(&cross.in_a), atomic_load(&cross.in_b),
@@ -2045,16 +2036,13 @@ static void test_pressure_two_monitors_calling_each_other_do_not_deadlock(void *
 	assert_int_equal(atomic_load(&cross.notify_a), -EBUSY);
 	assert_int_equal(atomic_load(&cross.dispatch_a), -EBUSY);
 	/* Nothing recorded by the refused calls: each acted once, and works on. */
-	assert_int_equal(sinfo(f.p, cross.src_a).actions, 1);
+	assert_int_equal(sinfo(t.f.p, cross.src_a).actions, 1);
 	assert_int_equal(sinfo(cross.b, cross.src_b).actions, 1);
-	assert_int_equal(sinfo(f.p, cross.src_a).events, 1);
+	assert_int_equal(sinfo(t.f.p, cross.src_a).events, 1);
 	assert_int_equal(sinfo(cross.b, cross.src_b).events, 1);
-	assert_true(rcl_pressure_dispatch(f.p) >= 0);
+	assert_true(rcl_pressure_dispatch(t.f.p) >= 0);
 	assert_true(rcl_pressure_dispatch(cross.b) >= 0);
-	assert_int_equal(rcl_pressure_free(cross.b), 0);
-	tc_destroy(&cb);
-	assert_int_equal(rcl_domain_free(db), 0);
-	fx_fini(&f);
+	fx2_fini(&t);
 }
 
 /*
