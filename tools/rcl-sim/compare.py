@@ -3,7 +3,7 @@
 """Compare rcl-sim policies with the peers of the reference table.
 
 usage: compare.py RCL_SIM TRACES_DIR POLICY[,POLICY...]
-                  [--table|--markdown|--families]
+                  [--table|--markdown|--families] [--neighbours N]
 
 Runs every policy over the 19 shared traces other than the SNIA samples at
 1/5/10/25 % and prints, per policy and per peer algorithm of
@@ -16,6 +16,12 @@ With --families, also the mean per trace family (ARC 8 cells, LIRS 51,
 cache2k 8, corda 4, cloudPhysics 4: the 75 cells) of every policy given and
 of every reference row, with the best reference row of each family and each
 policy's distance from it.
+
+With --neighbours N, each policy also runs at the 2N capacities within N
+objects of every cell's (c - N .. c + N), and the script prints, per policy,
+the 75-cell mean and each family's mean over those 2N + 1 capacities, then
+the cells whose miss ratio varies by more than 0.005 among them: a figure
+that moves that much with one object more or less is luck, not policy.
 """
 import json
 import os
@@ -61,16 +67,78 @@ def print_families(pols, got, ref, cells):
     print()
 
 
+def run_objects(rcl_sim, tdir, pols, path, fmt, caps):
+    """Miss ratio per (policy, capacity in objects)."""
+    out = subprocess.run(
+        [rcl_sim, "--json", "--policy", ",".join(pols), "--format", fmt,
+         "--capacity", ",".join(str(c) for c in caps),
+         os.path.join(tdir, path)],
+        check=True, capture_output=True, text=True).stdout
+    got = {}
+    for line in out.splitlines():
+        d = json.loads(line)
+        got[(d["policy"], int(d["capacity"]))] = d["miss_ratio"]
+    return got
+
+
+def print_neighbours(rcl_sim, tdir, pols, objs, cells, n):
+    """Each policy's means over every cell's capacities c - n .. c + n."""
+    near = {}  # (trace, pol, pct) -> [miss ratio at c - n .. c + n]
+    for t, (path, fmt, _req, _uniq) in TRACES.items():
+        tc = [(p, objs[(t, p)]) for p in PCTS if (t, p) in objs]
+        caps = sorted({c + d for _p, c in tc for d in range(-n, n + 1)
+                       if c + d >= 2})
+        got = run_objects(rcl_sim, tdir, pols, path, fmt, caps)
+        for pol in pols:
+            for p, c in tc:
+                near[(t, pol, p)] = [got[(pol, c + d)]
+                                     for d in range(-n, n + 1)
+                                     if c + d >= 2]
+
+    def mean(pol, cs):
+        vals = [v for t, p in cs for v in near[(t, pol, p)]]
+        return sum(vals) / len(vals)
+
+    print("within %d objects of each cell's capacity (%d capacities a cell):"
+          % (n, 2 * n + 1))
+    print("| policy | mean (75) | %s |" % " | ".join(
+        name for name, _prefix in FAMILIES))
+    print("|---|---|%s" % ("---|" * len(FAMILIES)))
+    for pol in pols:
+        print("| %s | %.4f | %s |" % (pol, mean(pol, cells), " | ".join(
+            "%.4f" % mean(pol, [(t, p) for t, p in cells
+                                if family(t) == name])
+            for name, _prefix in FAMILIES)))
+    print()
+    for pol in pols:
+        wide = sorted(((max(v) - min(v), t, p, v)
+                       for (t, pp, p), v in near.items() if pp == pol),
+                      reverse=True)
+        print("%s: cells whose miss ratio varies by more than 0.005:" % pol)
+        for rng, t, p, v in wide:
+            if rng > 0.005:
+                print("  %-20s %3d%%  %.4f .. %.4f (at the cell %.4f)"
+                      % (t, p, min(v), max(v), near[(t, pol, p)][
+                          objs[(t, p)] - max(2, objs[(t, p)] - n)]))
+    print()
+
+
 def main():
     rcl_sim, tdir, pols = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     table = "--table" in sys.argv
     markdown = "--markdown" in sys.argv
     families = "--families" in sys.argv
+    neighbours = 0
+    if "--neighbours" in sys.argv:
+        neighbours = int(sys.argv[sys.argv.index("--neighbours") + 1])
     ref = {}
+    objs = {}  # (trace, pct) -> the cell's capacity in objects
     with open(os.path.join(tdir, "reference-miss-ratios.tsv")) as f:
         next(f)
         for line in f:
-            trace, _tool, algo, pct, _objs, mr = line.rstrip("\n").split("\t")
+            trace, _tool, algo, pct, nobj, mr = line.rstrip("\n").split("\t")
+            if algo == "lru":
+                objs[(trace, int(pct))] = int(nobj)
             try:
                 ref[(trace, algo, int(pct))] = float(mr)
             except ValueError:
@@ -106,6 +174,8 @@ def main():
         print()
     if families:
         print_families(pols, got, ref, cells)
+    if neighbours > 0:
+        print_neighbours(rcl_sim, tdir, pols, objs, cells, neighbours)
     algos = sorted({a for (_t, a, _p) in ref})
     rows = []
     for pol in pols:
