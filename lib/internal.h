@@ -379,6 +379,8 @@ void rcl__domain_put(struct rcl_domain *d);
 struct rcl_shrinker_registry;
 struct rcl_shrink_result;
 unsigned rcl__shrinker_registry_count(const struct rcl_shrinker_registry *reg);
+/* Is the calling thread inside a shrinker's count or scan callback? */
+bool rcl__shrinker_in_callback(void);
 /* Memory from (and back to) a registry's allocator, for objects tied to it. */
 void *rcl__shrinker_registry_alloc(struct rcl_shrinker_registry *reg,
 				   size_t size);

@@ -237,17 +237,34 @@ static bool acting_here(const struct rcl_pressure *p)
 }
 
 /*
- * Take p->act.  A thread inside a callback (of another monitor's action, or
- * of any reclaim pass) holds that monitor's p->act or that pass's locks, and
- * another thread may hold p->act and wait, in its own callback, for what
- * this thread holds: two monitors whose actions call into each other, in
- * two threads, would deadlock (A's action -> notify(B) against B's action
- * -> notify(A)).  Such a thread only tries (false if p->act is taken: the
- * caller returns -EBUSY).  A thread in no callback holds nothing and waits.
+ * Is this thread inside a callback of the library: of a monitor's action,
+ * of a domain's reclaim pass, of a shrink the application ran itself (an
+ * lruvec's evict callback, a shrinker's count or scan), or of a write-back
+ * (a flusher's or rcl_domain_writeback_all()'s write or sync)?  Each holds
+ * something another thread may wait for: a monitor's p->act, a pass's
+ * slots, isolated nodes (rcl_lruvec_del_wait(), set_dirty() and
+ * rcl_domain_detach() wait for them), objects under writeback.
+ */
+static bool in_callback(void)
+{
+	return tls_acting || in_any_pass() || rcl__tls_evict_frames ||
+	       rcl__tls_writing || rcl__tls_writing_of ||
+	       rcl__shrinker_in_callback();
+}
+
+/*
+ * Take p->act.  A thread inside a callback (in_callback()) holds something,
+ * and another thread may hold p->act and wait, in its own callback, for
+ * what this thread holds: two monitors whose actions call into each other,
+ * in two threads, would deadlock (A's action -> notify(B) against B's
+ * action -> notify(A)); so would an evict callback calling notify(A) while
+ * A's action waits in rcl_lruvec_del_wait() for the callback's isolated
+ * node.  Such a thread only tries (false if p->act is taken: the caller
+ * returns -EBUSY).  A thread in no callback holds nothing and waits.
  */
 static bool act_lock(struct rcl_pressure *p)
 {
-	if (!tls_acting && !in_any_pass()) {
+	if (!in_callback()) {
 		pthread_mutex_lock(&p->act);
 		return true;
 	}

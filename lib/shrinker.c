@@ -620,6 +620,11 @@ static unsigned long sat_mul(unsigned long a, unsigned long b)
 	return __builtin_mul_overflow(a, b, &r) ? ~0ul : r;
 }
 
+bool rcl__shrinker_in_callback(void)
+{
+	return tls_frames != NULL;
+}
+
 /* Callbacks run inside a frame so that free() from them is detected. */
 static unsigned long call_count(struct rcl_shrinker *s,
 				struct rcl_shrink_control *sc)

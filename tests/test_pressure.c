@@ -2046,6 +2046,142 @@ static void test_pressure_two_monitors_calling_each_other_do_not_deadlock(void *
 }
 
 /*
+ * An evict callback of a shrink the application runs itself (no domain
+ * pass, no monitor's action) is a callback too: it holds its isolated
+ * nodes.  Thread 2 shrinks a standalone lruvec; its evict callback calls
+ * rcl_pressure_notify(A) while thread 1 is inside A's action, in a shrinker
+ * of A's domain that calls rcl_lruvec_del_wait() on the node thread 2 holds.
+ * Before, the notify waited for A's action lock and the del_wait for the
+ * putback: both for ever (a review's reproducer).  Now the notify only
+ * tries the lock: -EBUSY, nothing done, and both threads finish.
+ */
+static struct {
+	struct rcl_pressure *a;
+	int src_a;
+	struct rcl_domain *d;
+	struct rcl_lruvec lv;
+	struct rcl_lru_node node;
+	atomic_int in_scan, in_evict, notify_ret, del_ret, done1, done2;
+	atomic_ulong pool;
+} ecb;
+
+static unsigned long ecb_count(struct rcl_shrinker *s,
+			       struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return atomic_load(&ecb.pool);
+}
+
+static unsigned long ecb_scan(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	unsigned long n = sc->nr_to_scan, have = atomic_load(&ecb.pool);
+
+	(void)s;
+	if (!atomic_exchange(&ecb.in_scan, 1))	/* inside A's action */
+		atomic_store(&ecb.del_ret,
+			     rcl_lruvec_del_wait(&ecb.lv, &ecb.node));
+	if (n > have)
+		n = have;
+	atomic_fetch_sub(&ecb.pool, n);
+	(void)rcl_domain_uncharge(ecb.d, n);
+	sc->nr_scanned = n;
+	return n;
+}
+
+static enum rcl_evict_status ecb_evict(struct rcl_lru_node *n,
+				       struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	atomic_store(&ecb.in_evict, 1);
+	if (wait_flag(&ecb.in_scan, 10000))
+		atomic_store(&ecb.notify_ret,
+			     rcl_pressure_notify(ecb.a, ecb.src_a,
+						 RCL_PRESSURE_MODERATE));
+	return RCL_EVICT_BUSY;	/* kept: put back */
+}
+
+static void *ecb_shrink_main(void *arg)
+{
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					     .nr_to_scan = 1,
+					     .priority = 12,
+					     .context = RCL_CTX_CAPABLE };
+
+	(void)arg;
+	T_EQ(rcl_lruvec_shrink_inactive(&ecb.lv, &sc), 0);
+	atomic_store(&ecb.done2, 1);
+	return NULL;
+}
+
+static void *ecb_notify_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_pressure_notify(ecb.a, ecb.src_a, RCL_PRESSURE_CRITICAL), 0);
+	atomic_store(&ecb.done1, 1);
+	return NULL;
+}
+
+static void test_pressure_evict_callback_of_a_direct_shrink_does_not_deadlock(void **state)
+{
+	static const struct rcl_shrinker_ops sops = {
+		.count_objects = ecb_count, .scan_objects = ecb_scan
+	};
+	static const struct rcl_lruvec_ops lops = { .evict = ecb_evict };
+	struct rcl_domain_config dc = { .budget = 1000,
+					.allocator = &test_allocator };
+	struct rcl_lruvec_config lc = { .ops = &lops };
+	struct rcl_shrinker_config shc = { .ops = &sops, .name = "pool",
+					   .seeks = RCL_DEFAULT_SEEKS };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_shrinker *sh;
+	pthread_t t1, t2;
+
+	(void)state;
+	atomic_store(&ecb.in_scan, 0);
+	atomic_store(&ecb.in_evict, 0);
+	atomic_store(&ecb.notify_ret, 1);
+	atomic_store(&ecb.del_ret, 1);
+	atomic_store(&ecb.done1, 0);
+	atomic_store(&ecb.done2, 0);
+	atomic_store(&ecb.pool, 400);
+	assert_int_equal(rcl_domain_new(&dc, &ecb.d), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(ecb.d), &shc, &sh), 0);
+	assert_int_equal(rcl_shrinker_register(sh), 0);
+	assert_int_equal(rcl_domain_charge(ecb.d, 400, 0, NULL), 0);
+	pc.domain = ecb.d;
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	pc.allocator = &test_allocator;
+	assert_int_equal(rcl_pressure_new(&pc, &ecb.a), 0);
+	ecb.src_a = rcl_pressure_add_manual(ecb.a);
+	assert_true(ecb.src_a >= 0);
+	assert_int_equal(rcl_lruvec_init(&ecb.lv, &lc), 0);
+	rcl_lru_node_init(&ecb.node);
+	assert_int_equal(rcl_lruvec_add(&ecb.lv, &ecb.node, RCL_LRU_FILE, 1,
+					RCL_LRU_ADD_NOBATCH), 0);
+	assert_int_equal(pthread_create(&t2, NULL, ecb_shrink_main, NULL), 0);
+	assert_true(wait_flag(&ecb.in_evict, 10000));	/* the node is isolated */
+	assert_int_equal(pthread_create(&t1, NULL, ecb_notify_main, NULL), 0);
+	if (!wait_flag(&ecb.done1, 30000) || !wait_flag(&ecb.done2, 30000))
+		fail_msg("an evict callback's notify and an action's del_wait "
+			 "deadlocked (in scan %d, notify %d)",
+			 atomic_load(&ecb.in_scan), atomic_load(&ecb.notify_ret));
+	assert_int_equal(pthread_join(t1, NULL), 0);
+	assert_int_equal(pthread_join(t2, NULL), 0);
+	/* The callback's notify was refused; the del_wait had its node. */
+	assert_int_equal(atomic_load(&ecb.notify_ret), -EBUSY);
+	assert_int_equal(atomic_load(&ecb.del_ret), 0);
+	assert_int_equal(sinfo(ecb.a, ecb.src_a).events, 1);
+	assert_int_equal(sinfo(ecb.a, ecb.src_a).actions, 1);
+	assert_int_equal(rcl_pressure_free(ecb.a), 0);
+	assert_int_equal(rcl_lruvec_destroy(&ecb.lv), 0);
+	assert_int_equal(rcl_shrinker_free(sh), 0);
+	assert_int_equal(rcl_domain_free(ecb.d), 0);
+}
+
+/*
  * The same from the library thread: its action's evict callbacks cannot
  * stop or free the monitor (the thread would join itself).  Real clock,
  * interval 5 ms: the thread's first tick reads a cgroup whose working set
@@ -4667,6 +4803,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_nested_action_keeps_the_refusal),
 		cmocka_unit_test(test_pressure_callback_of_a_nested_action_refuses_the_outer),
 		cmocka_unit_test(test_pressure_two_monitors_calling_each_other_do_not_deadlock),
+		cmocka_unit_test(test_pressure_evict_callback_of_a_direct_shrink_does_not_deadlock),
 		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
 		cmocka_unit_test(test_pressure_cgroup_v2_ratio_levels),

@@ -179,10 +179,13 @@
  * and the callbacks of that action are still inside the first one's, so
  * the calls on the first monitor that take its action lock, or free it,
  * refuse them too (-EDEADLK).  A call that takes a monitor's action lock
- * from any callback (of another monitor's action, or of any reclaim pass)
- * does not wait for it: if another thread holds it, the call returns
+ * from any callback of the library (of another monitor's action; of a
+ * reclaim pass; of a shrink the application runs itself: an lruvec's
+ * evict callback, a shrinker's count or scan; of a write-back's write or
+ * sync) does not wait for it: if another thread holds it, the call returns
  * -EBUSY and does nothing (two monitors whose actions call into each
- * other from two threads would otherwise deadlock); retry outside the
+ * other from two threads would otherwise deadlock, and so would an evict
+ * callback whose isolated node the action waits for); retry outside the
  * callback.
  */
 #ifndef RECLAIM_PRESSURE_H
