@@ -1296,6 +1296,15 @@ static int dispatch_events(struct rcl_pressure *p,
 
 	if (!act_lock(p))
 		return RCL__REFUSE(-EBUSY, ACT_BUSY);
+	/*
+	 * The library thread does not act once a stop is set: a stop from a
+	 * callback sets it under p->act and then joins, and must not wait for
+	 * an action whose callbacks may wait for it (rcl_pressure_stop()).
+	 */
+	if (tls_thread_of == p && atomic_load(&p->stop)) {
+		pthread_mutex_unlock(&p->act);
+		return 0;
+	}
 	pthread_mutex_lock(&p->lock);
 	if (!ev || p->dispatches != gen) {
 		int m = 0, k;
@@ -1531,9 +1540,16 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p)
 		return 0;
 	if (tls_thread_of == p || acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread, its trim hook, or a callback of its reclaim");
-	/* A child after fork() has no thread to join: the parent's. */
-	if (p->pid == getpid())
-		rcl_pressure_stop(p);
+	/*
+	 * A child after fork() has no thread to join: the parent's.  From a
+	 * callback the stop may be refused (-EBUSY): nothing is freed then.
+	 */
+	if (p->pid == getpid()) {
+		int err = rcl_pressure_stop(p);
+
+		if (err)
+			return err;
+	}
 	for (i = 0; i < p->nr; i++) {
 		struct psrc *s = &p->src[i];
 
@@ -2256,6 +2272,7 @@ RCL_API int rcl_pressure_start(struct rcl_pressure *p)
 RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 {
 	uint64_t one = 1, x;
+	bool act = false;
 	unsigned i;
 	pthread_t t;
 
@@ -2264,16 +2281,39 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 	if (tls_thread_of == p || acting_here(p))
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own thread or a callback of its action");
 	/*
-	 * Stops one at a time: the thread is joined with p->lock dropped,
-	 * and a second stop meanwhile would see it running and join it
-	 * again (undefined; with glibc it can wait for ever).  It waits
-	 * here instead, then finds the thread gone.
+	 * From a callback, the join must not wait for an action: its
+	 * callbacks may wait for what this thread holds (two monitors'
+	 * threads, each in an action, stopping each other waited for ever).
+	 * So the stop is set under p->act, taken with a try (-EBUSY, nothing
+	 * done, if the thread or another caller acts): the thread does not
+	 * act once it sees the stop (dispatch_events()), so the join that
+	 * follows waits only for its epoll_wait to return.  The join lock is
+	 * tried too: a stop that holds it may be waiting for a thread that
+	 * waits for p->act.
 	 */
-	pthread_mutex_lock(&p->join);
+	if (in_callback()) {
+		if (pthread_mutex_trylock(&p->act))
+			return RCL__REFUSE(-EBUSY, ACT_BUSY);
+		if (pthread_mutex_trylock(&p->join)) {
+			pthread_mutex_unlock(&p->act);
+			return RCL__REFUSE(-EBUSY, "called from a callback while another thread stops the monitor");
+		}
+		act = true;
+	} else {
+		/*
+		 * Stops one at a time: the thread is joined with p->lock
+		 * dropped, and a second stop meanwhile would see it running
+		 * and join it again (undefined; with glibc it can wait for
+		 * ever).  It waits here instead, then finds the thread gone.
+		 */
+		pthread_mutex_lock(&p->join);
+	}
 	pthread_mutex_lock(&p->lock);
 	if (!p->running) {
 		pthread_mutex_unlock(&p->lock);
 		pthread_mutex_unlock(&p->join);
+		if (act)
+			pthread_mutex_unlock(&p->act);
 		return 0;
 	}
 	t = p->thread;
@@ -2282,6 +2322,8 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 		/* An eventfd counter cannot overflow from one write. */
 	}
 	pthread_mutex_unlock(&p->lock);
+	if (act)
+		pthread_mutex_unlock(&p->act);
 	pthread_join(t, NULL);
 	pthread_mutex_lock(&p->lock);
 	p->running = false;

@@ -2240,6 +2240,94 @@ static void test_pressure_thread_callbacks_cannot_stop(void **state)
 	tmpdir_rm(tmp);
 }
 
+/*
+ * Two monitors' library threads, each inside an action of its own monitor,
+ * stop each other from an evict callback.  Before, each joined the other's
+ * thread, which was waiting to join it: both for ever (a review's
+ * reproducer).  From a callback a stop now takes the monitor's action lock
+ * with a try, so each is refused (-EBUSY, nothing done: both threads run
+ * on), and the main thread stops both afterwards.  Real clock, interval
+ * 5 ms, each monitor's cgroup at 98 % of its limit, as in the test above;
+ * each callback waits (bounded) until the other thread is in its callback
+ * too, so that the overlap is certain.
+ */
+static struct {
+	struct rcl_pressure *p[2];
+	struct tcache *c[2];
+	pthread_t main_thread;
+	atomic_int in[2], stopped[2], stop_ret[2];
+} xs;
+
+static void xstop_evict(struct tcache *c)
+{
+	int me = c == xs.c[1], zero = 0;
+
+	if (pthread_equal(pthread_self(), xs.main_thread))
+		return;
+	if (!atomic_compare_exchange_strong(&xs.in[me], &zero, 1))
+		return;
+	if (!wait_flag(&xs.in[!me], 10000))
+		return;
+	atomic_store(&xs.stop_ret[me], rcl_pressure_stop(xs.p[!me]));
+	atomic_store(&xs.stopped[me], 1);
+	(void)wait_flag(&xs.stopped[!me], 10000);
+}
+
+static void test_pressure_threads_stopping_each_other_do_not_deadlock(void **state)
+{
+	struct rcl_domain_config dc = { .budget = BUDGET };
+	struct rcl_pressure_config pc = { 0 };
+	struct rcl_domain *d[2];
+	struct tcache c[2];
+	struct cg cg[2];
+	char tmp[PATH_MAX];
+	int k;
+
+	(void)state;
+	tmpdir_new(tmp, sizeof(tmp));
+	xs.main_thread = pthread_self();
+	pc.interval_ns = 5 * MS;
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	for (k = 0; k < 2; k++) {
+		assert_int_equal(rcl_domain_new(&dc, &d[k]), 0);
+		tc_init(&c[k], d[k], NOBJ, W);
+		tc_fill(&c[k], FILL);
+		cg_init_in(&cg[k], tmp, k ? "cgB" : "cgA", 2, d[k], 1);
+		cg[k].max = 1000 * MB;
+		cg[k].ws = 980 * MB;
+		cg_write(&cg[k]);
+		pc.domain = d[k];
+		assert_int_equal(rcl_pressure_new(&pc, &xs.p[k]), 0);
+		assert_int_equal(rcl_pressure_add_cgroup(xs.p[k], cg[k].dir, 0), 0);
+		xs.c[k] = &c[k];
+		atomic_store(&xs.in[k], 0);
+		atomic_store(&xs.stopped[k], 0);
+		atomic_store(&xs.stop_ret[k], 1);
+	}
+	atomic_store(&evict_hook, xstop_evict);
+	assert_int_equal(rcl_pressure_start(xs.p[0]), 0);
+	assert_int_equal(rcl_pressure_start(xs.p[1]), 0);
+	if (!wait_flag(&xs.stopped[0], 30000) ||
+	    !wait_flag(&xs.stopped[1], 30000))
+		fail_msg("two library threads stopping each other's monitor "
+			 "deadlocked (in A %d, in B %d)", atomic_load(&xs.in[0]),
+			 atomic_load(&xs.in[1]));
+	assert_int_equal(atomic_load(&xs.stop_ret[0]), -EBUSY);
+	assert_int_equal(atomic_load(&xs.stop_ret[1]), -EBUSY);
+	/* Nothing done: both threads still run, and stop from here. */
+	assert_int_equal(rcl_pressure_start(xs.p[0]), -EBUSY);
+	assert_int_equal(rcl_pressure_start(xs.p[1]), -EBUSY);
+	assert_int_equal(rcl_pressure_stop(xs.p[0]), 0);
+	assert_int_equal(rcl_pressure_stop(xs.p[1]), 0);
+	atomic_store(&evict_hook, NULL);
+	for (k = 0; k < 2; k++) {
+		assert_int_equal(rcl_pressure_free(xs.p[k]), 0);
+		tc_destroy(&c[k]);
+		assert_int_equal(rcl_domain_free(d[k]), 0);
+	}
+	tmpdir_rm(tmp);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 5. cgroup sources                                                          */
 /* ------------------------------------------------------------------------- */
@@ -4805,6 +4893,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_two_monitors_calling_each_other_do_not_deadlock),
 		cmocka_unit_test(test_pressure_evict_callback_of_a_direct_shrink_does_not_deadlock),
 		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
+		cmocka_unit_test(test_pressure_threads_stopping_each_other_do_not_deadlock),
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
 		cmocka_unit_test(test_pressure_cgroup_v2_ratio_levels),
 		cmocka_unit_test(test_pressure_cgroup_v2_events),

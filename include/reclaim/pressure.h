@@ -418,8 +418,10 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
  *
  * Context: any thread but the monitor's own (its thread, its trim hook,
  * the domain's callbacks run by its actions, at any depth: -EDEADLK); not
- * concurrently with other calls on @p.
- * Return: 0; -EDEADLK (nothing done).
+ * concurrently with other calls on @p.  From another callback of the
+ * library, as rcl_pressure_stop().
+ * Return: 0; -EDEADLK (nothing done); -EBUSY from a callback while the
+ * thread or another caller acts on @p (nothing done).
  */
 RCL_API int rcl_pressure_free(struct rcl_pressure *p);
 
@@ -576,8 +578,15 @@ RCL_API int rcl_pressure_start(struct rcl_pressure *p);
  * @p: the monitor
  *
  * Context: any thread but the monitor's own (its thread, its callbacks at
- * any depth: -EDEADLK).
- * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK.
+ * any depth: -EDEADLK).  From another callback of the library (another
+ * monitor's action, a reclaim pass, an evict, shrinker or write-back
+ * callback) it does not wait for an action: it takes @p's action lock with
+ * a try, and the thread does not act once it sees the stop, so the join
+ * waits only for the thread's wait to end.  (Two monitors' threads, each in
+ * an action, stopping each other would otherwise join each other for ever.)
+ * Return: 0 (also if it was not running); -EINVAL for NULL; -EDEADLK;
+ * -EBUSY from a callback while the thread or another caller acts on @p, or
+ * another thread stops it (nothing done; stop it outside the callback).
  */
 RCL_API int rcl_pressure_stop(struct rcl_pressure *p);
 
