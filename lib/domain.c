@@ -224,9 +224,11 @@ int rcl__domain_cond_init(pthread_cond_t *c)
  * were in (the background reclaimer inside an evict callback) are held by
  * no thread, and rcl_domain_detach() would wait for them for ever.  The
  * process's domains are on one list, locked across the fork, and the
- * child's handler gives back every pin and detach count, unless the thread
- * that forked is itself inside a pass (fork() from a callback): then some
- * of the pins are its own, and they stay as they are.
+ * child's handler gives back every pin and detach count, then takes again
+ * the pins of the thread that forked, if it forked from a callback of a
+ * pass (its pin frames): it is the child's one thread, and its passes put
+ * them when they end.  (Only shrink_partition() holds a pin across
+ * callbacks; the other pins are taken and put with no call in between.)
  */
 static pthread_mutex_t all_domains_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rcl_domain *all_domains;
@@ -244,16 +246,17 @@ static void all_domains_parent(void)
 
 static void all_domains_child(void)
 {
+	const struct rcl__pin_frame *f;
 	struct rcl_domain *d;
 	unsigned i;
 
-	if (!rcl__tls_pass_frames) {
-		for (d = all_domains; d; d = d->all_next) {
-			for (i = 0; i < d->max_lruvecs; i++)
-				atomic_store(&d->slots[i].pins, 0);
-			atomic_store(&d->nr_detaching, 0);
-		}
+	for (d = all_domains; d; d = d->all_next) {
+		for (i = 0; i < d->max_lruvecs; i++)
+			atomic_store(&d->slots[i].pins, 0);
+		atomic_store(&d->nr_detaching, 0);
 	}
+	for (f = rcl__tls_pin_frames; f; f = f->prev)
+		atomic_fetch_add(&f->slot->pins, 1);
 	pthread_mutex_unlock(&all_domains_lock);
 }
 

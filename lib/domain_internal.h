@@ -223,6 +223,16 @@ struct rcl__pass_frame {
 	const struct rcl__pass_frame *prev;
 };
 extern RCL__TLS const struct rcl__pass_frame *rcl__tls_pass_frames;
+/*
+ * The slots this thread's passes hold pinned while their callbacks run
+ * (shrink_partition() in vmscan.c), innermost first: after fork() from a
+ * callback they are the child's only pins (lib/domain.c).
+ */
+struct rcl__pin_frame {
+	struct att_slot *slot;
+	const struct rcl__pin_frame *prev;
+};
+extern RCL__TLS const struct rcl__pin_frame *rcl__tls_pin_frames;
 /* The domain whose background reclaimer the calling thread is (vmscan.c). */
 extern RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
 /* The domain whose flusher thread the calling thread is (flusher.c). */

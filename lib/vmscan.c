@@ -64,6 +64,7 @@ RCL__TLS const struct rcl_domain *rcl__tls_pass_domain;
 static RCL__TLS const struct rcl_lruvec *tls_pass_lv;
 RCL__TLS uint64_t rcl__tls_pass_uncharged;
 RCL__TLS const struct rcl__pass_frame *rcl__tls_pass_frames;
+RCL__TLS const struct rcl__pin_frame *rcl__tls_pin_frames;
 RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
 
 /* ------------------------------------------------------------------------- */
@@ -436,6 +437,7 @@ static bool shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 		lv = slot_get(s);
 		if (lv && s->partition == p) {
 			uint64_t size = lruvec_size(lv, prot, usage);
+			struct rcl__pin_frame pin = { s, rcl__tls_pin_frames };
 
 			/* ceil(goal * size / total); the whole goal if alone */
 			sc.nr_to_reclaim =
@@ -443,7 +445,9 @@ static bool shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 						   total)
 				      : goal;
 			tls_pass_lv = lv;
+			rcl__tls_pin_frames = &pin;
 			rcl__scan_lruvec_protected(lv, &sc, prot, usage);
+			rcl__tls_pin_frames = pin.prev;
 			tls_pass_lv = NULL;
 			ps->sc.nr_taken += sc.nr_taken;
 			ps->sc.nr_dirty += sc.nr_dirty;

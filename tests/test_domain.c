@@ -3149,6 +3149,103 @@ static void test_domain_fork_child_detaches_during_parent_pass(void **state)
 	assert_int_equal(rcl_domain_free(forkpin_d), 0);
 }
 
+/*
+ * The same pin, seen from a child forked inside a callback of another
+ * domain's pass.  The handler used to give back no pin at all when the
+ * forking thread was in a pass (some pins were its own), so the child's
+ * detach of the first domain waited for ever for the parent's reclaimer (a
+ * review's reproducer).  Now it gives back every pin and takes again only
+ * the forking thread's own: in the child, once its copy of the pass ends,
+ * both detaches return (the other domain's, and its own domain's, whose
+ * pin its pass put).
+ */
+static struct rcl_domain *forkx_d;
+static atomic_int forkx_forked;
+static pid_t forkx_pid = -1;
+
+static enum rcl_evict_status forkx_evict(struct rcl_lru_node *n,
+					 struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	if (!atomic_exchange(&forkx_forked, 1)) {
+		fflush(NULL);
+		forkx_pid = fork();	/* from inside a pass of forkx_d */
+		if (forkx_pid == 0)
+			alarm(20);
+	}
+	rcl_domain_uncharge(forkx_d, 1);
+	return RCL_EVICT_FREED;
+}
+
+static void test_domain_fork_from_a_callback_gives_back_other_pins(void **state)
+{
+	static const struct rcl_lruvec_ops yops = { .evict = forkpin_evict };
+	static const struct rcl_lruvec_ops xops = { .evict = forkx_evict };
+	struct rcl_lruvec_config ylc = { .ops = &yops }, xlc = { .ops = &xops };
+	struct rcl_domain_config cfg = { .budget = 256 };
+	static struct rcl_lru_node ynodes[256], xnodes[64];
+	static struct rcl_lruvec ylv, xlv;
+	struct rcl_reclaim_result res;
+	unsigned long spins;
+	int st = 0, i;
+
+	(void)state;
+	memset(&ylv, 0, sizeof(ylv));
+	memset(&xlv, 0, sizeof(xlv));
+	atomic_store(&forkpin_in_cb, 0);
+	atomic_store(&forkpin_release, 0);
+	atomic_store(&forkx_forked, 0);
+	forkx_pid = -1;
+	/* Y: its reclaimer waits in an evict callback, the slot pinned. */
+	assert_int_equal(rcl_domain_new(&cfg, &forkpin_d), 0);
+	assert_int_equal(rcl_lruvec_init(&ylv, &ylc), 0);
+	assert_int_equal(rcl_domain_attach(forkpin_d, &ylv, 0), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(forkpin_d), 0);
+	/* X: this thread's pass forks from its first evict callback. */
+	assert_int_equal(rcl_domain_new(&cfg, &forkx_d), 0);
+	assert_int_equal(rcl_lruvec_init(&xlv, &xlc), 0);
+	assert_int_equal(rcl_domain_attach(forkx_d, &xlv, 0), 0);
+	for (i = 0; i < 256; i++) {
+		rcl_lru_node_init(&ynodes[i]);
+		assert_int_equal(rcl_lruvec_add(&ylv, &ynodes[i], RCL_LRU_FILE,
+						1, RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_domain_charge(forkpin_d, 1, 0, NULL), 0);
+	}
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&xnodes[i]);
+		assert_int_equal(rcl_lruvec_add(&xlv, &xnodes[i], RCL_LRU_FILE,
+						1, RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_domain_charge(forkx_d, 1, 0, NULL), 0);
+	}
+	/* At Y's budget: its reclaimer runs and waits in the callback. */
+	assert_int_equal(rcl_domain_wakeup(forkpin_d), 0);
+	for (spins = 0; !atomic_load(&forkpin_in_cb) && spins < 20000; spins++)
+		usleep(1000);
+	assert_true(atomic_load(&forkpin_in_cb));
+	assert_int_equal(rcl_domain_reclaim(forkx_d, 8, RCL_CTX_CAPABLE, &res), 0);
+	if (forkx_pid == 0)	/* the child, out of its copy of the pass */
+		_exit(rcl_domain_detach(forkpin_d, &ylv) == 0 &&
+			      rcl_domain_detach(forkx_d, &xlv) == 0
+		      ? 0 : 1);
+	assert_true(forkx_pid > 0);
+	assert_int_equal(waitpid(forkx_pid, &st, 0), forkx_pid);
+	atomic_store(&forkpin_release, 1);
+	assert_child_exited_ok(st);
+	/* The parent's detaches wait for its passes as before. */
+	assert_int_equal(rcl_domain_reclaimer_stop(forkpin_d), 0);
+	assert_int_equal(rcl_domain_detach(forkpin_d, &ylv), 0);
+	assert_int_equal(rcl_domain_detach(forkx_d, &xlv), 0);
+	for (i = 0; i < 256; i++)
+		(void)rcl_lruvec_del(&ylv, &ynodes[i]);
+	for (i = 0; i < 64; i++)
+		(void)rcl_lruvec_del(&xlv, &xnodes[i]);
+	assert_int_equal(rcl_lruvec_destroy(&ylv), 0);
+	assert_int_equal(rcl_lruvec_destroy(&xlv), 0);
+	assert_int_equal(rcl_domain_free(forkpin_d), 0);
+	assert_int_equal(rcl_domain_free(forkx_d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3199,6 +3296,7 @@ int main(void)
 		cmocka_unit_test(test_domain_reclaim_from_nested_pass_refused),
 		cmocka_unit_test(test_domain_fork_child_has_no_threads),
 		cmocka_unit_test(test_domain_fork_child_detaches_during_parent_pass),
+		cmocka_unit_test(test_domain_fork_from_a_callback_gives_back_other_pins),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

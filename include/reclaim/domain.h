@@ -126,7 +126,8 @@
  * still hold places in, are given a fresh state by the child's first use.
  * A pass that the parent's reclaimer (or another thread) was in at the
  * fork ends for the child then: rcl_domain_detach() in the child does not
- * wait for it, though the objects that pass had isolated stay isolated in
+ * wait for it (also when the child was forked from a callback of a pass:
+ * only that pass, the child's own, is waited for until it ends), though the objects that pass had isolated stay isolated in
  * the child's copy of the lruvec (the child cannot destroy it).
  * As POSIX says of fork() in a multithreaded process, a thread of the
  * parent that was inside a call of the library at the fork can leave that
