@@ -159,7 +159,14 @@ struct rcl_pressure {
 	uint64_t trim_min, trim_interval;
 
 	pthread_mutex_t lock;
-	pthread_mutex_t act;
+	/*
+	 * The action lock: act_held under act_mutex, waited for on act_cond
+	 * (act_lock()), so that the library thread's wait for it ends when a
+	 * stop is set.
+	 */
+	pthread_mutex_t act_mutex;
+	pthread_cond_t act_cond;
+	bool act_held;
 	pthread_mutex_t join;	/* one rcl_pressure_stop() at a time */
 	int epfd, tfd, stopfd;
 	unsigned nr;
@@ -262,13 +269,49 @@ static bool in_callback(void)
  * node.  Such a thread only tries (false if p->act is taken: the caller
  * returns -EBUSY).  A thread in no callback holds nothing and waits.
  */
+static bool act_take(struct rcl_pressure *p, bool wait)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&p->act_mutex);
+	for (;;) {
+		if (!p->act_held) {
+			p->act_held = true;
+			got = true;
+			break;
+		}
+		/*
+		 * The library thread stops waiting once a stop is set: the
+		 * stopper may be in a callback that the holder waits for
+		 * (rcl_pressure_stop()).
+		 */
+		if (!wait || (tls_thread_of == p && atomic_load(&p->stop)))
+			break;
+		pthread_cond_wait(&p->act_cond, &p->act_mutex);
+	}
+	pthread_mutex_unlock(&p->act_mutex);
+	return got;
+}
+
 static bool act_lock(struct rcl_pressure *p)
 {
-	if (!in_callback()) {
-		pthread_mutex_lock(&p->act);
-		return true;
-	}
-	return pthread_mutex_trylock(&p->act) == 0;
+	return act_take(p, !in_callback());
+}
+
+static void act_unlock(struct rcl_pressure *p)
+{
+	pthread_mutex_lock(&p->act_mutex);
+	p->act_held = false;
+	pthread_cond_broadcast(&p->act_cond);
+	pthread_mutex_unlock(&p->act_mutex);
+}
+
+/* After a stop is set: the library thread, if it waits for p->act, gives up. */
+static void act_wake_stopped(struct rcl_pressure *p)
+{
+	pthread_mutex_lock(&p->act_mutex);
+	pthread_cond_broadcast(&p->act_cond);
+	pthread_mutex_unlock(&p->act_mutex);
 }
 
 #define ACT_BUSY "called from a callback while another thread acts on the monitor"
@@ -1302,7 +1345,7 @@ static int dispatch_events(struct rcl_pressure *p,
 	 * an action whose callbacks may wait for it (rcl_pressure_stop()).
 	 */
 	if (tls_thread_of == p && atomic_load(&p->stop)) {
-		pthread_mutex_unlock(&p->act);
+		act_unlock(p);
 		return 0;
 	}
 	pthread_mutex_lock(&p->lock);
@@ -1407,7 +1450,7 @@ static int dispatch_events(struct rcl_pressure *p,
 	pthread_mutex_lock(&p->lock);
 	arm_timer_locked(p, now_ns(p));
 	pthread_mutex_unlock(&p->lock);
-	pthread_mutex_unlock(&p->act);
+	act_unlock(p);
 	return nr_actions;
 }
 
@@ -1512,7 +1555,8 @@ RCL_API int rcl_pressure_new(const struct rcl_pressure_config *cfg,
 	if (err)
 		goto fail;
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_mutex_init(&p->act, NULL);
+	pthread_mutex_init(&p->act_mutex, NULL);
+	pthread_cond_init(&p->act_cond, NULL);
 	pthread_mutex_init(&p->join, NULL);
 	p->next_tick = sat_add(now_ns(p), p->interval);
 	p->last_grow = now_ns(p);
@@ -1563,7 +1607,8 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p)
 	close_fd(&p->epfd);
 	atomic_fetch_sub(&p->d->nr_monitors, 1);
 	pthread_mutex_destroy(&p->lock);
-	pthread_mutex_destroy(&p->act);
+	pthread_cond_destroy(&p->act_cond);
+	pthread_mutex_destroy(&p->act_mutex);
 	pthread_mutex_destroy(&p->join);
 	a = p->alloc;
 	a.free(a.ctx, p);
@@ -1712,7 +1757,7 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 	err = commit_source_locked(p, idx, path);
 out:
 	pthread_mutex_unlock(&p->lock);
-	pthread_mutex_unlock(&p->act);
+	act_unlock(p);
 	if (fd >= 0)
 		close(fd);
 	return err;
@@ -1903,7 +1948,7 @@ out:
 	pthread_mutex_unlock(&p->lock);
 	if (err >= 0 && (p->flags & RCL_PRESSURE_FOLLOW_CGROUP))
 		count_freed(p, apply_budget(p, false), now_ns(p));
-	pthread_mutex_unlock(&p->act);
+	act_unlock(p);
 	return err;
 }
 
@@ -2098,7 +2143,7 @@ out:
 	if (err < 0 && s)
 		undo_source(p, s);
 	pthread_mutex_unlock(&p->lock);
-	pthread_mutex_unlock(&p->act);
+	act_unlock(p);
 	if (fd >= 0)
 		close(fd);
 	return err;
@@ -2140,7 +2185,7 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 	if (source < 0 || source >= (int)p->nr ||
 	    p->src[source].mode != RCL_PSOURCE_MANUAL) {
 		pthread_mutex_unlock(&p->lock);
-		pthread_mutex_unlock(&p->act);
+		act_unlock(p);
 		return RCL__REFUSE(-EINVAL, "the index is not a manual source");
 	}
 	s = &p->src[source];
@@ -2153,7 +2198,7 @@ RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 	pthread_mutex_lock(&p->lock);
 	arm_timer_locked(p, now_ns(p));
 	pthread_mutex_unlock(&p->lock);
-	pthread_mutex_unlock(&p->act);
+	act_unlock(p);
 	return 0;
 }
 
@@ -2285,17 +2330,19 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 	 * callbacks may wait for what this thread holds (two monitors'
 	 * threads, each in an action, stopping each other waited for ever).
 	 * So the stop is set under p->act, taken with a try (-EBUSY, nothing
-	 * done, if the thread or another caller acts): the thread does not
-	 * act once it sees the stop (dispatch_events()), so the join that
-	 * follows waits only for its epoll_wait to return.  The join lock is
-	 * tried too: a stop that holds it may be waiting for a thread that
-	 * waits for p->act.
+	 * done, if the thread or another caller acts).  The thread does not
+	 * act once it sees the stop (dispatch_events()), and its wait for
+	 * p->act ends when the stop is set (act_take()), even while another
+	 * caller's action holds p->act and waits for this thread; so the join
+	 * that follows waits only for the thread's epoll_wait to return.  The
+	 * join lock is tried too: a stop that holds it may be waiting for a
+	 * thread that this one holds back.
 	 */
 	if (in_callback()) {
-		if (pthread_mutex_trylock(&p->act))
+		if (!act_take(p, false))
 			return RCL__REFUSE(-EBUSY, ACT_BUSY);
 		if (pthread_mutex_trylock(&p->join)) {
-			pthread_mutex_unlock(&p->act);
+			act_unlock(p);
 			return RCL__REFUSE(-EBUSY, "called from a callback while another thread stops the monitor");
 		}
 		act = true;
@@ -2313,7 +2360,7 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 		pthread_mutex_unlock(&p->lock);
 		pthread_mutex_unlock(&p->join);
 		if (act)
-			pthread_mutex_unlock(&p->act);
+			act_unlock(p);
 		return 0;
 	}
 	t = p->thread;
@@ -2323,7 +2370,9 @@ RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (act)
-		pthread_mutex_unlock(&p->act);
+		act_unlock(p);
+	else
+		act_wake_stopped(p);
 	pthread_join(t, NULL);
 	pthread_mutex_lock(&p->lock);
 	p->running = false;

@@ -2182,6 +2182,194 @@ static void test_pressure_evict_callback_of_a_direct_shrink_does_not_deadlock(vo
 }
 
 /*
+ * A stop from a callback, while an ordinary caller X and the library thread
+ * both wait for the action lock that the stop holds for a moment.  Before,
+ * unlocking it handed it to X, whose action waited in rcl_lruvec_del_wait()
+ * for the node the stopping callback held, while the library thread waited
+ * for X and the stop joined the library thread: all three for ever (a
+ * review's reproducer).  Now the library thread's wait for the action lock
+ * ends when the stop is set.  The stopping thread S shrinks a standalone
+ * lruvec and stops the monitor from its evict callback; a fourth thread W
+ * holds the monitor's mutex inside the monitor's clock (a gate), so that S
+ * holds the action lock while X and the library thread queue on it.  The
+ * sleeps only make that interleaving likely; nothing asserted depends on
+ * them (if S comes late and finds the lock taken, its stop is refused).
+ */
+static struct {
+	struct rcl_pressure *a;
+	int src;
+	struct rcl_domain *d;
+	struct rcl_lruvec lv;
+	struct rcl_lru_node node;
+	atomic_ulong pool;
+	atomic_int in_evict, go_stop, stop_ret, stop_done;
+	atomic_int w_in_gate, gate_open, x_in_scan, del_ret, x_done, x_ret;
+} sj;
+static _Thread_local bool sj_gated;
+
+static uint64_t sj_now(void *ctx)
+{
+	const struct rcl_clock *m = rcl_clock_monotonic();
+
+	(void)ctx;
+	if (sj_gated && !atomic_load(&sj.gate_open)) {
+		atomic_store(&sj.w_in_gate, 1);	/* the monitor's mutex held */
+		(void)wait_flag(&sj.gate_open, 20000);
+	}
+	return m->now(m->ctx);
+}
+
+static int sj_wait(void *ctx, pthread_cond_t *c, pthread_mutex_t *mu,
+		   uint64_t deadline)
+{
+	const struct rcl_clock *m = rcl_clock_monotonic();
+
+	(void)ctx;
+	return m->wait(m->ctx, c, mu, deadline);
+}
+
+static unsigned long sj_count(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return atomic_load(&sj.pool);
+}
+
+static unsigned long sj_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
+{
+	unsigned long n = sc->nr_to_scan, have = atomic_load(&sj.pool);
+
+	(void)s;
+	if (!atomic_exchange(&sj.x_in_scan, 1))	/* inside X's action */
+		atomic_store(&sj.del_ret, rcl_lruvec_del_wait(&sj.lv, &sj.node));
+	if (n > have)
+		n = have;
+	atomic_fetch_sub(&sj.pool, n);
+	(void)rcl_domain_uncharge(sj.d, n);
+	sc->nr_scanned = n;
+	return n;
+}
+
+static enum rcl_evict_status sj_evict(struct rcl_lru_node *n,
+				      struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	atomic_store(&sj.in_evict, 1);
+	(void)wait_flag(&sj.go_stop, 20000);
+	atomic_store(&sj.stop_ret, rcl_pressure_stop(sj.a));
+	atomic_store(&sj.stop_done, 1);
+	return RCL_EVICT_BUSY;	/* kept: put back */
+}
+
+static void *sj_shrink_main(void *arg)
+{
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					     .nr_to_scan = 1,
+					     .priority = 12,
+					     .context = RCL_CTX_CAPABLE };
+
+	(void)arg;
+	T_EQ(rcl_lruvec_shrink_inactive(&sj.lv, &sc), 0);
+	return NULL;
+}
+
+static void *sj_gate_main(void *arg)
+{
+	(void)arg;
+	sj_gated = true;
+	T_EQ(rcl_pressure_add_manual(sj.a) >= 0, 1);
+	return NULL;
+}
+
+static void *sj_notify_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&sj.x_ret,
+		     rcl_pressure_notify(sj.a, sj.src, RCL_PRESSURE_CRITICAL));
+	atomic_store(&sj.x_done, 1);
+	return NULL;
+}
+
+static void test_pressure_stop_from_a_callback_does_not_wait_for_a_queued_action(void **state)
+{
+	static const struct rcl_shrinker_ops sops = {
+		.count_objects = sj_count, .scan_objects = sj_scan
+	};
+	static const struct rcl_lruvec_ops lops = { .evict = sj_evict };
+	static const struct rcl_clock gclock = { sj_now, sj_wait, NULL };
+	struct rcl_domain_config dc = { .budget = 1000,
+					.allocator = &test_allocator };
+	struct rcl_lruvec_config lc = { .ops = &lops };
+	struct rcl_shrinker_config shc = { .ops = &sops, .name = "pool",
+					   .seeks = RCL_DEFAULT_SEEKS };
+	struct rcl_pressure_config pc = { 0 };
+	struct timespec ms50 = { 0, 50000000 }, ms1500 = { 1, 500000000 };
+	struct rcl_shrinker *sh;
+	pthread_t ts, tw, tx;
+	int stop_ret;
+
+	(void)state;
+	memset(&sj, 0, sizeof(sj));
+	atomic_store(&sj.pool, 400);
+	atomic_store(&sj.stop_ret, 1);
+	atomic_store(&sj.del_ret, 1);
+	atomic_store(&sj.x_ret, 1);
+	assert_int_equal(rcl_domain_new(&dc, &sj.d), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(sj.d), &shc, &sh), 0);
+	assert_int_equal(rcl_shrinker_register(sh), 0);
+	assert_int_equal(rcl_domain_charge(sj.d, 400, 0, NULL), 0);
+	pc.domain = sj.d;
+	pc.clock = &gclock;
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	pc.allocator = &test_allocator;
+	assert_int_equal(rcl_pressure_new(&pc, &sj.a), 0);
+	sj.src = rcl_pressure_add_manual(sj.a);
+	assert_true(sj.src >= 0);
+	assert_int_equal(rcl_lruvec_init(&sj.lv, &lc), 0);
+	rcl_lru_node_init(&sj.node);
+	assert_int_equal(rcl_lruvec_add(&sj.lv, &sj.node, RCL_LRU_FILE, 1,
+					RCL_LRU_ADD_NOBATCH), 0);
+	assert_int_equal(rcl_pressure_start(sj.a), 0);
+	/* S: its evict callback holds the node. */
+	assert_int_equal(pthread_create(&ts, NULL, sj_shrink_main, NULL), 0);
+	assert_true(wait_flag(&sj.in_evict, 10000));
+	/* W: holds the monitor's mutex inside the clock. */
+	assert_int_equal(pthread_create(&tw, NULL, sj_gate_main, NULL), 0);
+	assert_true(wait_flag(&sj.w_in_gate, 10000));
+	/* S: takes the action lock, then waits for the mutex. */
+	atomic_store(&sj.go_stop, 1);
+	nanosleep(&ms50, NULL);
+	/* X queues on the action lock; the thread's 1 s wait ends, it too. */
+	assert_int_equal(pthread_create(&tx, NULL, sj_notify_main, NULL), 0);
+	nanosleep(&ms1500, NULL);
+	atomic_store(&sj.gate_open, 1);
+	if (!wait_flag(&sj.stop_done, 20000) || !wait_flag(&sj.x_done, 20000))
+		fail_msg("a stop from a callback, a queued notify and the "
+			 "library thread deadlocked (stop returned %d, notify "
+			 "returned %d, notify's action in del_wait %d)",
+			 atomic_load(&sj.stop_done), atomic_load(&sj.x_done),
+			 atomic_load(&sj.x_in_scan) &&
+				 atomic_load(&sj.del_ret) == 1);
+	assert_int_equal(pthread_join(ts, NULL), 0);
+	assert_int_equal(pthread_join(tw, NULL), 0);
+	assert_int_equal(pthread_join(tx, NULL), 0);
+	assert_int_equal(atomic_load(&sj.x_ret), 0);
+	assert_int_equal(atomic_load(&sj.del_ret), 0);
+	stop_ret = atomic_load(&sj.stop_ret);
+	assert_true(stop_ret == 0 || stop_ret == -EBUSY);
+	/* Stopped (or, refused, still running): stop from here ends it. */
+	assert_int_equal(rcl_pressure_start(sj.a), stop_ret ? -EBUSY : 0);
+	assert_int_equal(rcl_pressure_stop(sj.a), 0);
+	assert_int_equal(rcl_pressure_free(sj.a), 0);
+	assert_int_equal(rcl_lruvec_destroy(&sj.lv), 0);
+	assert_int_equal(rcl_shrinker_free(sh), 0);
+	assert_int_equal(rcl_domain_free(sj.d), 0);
+}
+
+/*
  * The same from the library thread: its action's evict callbacks cannot
  * stop or free the monitor (the thread would join itself).  Real clock,
  * interval 5 ms: the thread's first tick reads a cgroup whose working set
@@ -4892,6 +5080,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_callback_of_a_nested_action_refuses_the_outer),
 		cmocka_unit_test(test_pressure_two_monitors_calling_each_other_do_not_deadlock),
 		cmocka_unit_test(test_pressure_evict_callback_of_a_direct_shrink_does_not_deadlock),
+		cmocka_unit_test(test_pressure_stop_from_a_callback_does_not_wait_for_a_queued_action),
 		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
 		cmocka_unit_test(test_pressure_threads_stopping_each_other_do_not_deadlock),
 		cmocka_unit_test(test_pressure_cgroup_version_detection),
