@@ -228,7 +228,8 @@ int rcl__domain_cond_init(pthread_cond_t *c)
  * the pins of the thread that forked, if it forked from a callback of a
  * pass (its pin frames): it is the child's one thread, and its passes put
  * them when they end.  (Only shrink_partition() holds a pin across
- * callbacks; the other pins are taken and put with no call in between.)
+ * callbacks, the scan's and the flusher's wakeup of its flush requests;
+ * the other pins are taken and put with no call in between.)
  */
 static pthread_mutex_t all_domains_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rcl_domain *all_domains;

@@ -430,14 +430,21 @@ static bool shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			.context = context,
 			.flags = flags,
 		};
+		struct rcl__pin_frame pin = { s, rcl__tls_pin_frames };
 		struct rcl_lruvec *lv;
 
 		if (!atomic_load_explicit(&s->lv, memory_order_relaxed))
 			continue;
+		/*
+		 * The pin is held across callbacks until slot_put(): the
+		 * scan's evict callbacks and the flusher's wakeup of a flush
+		 * request below.  A fork() from one of them gives the child
+		 * this pin (all_domains_child()).
+		 */
 		lv = slot_get(s);
+		rcl__tls_pin_frames = &pin;
 		if (lv && s->partition == p) {
 			uint64_t size = lruvec_size(lv, prot, usage);
-			struct rcl__pin_frame pin = { s, rcl__tls_pin_frames };
 
 			/* ceil(goal * size / total); the whole goal if alone */
 			sc.nr_to_reclaim =
@@ -445,9 +452,7 @@ static bool shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 						   total)
 				      : goal;
 			tls_pass_lv = lv;
-			rcl__tls_pin_frames = &pin;
 			rcl__scan_lruvec_protected(lv, &sc, prot, usage);
-			rcl__tls_pin_frames = pin.prev;
 			tls_pass_lv = NULL;
 			ps->sc.nr_taken += sc.nr_taken;
 			ps->sc.nr_dirty += sc.nr_dirty;
@@ -491,6 +496,7 @@ static bool shrink_partition(struct rcl_domain *d, unsigned p, int priority,
 			ps->sc.last_round_lists = sc.last_round_lists;
 			ps->scanned = true;
 		}
+		rcl__tls_pin_frames = pin.prev;
 		slot_put(d, s);
 	}
 	/*

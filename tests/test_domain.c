@@ -3246,6 +3246,81 @@ static void test_domain_fork_from_a_callback_gives_back_other_pins(void **state)
 	assert_int_equal(rcl_domain_free(forkx_d), 0);
 }
 
+/*
+ * The pass holds the slot's pin also while it asks the flusher to write
+ * (its wakeup callback runs in the pass's thread, after the scan): a child
+ * forked from that callback must keep the pin, or the pass's put in the
+ * child wraps the count and the child's detach waits for ever (a review's
+ * reproducer: the pin frame covered only the scan).
+ */
+static struct rcl_domain *forkw_d;
+static atomic_int forkw_armed, forkw_forked;
+static pid_t forkw_pid = -1;
+
+static void forkw_wakeup(void *priv, const struct rcl_flush_request *req)
+{
+	(void)priv;
+	(void)req;
+	if (!atomic_load(&forkw_armed) || atomic_exchange(&forkw_forked, 1))
+		return;
+	fflush(NULL);
+	forkw_pid = fork();	/* from the flusher's wakeup, inside a pass */
+	if (forkw_pid == 0)
+		alarm(20);
+}
+
+static enum rcl_evict_status forkw_evict(struct rcl_lru_node *n,
+					 struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	rcl_domain_uncharge(forkw_d, 1);
+	return RCL_EVICT_FREED;
+}
+
+static void test_domain_fork_from_a_pass_flush_wakeup_keeps_its_pin(void **state)
+{
+	static const struct rcl_lruvec_ops ops = { .evict = forkw_evict };
+	static const struct rcl_flusher_ops fops = { .wakeup = forkw_wakeup };
+	struct rcl_lruvec_config lc = { .ops = &ops };
+	struct rcl_domain_config cfg = { .budget = 256, .flusher = &fops,
+					 .dirty_background_ratio = 100,
+					 .dirty_ratio = 100 };
+	static struct rcl_lru_node nodes[64];
+	static struct rcl_lruvec lv;
+	struct rcl_reclaim_result res;
+	int st = 0, i;
+
+	(void)state;
+	memset(&lv, 0, sizeof(lv));
+	atomic_store(&forkw_armed, 0);
+	atomic_store(&forkw_forked, 0);
+	forkw_pid = -1;
+	assert_int_equal(rcl_domain_new(&cfg, &forkw_d), 0);
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(forkw_d, &lv, 0), 0);
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&nodes[i]);
+		assert_int_equal(rcl_lruvec_add(&lv, &nodes[i], RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_domain_charge(forkw_d, 1, 0, NULL), 0);
+		assert_int_equal(rcl_lruvec_set_dirty(&lv, &nodes[i]), 0);
+	}
+	/* Every object dirty: the pass asks the flusher, which forks. */
+	atomic_store(&forkw_armed, 1);
+	(void)rcl_domain_reclaim(forkw_d, 8, RCL_CTX_CAPABLE, &res);
+	if (forkw_pid == 0)	/* the child, out of its copy of the pass */
+		_exit(rcl_domain_detach(forkw_d, &lv) == 0 ? 0 : 1);
+	assert_true(forkw_pid > 0);
+	assert_int_equal(waitpid(forkw_pid, &st, 0), forkw_pid);
+	assert_child_exited_ok(st);
+	assert_int_equal(rcl_domain_detach(forkw_d, &lv), 0);
+	for (i = 0; i < 64; i++)
+		(void)rcl_lruvec_del(&lv, &nodes[i]);
+	assert_int_equal(rcl_lruvec_destroy(&lv), 0);
+	assert_int_equal(rcl_domain_free(forkw_d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3297,6 +3372,7 @@ int main(void)
 		cmocka_unit_test(test_domain_fork_child_has_no_threads),
 		cmocka_unit_test(test_domain_fork_child_detaches_during_parent_pass),
 		cmocka_unit_test(test_domain_fork_from_a_callback_gives_back_other_pins),
+		cmocka_unit_test(test_domain_fork_from_a_pass_flush_wakeup_keeps_its_pin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
