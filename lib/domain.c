@@ -711,8 +711,8 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 		}
 		reclaimer_cond_after_fork_locked(d);
 		while (atomic_load(&s->pins))
-			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
-				       RCL_CLOCK_FOREVER);
+			rcl__clock_wait(d->clock, &d->cond, &d->lock,
+				        RCL_CLOCK_FOREVER);
 		atomic_fetch_sub(&d->nr_detaching, 1);
 		(void)transfer_dirty(d, lv, false);
 		s->used = false;

@@ -414,6 +414,21 @@ static inline bool in_tree_pass(const struct rcl_domain *d)
 	return false;
 }
 
+/*
+ * @clock's wait on @cond (with @mutex held), not a cancellation point
+ * (internal.h): a thread cancelled there would come back holding @mutex.
+ */
+static inline int rcl__clock_wait(const struct rcl_clock *clock,
+				  pthread_cond_t *cond, pthread_mutex_t *mutex,
+				  uint64_t deadline)
+{
+	int cs = rcl__cancel_off(), err;
+
+	err = clock->wait(clock->ctx, cond, mutex, deadline);
+	rcl__cancel_restore(cs);
+	return err;
+}
+
 /* Is this thread inside any reclaim pass? */
 static inline bool in_any_pass(void)
 {

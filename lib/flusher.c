@@ -200,8 +200,8 @@ void rcl__domain_throttle_writeback(struct rcl_domain *d)
 		       (uint64_t)RCL_SCAN_CHUNK *
 			       RCL_MAX(n, atomic_load(&d->nr_throttled)) &&
 	       atomic_load(&d->dirty[2])) {
-		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
-				   deadline) == ETIMEDOUT) {
+		if (rcl__clock_wait(d->clock, &d->wbcond, &d->wblock,
+				    deadline) == ETIMEDOUT) {
 			vm_add(d, VM_WRITEBACK_THROTTLE_TIMEOUTS, 1);
 			break;
 		}
@@ -252,8 +252,8 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 			wb_cond_after_fork_locked(d);
 			continue;
 		}
-		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
-				   deadline) == ETIMEDOUT) {
+		if (rcl__clock_wait(d->clock, &d->wbcond, &d->wblock,
+				    deadline) == ETIMEDOUT) {
 			/* The timeout may have raced with the last wake-up. */
 			if (dirty_exceeded(d)) {
 				vm_add(d, VM_DIRTY_THROTTLE_TIMEOUTS, 1);
@@ -305,8 +305,13 @@ static void deliver(struct rcl_domain *d, const struct rcl_flush_request *req,
 		    bool to_thread)
 {
 	vm_add(d, VM_FLUSHER_WAKEUPS, 1);
-	if (!to_thread)
+	if (!to_thread) {
+		/* A pass may call it with a slot pinned (internal.h). */
+		int cs = rcl__cancel_off();
+
 		d->fops->wakeup(d->fpriv, req);
+		rcl__cancel_restore(cs);
+	}
 }
 
 void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
@@ -579,6 +584,7 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 {
 	struct wb_item *it = rcl__alloc(&d->alloc, batch * sizeof(*it));
 	const struct rcl_domain *prev_writing;
+	int cs;
 	uint64_t total = 0, b;
 	bool skip_full = false, drained = false;
 	int err = 0;
@@ -618,10 +624,12 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 		prev_writing = rcl__tls_writing_of;
 		rcl__tls_writing_of = d;
 		rcl__tls_writing++;
+		cs = rcl__cancel_off();	/* the objects are under writeback */
 		for (i = 0; i < n; i++)
 			it[i].err = ops->write(priv, it[i].node);
 		if (ops->sync)
 			serr = ops->sync(priv);
+		rcl__cancel_restore(cs);
 		rcl__tls_writing--;
 		rcl__tls_writing_of = prev_writing;
 		for (i = 0; i < n; i++) {
@@ -670,8 +678,8 @@ static void *flusher_main(void *arg)
 		uint64_t dirty;
 
 		if (!d->fl_work) {
-			d->clock->wait(d->clock->ctx, &d->fcond, &d->flock,
-				       RCL_CLOCK_FOREVER);
+			rcl__clock_wait(d->clock, &d->fcond, &d->flock,
+				        RCL_CLOCK_FOREVER);
 			continue;
 		}
 		d->fl_work = false;
@@ -761,8 +769,8 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 		 * start after it made a new thread: this stop came first).
 		 */
 		while (d->fl_running && atomic_load(&d->fl_stop))
-			d->clock->wait(d->clock->ctx, &d->fcond, &d->flock,
-				       RCL_CLOCK_FOREVER);
+			rcl__clock_wait(d->clock, &d->fcond, &d->flock,
+				        RCL_CLOCK_FOREVER);
 		pthread_mutex_unlock(&d->flock);
 		return 0;
 	}
@@ -804,8 +812,8 @@ static int wait_flusher_batch(struct rcl_domain *d, uint64_t seq)
 	wb_cond_after_fork_locked(d);
 	atomic_fetch_add(&d->nr_wball_waiters, 1);
 	while (atomic_load(&d->fl_batch_seq) == seq) {
-		if (d->clock->wait(d->clock->ctx, &d->wbcond, &d->wblock,
-				   deadline) == ETIMEDOUT) {
+		if (rcl__clock_wait(d->clock, &d->wbcond, &d->wblock,
+				    deadline) == ETIMEDOUT) {
 			if (atomic_load(&d->fl_batch_seq) == seq)
 				err = -ETIMEDOUT;
 			break;

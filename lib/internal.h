@@ -433,6 +433,39 @@ static inline bool rcl__tls_shrinking(const struct rcl_lruvec *lv)
 	return false;
 }
 /*
+ * Cancellation.  A thread cancelled inside the library, at a cancellation
+ * point of a callback (a write(), a wait) or of the library's own waits,
+ * would leave what the call holds - isolated nodes, slot pins, locks,
+ * objects under writeback - held for ever.  So the calls that run
+ * callbacks or wait hold cancellation off while they do, and give the
+ * caller's state back on return: a request made meanwhile acts at the
+ * caller's next cancellation point.  Nested, only the outermost changes
+ * the state (glibc then takes no atomic operation).
+ */
+static inline int rcl__cancel_off(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void rcl__cancel_restore(int old)
+{
+	pthread_setcancelstate(old, NULL);
+}
+
+static inline void rcl__cancel_restore_at(int *old)
+{
+	pthread_setcancelstate(*old, NULL);
+}
+
+/* Hold cancellation off until the enclosing block ends, on every return. */
+#define RCL__CANCEL_OFF_SCOPE()                                                \
+	int rcl__cs __attribute__((cleanup(rcl__cancel_restore_at), unused)) = \
+		rcl__cancel_off()
+
+/*
  * Non-zero while the calling thread runs the write or sync callback of a
  * batch whose objects it holds under writeback (lib/flusher.c).
  */

@@ -1636,11 +1636,14 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 	const struct rcl__evict_frame *saved_frames;
 	struct rcl__evict_frame frame;
 	bool batched;
+	int cs;
 
 	if (!lruvec_live(lv) || !sc || sc->type >= lv->__nr_types ||
 	    !lruvec_can_evict(lv))
 		return -EINVAL;
 	batched = lv->__ops->evict_batch != NULL;
+	/* The callbacks run with cancellation held off (internal.h). */
+	cs = rcl__cancel_off();
 
 	saved_frames = rcl__tls_evict_frames;
 	frame.lv = lv;
@@ -1794,6 +1797,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 		   sc->nr_scanned - p_scanned, sc->nr_freed - p_freed,
 		   sc->nr_dirty - p_dirty, sc->nr_writeback - p_wb,
 		   sc->priority);
+	rcl__cancel_restore(cs);
 	return 0;
 }
 

@@ -366,8 +366,13 @@ static void oc_destroy(struct rcl_objcache *c, struct rcl_objcache_node *n)
 	n->__hnext = NULL;
 	rcl_lru_node_init(&n->__lru);
 	atomic_store_explicit(&n->__refs, 0, memory_order_relaxed);
-	if (c->ops.destructor)
+	if (c->ops.destructor) {
+		/* Before the uncharge: held off (internal.h). */
+		int cs = rcl__cancel_off();
+
 		c->ops.destructor(n, c->priv);
+		rcl__cancel_restore(cs);
+	}
 }
 
 static void oc_finalize(struct rcl_objcache *c, struct rcl_objcache_node *n)

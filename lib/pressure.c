@@ -1577,6 +1577,8 @@ fail:
 
 RCL_API int rcl_pressure_free(struct rcl_pressure *p)
 {
+	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
+	RCL__CANCEL_OFF_SCOPE();
 	struct rcl_allocator a;
 	unsigned i, j;
 
@@ -1714,6 +1716,8 @@ fail:
 
 RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 {
+	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
+	RCL__CANCEL_OFF_SCOPE();
 	struct rcl__psi psi;
 	struct psrc *s;
 	ssize_t n;
@@ -1863,6 +1867,8 @@ fail:
 RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 				    unsigned version)
 {
+	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
+	RCL__CANCEL_OFF_SCOPE();
 	char own[PATH_MAX];
 	uint64_t u, ws, lim;
 	struct psrc *s;
@@ -2014,6 +2020,8 @@ static int sd_open(const char *watch, enum rcl_psource_mode *mode)
 RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 				     const char *write_b64)
 {
+	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
+	RCL__CANCEL_OFF_SCOPE();
 	uint8_t data[WRITE_MAX + 1];
 	enum rcl_psource_mode mode = RCL_PSOURCE_OFF;
 	ssize_t dlen = 0;
@@ -2171,6 +2179,8 @@ RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p)
 RCL_API int rcl_pressure_notify(struct rcl_pressure *p, int source,
 				enum rcl_pressure_level level)
 {
+	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
+	RCL__CANCEL_OFF_SCOPE();
 	struct psrc *s;
 	bool now_act;
 	uint64_t now;
@@ -2316,6 +2326,8 @@ RCL_API int rcl_pressure_start(struct rcl_pressure *p)
 
 RCL_API int rcl_pressure_stop(struct rcl_pressure *p)
 {
+	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
+	RCL__CANCEL_OFF_SCOPE();
 	uint64_t one = 1, x;
 	bool act = false;
 	unsigned i;
@@ -2415,6 +2427,8 @@ RCL_API int rcl_pressure_fd(struct rcl_pressure *p)
 
 RCL_API int rcl_pressure_dispatch(struct rcl_pressure *p)
 {
+	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
+	RCL__CANCEL_OFF_SCOPE();
 	if (!p)
 		return RCL__REFUSE(-EINVAL, "a NULL monitor");
 	if (acting_here(p) || in_tree_pass(p->d))
@@ -2495,6 +2509,8 @@ RCL_API int rcl_pressure_source_info(struct rcl_pressure *p, int source,
 RCL_API int rcl_pressure_memory(struct rcl_pressure *p,
 				struct rcl_memory_sample *out)
 {
+	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
+	RCL__CANCEL_OFF_SCOPE();
 	uint64_t pages, u, ws, lim, usage, budget;
 	ssize_t n;
 	int fd;

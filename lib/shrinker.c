@@ -548,8 +548,14 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 			pthread_mutex_unlock(&reg->lock);
 			return RCL__REFUSE(-EDEADLK, "called from another shrinker's callback while this one's callback runs: the two could wait for each other");
 		}
-		while (slot_refs(sl))
-			pthread_cond_wait(&reg->released, &reg->lock);
+		{
+			/* Not a cancellation point (internal.h). */
+			int cs = rcl__cancel_off();
+
+			while (slot_refs(sl))
+				pthread_cond_wait(&reg->released, &reg->lock);
+			rcl__cancel_restore(cs);
+		}
 		atomic_fetch_sub(&reg->nr_freeing, 1);
 		sl.c->used[sl.j] = false;
 		atomic_store(&s->slot, -1);
@@ -625,7 +631,12 @@ bool rcl__shrinker_in_callback(void)
 	return tls_frames != NULL;
 }
 
-/* Callbacks run inside a frame so that free() from them is detected. */
+/*
+ * Callbacks run inside a frame so that free() from them is detected.  Every
+ * entry point that reaches them holds cancellation off (internal.h: a walk
+ * holds the shrinker's slot), once per call, not per callback: the
+ * registry walk, rcl_shrinker_shrink() and the debug calls.
+ */
 static unsigned long call_count(struct rcl_shrinker *s,
 				struct rcl_shrink_control *sc)
 {
@@ -998,10 +1009,12 @@ int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
 	struct shrink_args a = { partition, priority, context, goal };
 	struct rcl_shrink_result local = { 0 };
 	unsigned i, high;
-	int err = check_args(reg, partition, priority);
+	int err = check_args(reg, partition, priority), cs;
 
 	if (err)
 		return err;
+	/* Once for the walk, not per callback (internal.h). */
+	cs = rcl__cancel_off();
 	high = atomic_load_explicit(&reg->high, memory_order_acquire);
 	for (i = 0; i < high && !(goal && goal->met); i++) {
 		struct slot sl = slot_at(reg, i);
@@ -1021,6 +1034,7 @@ int rcl__shrinker_registry_shrink_goal(struct rcl_shrinker_registry *reg,
 		res->nr_shrinkers += local.nr_shrinkers;
 		res->nr_stopped += local.nr_stopped;
 	}
+	rcl__cancel_restore(cs);
 	return 0;
 }
 
@@ -1037,6 +1051,7 @@ RCL_API int rcl_shrinker_shrink(struct rcl_shrinker *s, unsigned partition,
 				int priority, uint64_t context,
 				struct rcl_shrink_result *res)
 {
+	RCL__CANCEL_OFF_SCOPE();
 	struct shrink_args a = { partition, priority, context, NULL };
 	struct rcl_shrink_result local = { 0 };
 	struct slot sl;
@@ -1105,6 +1120,7 @@ RCL_API int rcl_shrinker_debug_count(struct rcl_shrinker *s,
 				     unsigned partition, uint64_t context,
 				     unsigned long *out)
 {
+	RCL__CANCEL_OFF_SCOPE();
 	struct rcl_shrink_control sc = { 0 };
 	struct slot sl;
 
@@ -1127,6 +1143,7 @@ RCL_API int rcl_shrinker_debug_scan(struct rcl_shrinker *s,
 				    unsigned long *freed,
 				    unsigned long *scanned)
 {
+	RCL__CANCEL_OFF_SCOPE();
 	struct rcl_shrink_control sc = { 0 };
 	struct slot sl;
 	unsigned long ret;

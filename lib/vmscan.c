@@ -654,11 +654,13 @@ void rcl__domain_direct_reclaim(struct rcl_domain *d, uint64_t goal,
 		.flags = RCL_SCAN_DIRECT,
 	};
 	uint64_t reclaimed = 0, w;
-	int prio;
+	int prio, cs;
 
 	/* What threads hold in stocks is memory this reclaim need not free. */
 	rcl__domain_drain_stocks(d);
 	vm_add(d, VM_ALLOCSTALL, 1);
+	/* The pass holds the tree's lock and slot pins (internal.h). */
+	cs = rcl__cancel_off();
 	RCL_PROBE2(mm_vmscan_direct_reclaim_begin, d, goal);
 	memset(res, 0, sizeof(*res));
 	res->nr_to_reclaim = goal;
@@ -691,6 +693,7 @@ retry:
 	}
 	rcl__tls_pass_frames = frame.prev;
 	pthread_rwlock_unlock(&d->root->tree_lock);
+	rcl__cancel_restore(cs);
 	RCL_PROBE4(mm_vmscan_direct_reclaim_end, d, res->nr_reclaimed,
 		   res->slab_reclaimed, res->priority);
 	if (res->nr_reclaimed || res->slab_freed) {
@@ -833,8 +836,8 @@ static void *reclaimer_main(void *arg)
 	pthread_mutex_lock(&d->lock);
 	while (!d->stop) {
 		if (!atomic_load(&d->wake_pending)) {
-			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
-				       RCL_CLOCK_FOREVER);
+			rcl__clock_wait(d->clock, &d->cond, &d->lock,
+				        RCL_CLOCK_FOREVER);
 			continue;
 		}
 		atomic_store(&d->wake_pending, false);
@@ -913,8 +916,8 @@ RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 		 * start after it made a new thread: this stop came first).
 		 */
 		while (d->running && d->stop)
-			d->clock->wait(d->clock->ctx, &d->cond, &d->lock,
-				       RCL_CLOCK_FOREVER);
+			rcl__clock_wait(d->clock, &d->cond, &d->lock,
+				        RCL_CLOCK_FOREVER);
 		pthread_mutex_unlock(&d->lock);
 		return 0;
 	}

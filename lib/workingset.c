@@ -461,6 +461,7 @@ static unsigned long shadow_scan(struct rcl_shrinker *s,
 	struct rcl_shadow_limit *l = sc->priv;
 
 	(void)s;
+	/* Called as a shrinker's scan: cancellation is held off there. */
 	return l->ops->drop(l->priv, sc->nr_to_scan);
 }
 

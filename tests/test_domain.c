@@ -3321,6 +3321,99 @@ static void test_domain_fork_from_a_pass_flush_wakeup_keeps_its_pin(void **state
 	assert_int_equal(rcl_domain_free(forkw_d), 0);
 }
 
+/*
+ * A thread cancelled while an evict callback of its direct reclaim runs
+ * left the pass's slot pin and tree lock held, and rcl_domain_detach()
+ * waited for ever.  Reclaim holds cancellation off until it returns: the
+ * request acts at the thread's next cancellation point, after the pass.
+ * The detach runs in a helper thread, waited for with a bound.
+ */
+static struct {
+	struct rcl_domain *d;
+	struct rcl_lruvec lv;
+	atomic_int in_cb, cancelled, detach_ret, detached;
+} dcn;
+
+static enum rcl_evict_status dcn_evict(struct rcl_lru_node *n,
+				       struct rcl_evict_control *ctl)
+{
+	unsigned long spins;
+
+	(void)n;
+	(void)ctl;
+	atomic_store(&dcn.in_cb, 1);
+	for (spins = 0; !atomic_load(&dcn.cancelled) && spins < 20000; spins++)
+		usleep(1000);
+	pthread_testcancel();	/* a cancellation point in the callback */
+	rcl_domain_uncharge(dcn.d, 1);
+	return RCL_EVICT_FREED;
+}
+
+static void *dcn_reclaim_main(void *arg)
+{
+	struct rcl_reclaim_result res;
+
+	(void)arg;
+	(void)rcl_domain_reclaim(dcn.d, 8, RCL_CTX_CAPABLE, &res);
+	pthread_testcancel();	/* the thread's own: it ends here */
+	return NULL;
+}
+
+static void *dcn_detach_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&dcn.detach_ret, rcl_domain_detach(dcn.d, &dcn.lv));
+	atomic_store(&dcn.detached, 1);
+	return NULL;
+}
+
+static void test_domain_cancel_in_reclaim_callback_leaves_no_pin(void **state)
+{
+	static const struct rcl_lruvec_ops ops = { .evict = dcn_evict };
+	struct rcl_lruvec_config lc = { .ops = &ops };
+	struct rcl_domain_config cfg = { .budget = 256 };
+	static struct rcl_lru_node nodes[64];
+	unsigned long spins;
+	void *ret = NULL;
+	pthread_t t, td;
+	int i;
+
+	(void)state;
+	memset(&dcn.lv, 0, sizeof(dcn.lv));
+	atomic_store(&dcn.in_cb, 0);
+	atomic_store(&dcn.cancelled, 0);
+	atomic_store(&dcn.detached, 0);
+	atomic_store(&dcn.detach_ret, 1);
+	assert_int_equal(rcl_domain_new(&cfg, &dcn.d), 0);
+	assert_int_equal(rcl_lruvec_init(&dcn.lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(dcn.d, &dcn.lv, 0), 0);
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&nodes[i]);
+		assert_int_equal(rcl_lruvec_add(&dcn.lv, &nodes[i], RCL_LRU_FILE,
+						1, RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_domain_charge(dcn.d, 1, 0, NULL), 0);
+	}
+	assert_int_equal(pthread_create(&t, NULL, dcn_reclaim_main, NULL), 0);
+	for (spins = 0; !atomic_load(&dcn.in_cb) && spins < 20000; spins++)
+		usleep(1000);
+	assert_true(atomic_load(&dcn.in_cb));
+	assert_int_equal(pthread_cancel(t), 0);
+	atomic_store(&dcn.cancelled, 1);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_true(ret == PTHREAD_CANCELED);
+	assert_int_equal(pthread_create(&td, NULL, dcn_detach_main, NULL), 0);
+	for (spins = 0; !atomic_load(&dcn.detached) && spins < 10000; spins++)
+		usleep(1000);
+	if (!atomic_load(&dcn.detached))
+		fail_msg("rcl_domain_detach() waited for the cancelled pass");
+	assert_int_equal(pthread_join(td, NULL), 0);
+	assert_int_equal(atomic_load(&dcn.detach_ret), 0);
+	for (i = 0; i < 64; i++)
+		(void)rcl_lruvec_del(&dcn.lv, &nodes[i]);
+	assert_int_equal(rcl_lruvec_destroy(&dcn.lv), 0);
+	assert_int_equal(rcl_domain_free(dcn.d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3373,6 +3466,7 @@ int main(void)
 		cmocka_unit_test(test_domain_fork_child_detaches_during_parent_pass),
 		cmocka_unit_test(test_domain_fork_from_a_callback_gives_back_other_pins),
 		cmocka_unit_test(test_domain_fork_from_a_pass_flush_wakeup_keeps_its_pin),
+		cmocka_unit_test(test_domain_cancel_in_reclaim_callback_leaves_no_pin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

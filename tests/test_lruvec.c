@@ -1870,6 +1870,86 @@ static void test_lruvec_destroy_from_nested_shrink_refused(void **state)
 	}
 }
 
+/*
+ * A reclaimer cancelled while its evict callback runs (at a cancellation
+ * point the callback reaches: a write(), a wait) died with its isolation
+ * batch still isolated: nothing put it back, rcl_lruvec_del() said -EBUSY
+ * and rcl_lruvec_destroy() -EBUSY for ever (a review's reproducer).  The
+ * callbacks now run with cancellation held off: the request waits until
+ * the shrink returns and acts at the thread's next cancellation point, so
+ * every node is back on its list.
+ */
+#define CANCEL_N 8
+static struct {
+	struct rcl_lruvec lv;
+	struct rcl_lru_node nodes[CANCEL_N];
+	volatile int in_cb, cancelled, calls;
+} cnl;
+
+static enum rcl_evict_status cancel_evict(struct rcl_lru_node *n,
+					  struct rcl_evict_control *ctl)
+{
+	unsigned long spins;
+
+	(void)n;
+	(void)ctl;
+	__atomic_store_n(&cnl.in_cb, 1, __ATOMIC_SEQ_CST);
+	for (spins = 0; !__atomic_load_n(&cnl.cancelled, __ATOMIC_SEQ_CST) &&
+			spins < 20000;
+	     spins++)
+		usleep(1000);
+	__atomic_add_fetch(&cnl.calls, 1, __ATOMIC_SEQ_CST);
+	pthread_testcancel();	/* a cancellation point in the callback */
+	return RCL_EVICT_BUSY;	/* kept */
+}
+
+static void *cancel_reclaimer(void *arg)
+{
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					     .nr_to_scan = CANCEL_N };
+
+	(void)arg;
+	(void)rcl_lruvec_shrink_inactive(&cnl.lv, &sc);
+	pthread_testcancel();	/* the thread's own: it ends here */
+	return NULL;
+}
+
+static void test_lruvec_cancel_in_evict_callback_puts_back(void **state)
+{
+	static const struct rcl_lruvec_ops ops = { .evict = cancel_evict };
+	struct rcl_lruvec_config cfg = { .ops = &ops };
+	unsigned long spins;
+	void *ret = NULL;
+	pthread_t t;
+	int i;
+
+	(void)state;
+	memset(&cnl, 0, sizeof(cnl));
+	assert_int_equal(rcl_lruvec_init(&cnl.lv, &cfg), 0);
+	for (i = 0; i < CANCEL_N; i++)
+		assert_int_equal(rcl_lruvec_add(&cnl.lv, &cnl.nodes[i],
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+	assert_int_equal(pthread_create(&t, NULL, cancel_reclaimer, NULL), 0);
+	for (spins = 0; !__atomic_load_n(&cnl.in_cb, __ATOMIC_SEQ_CST) &&
+			spins < 20000;
+	     spins++)
+		usleep(1000);
+	assert_true(cnl.in_cb);
+	assert_int_equal(pthread_cancel(t), 0);
+	__atomic_store_n(&cnl.cancelled, 1, __ATOMIC_SEQ_CST);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	/* Cancelled, after the shrink: every callback ran, every node is back. */
+	assert_true(ret == PTHREAD_CANCELED);
+	assert_int_equal(cnl.calls, CANCEL_N);
+	assert_int_equal(rcl_lruvec_nr_isolated(&cnl.lv), 0);
+	assert_int_equal(rcl_lruvec_count(&cnl.lv, RCL_LRU_LIST(RCL_LRU_FILE, 0),
+					  NULL), CANCEL_N);
+	for (i = 0; i < CANCEL_N; i++)
+		assert_int_equal(rcl_lruvec_del(&cnl.lv, &cnl.nodes[i]), 0);
+	assert_int_equal(rcl_lruvec_destroy(&cnl.lv), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1928,6 +2008,7 @@ int main(void)
 		T(test_lruvec_shrink_active_rule),
 		cmocka_unit_test(test_lruvec_shrink_active_second_reference),
 		cmocka_unit_test(test_lruvec_inactive_ratio_is_the_sqrt_rule),
+		cmocka_unit_test(test_lruvec_cancel_in_evict_callback_puts_back),
 		T(test_lruvec_small_lists_keep_inactive_as_large_as_active),
 		T(test_lruvec_queries_bad_input),
 		T(test_lruvec_del_wait_waits_for_putback),

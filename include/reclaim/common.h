@@ -11,6 +11,20 @@
  * call never runs).  Misuse that can be detected cheaply (NULL, double add, a
  * node of another lruvec) is reported by such an error in every build, never
  * by an abort.
+ *
+ * Cancellation (pthread_cancel()): no function of the library is a
+ * cancellation point.  The calls that run the application's callbacks
+ * (evict, evict_batch and batch_end, a shrinker's count and scan, write-back
+ * write, sync and wakeup, a shadow limit's drop, an object cache's
+ * destructor, a pressure monitor's trim hook) or wait hold the calling
+ * thread's cancellation off while they do, because a thread cancelled there
+ * would leave what the call holds (isolated objects, locks, pins, objects
+ * under writeback) held for ever; a request made meanwhile acts at the
+ * thread's next cancellation point after the call.  So do the pressure
+ * monitor's calls that read files or act.  A callback must return: it must
+ * not exit its thread or jump out of the library.  An object cache's hash
+ * and eq run under its lock with the caller's cancellation state: they must
+ * not reach a cancellation point.
  */
 #ifndef RECLAIM_COMMON_H
 #define RECLAIM_COMMON_H
