@@ -2046,64 +2046,51 @@ static void test_pressure_two_monitors_calling_each_other_do_not_deadlock(void *
 }
 
 /*
- * An evict callback of a shrink the application runs itself (no domain
- * pass, no monitor's action) is a callback too: it holds its isolated
- * nodes.  Thread 2 shrinks a standalone lruvec; its evict callback calls
- * rcl_pressure_notify(A) while thread 1 is inside A's action, in a shrinker
- * of A's domain that calls rcl_lruvec_del_wait() on the node thread 2 holds.
- * Before, the notify waited for A's action lock and the del_wait for the
- * putback: both for ever (a review's reproducer).  Now the notify only
- * tries the lock: -EBUSY, nothing done, and both threads finish.
+ * The fixture of the two tests below: monitor A (a manual source) on a
+ * domain whose one shrinker, on its first scan (inside A's action), calls
+ * rcl_lruvec_del_wait() on the node of a standalone lruvec, whose evict
+ * callback (the test's) another thread's rcl_lruvec_shrink_inactive() runs
+ * with the node isolated.
  */
 static struct {
 	struct rcl_pressure *a;
-	int src_a;
+	int src;
 	struct rcl_domain *d;
+	struct rcl_shrinker *sh;
 	struct rcl_lruvec lv;
 	struct rcl_lru_node node;
-	atomic_int in_scan, in_evict, notify_ret, del_ret, done1, done2;
 	atomic_ulong pool;
-} ecb;
+	atomic_int in_scan, del_ret, in_evict;
+	atomic_int notify_ret, done1, done2;		/* first test */
+	atomic_int go_stop, stop_ret, stop_done;	/* second test */
+	atomic_int w_in_gate, gate_open, x_done, x_ret;
+} dw;
 
-static unsigned long ecb_count(struct rcl_shrinker *s,
-			       struct rcl_shrink_control *sc)
+static unsigned long dw_count(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
 {
 	(void)s;
 	(void)sc;
-	return atomic_load(&ecb.pool);
+	return atomic_load(&dw.pool);
 }
 
-static unsigned long ecb_scan(struct rcl_shrinker *s,
-			      struct rcl_shrink_control *sc)
+static unsigned long dw_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
 {
-	unsigned long n = sc->nr_to_scan, have = atomic_load(&ecb.pool);
+	unsigned long n = sc->nr_to_scan, have = atomic_load(&dw.pool);
 
 	(void)s;
-	if (!atomic_exchange(&ecb.in_scan, 1))	/* inside A's action */
-		atomic_store(&ecb.del_ret,
-			     rcl_lruvec_del_wait(&ecb.lv, &ecb.node));
+	if (!atomic_exchange(&dw.in_scan, 1))	/* inside A's action */
+		atomic_store(&dw.del_ret, rcl_lruvec_del_wait(&dw.lv, &dw.node));
 	if (n > have)
 		n = have;
-	atomic_fetch_sub(&ecb.pool, n);
-	(void)rcl_domain_uncharge(ecb.d, n);
+	atomic_fetch_sub(&dw.pool, n);
+	(void)rcl_domain_uncharge(dw.d, n);
 	sc->nr_scanned = n;
 	return n;
 }
 
-static enum rcl_evict_status ecb_evict(struct rcl_lru_node *n,
-				       struct rcl_evict_control *ctl)
-{
-	(void)n;
-	(void)ctl;
-	atomic_store(&ecb.in_evict, 1);
-	if (wait_flag(&ecb.in_scan, 10000))
-		atomic_store(&ecb.notify_ret,
-			     rcl_pressure_notify(ecb.a, ecb.src_a,
-						 RCL_PRESSURE_MODERATE));
-	return RCL_EVICT_BUSY;	/* kept: put back */
-}
-
-static void *ecb_shrink_main(void *arg)
+static void *dw_shrink_main(void *arg)
 {
 	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
 					     .nr_to_scan = 1,
@@ -2111,74 +2098,109 @@ static void *ecb_shrink_main(void *arg)
 					     .context = RCL_CTX_CAPABLE };
 
 	(void)arg;
-	T_EQ(rcl_lruvec_shrink_inactive(&ecb.lv, &sc), 0);
-	atomic_store(&ecb.done2, 1);
+	T_EQ(rcl_lruvec_shrink_inactive(&dw.lv, &sc), 0);
+	atomic_store(&dw.done2, 1);
 	return NULL;
+}
+
+static void dw_init(const struct rcl_lruvec_ops *lops,
+		    const struct rcl_clock *clock)
+{
+	static const struct rcl_shrinker_ops sops = {
+		.count_objects = dw_count, .scan_objects = dw_scan
+	};
+	struct rcl_domain_config dc = { .budget = 1000,
+					.allocator = &test_allocator };
+	struct rcl_lruvec_config lc = { .ops = lops };
+	struct rcl_shrinker_config shc = { .ops = &sops, .name = "pool",
+					   .seeks = RCL_DEFAULT_SEEKS };
+	struct rcl_pressure_config pc = { 0 };
+
+	memset(&dw, 0, sizeof(dw));
+	atomic_store(&dw.pool, 400);
+	atomic_store(&dw.del_ret, 1);
+	atomic_store(&dw.notify_ret, 1);
+	atomic_store(&dw.stop_ret, 1);
+	atomic_store(&dw.x_ret, 1);
+	assert_int_equal(rcl_domain_new(&dc, &dw.d), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(dw.d), &shc,
+					  &dw.sh), 0);
+	assert_int_equal(rcl_shrinker_register(dw.sh), 0);
+	assert_int_equal(rcl_domain_charge(dw.d, 400, 0, NULL), 0);
+	pc.domain = dw.d;
+	pc.clock = clock;
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	pc.allocator = &test_allocator;
+	assert_int_equal(rcl_pressure_new(&pc, &dw.a), 0);
+	dw.src = rcl_pressure_add_manual(dw.a);
+	assert_true(dw.src >= 0);
+	assert_int_equal(rcl_lruvec_init(&dw.lv, &lc), 0);
+	rcl_lru_node_init(&dw.node);
+	assert_int_equal(rcl_lruvec_add(&dw.lv, &dw.node, RCL_LRU_FILE, 1,
+					RCL_LRU_ADD_NOBATCH), 0);
+}
+
+static void dw_fini(void)
+{
+	assert_int_equal(rcl_pressure_free(dw.a), 0);
+	assert_int_equal(rcl_lruvec_destroy(&dw.lv), 0);
+	assert_int_equal(rcl_shrinker_free(dw.sh), 0);
+	assert_int_equal(rcl_domain_free(dw.d), 0);
+}
+
+/*
+ * An evict callback of a shrink the application runs itself (no domain
+ * pass, no monitor's action) is a callback too: it holds its isolated
+ * nodes.  Thread 2 shrinks the standalone lruvec; its evict callback calls
+ * rcl_pressure_notify(A) while thread 1 is inside A's action, in the
+ * shrinker that waits in rcl_lruvec_del_wait() for the node thread 2 holds.
+ * Before, the notify waited for A's action lock and the del_wait for the
+ * putback: both for ever (a review's reproducer).  Now the notify only
+ * tries the lock: -EBUSY, nothing done, and both threads finish.
+ */
+static enum rcl_evict_status ecb_evict(struct rcl_lru_node *n,
+				       struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	atomic_store(&dw.in_evict, 1);
+	if (wait_flag(&dw.in_scan, 10000))
+		atomic_store(&dw.notify_ret,
+			     rcl_pressure_notify(dw.a, dw.src,
+						 RCL_PRESSURE_MODERATE));
+	return RCL_EVICT_BUSY;	/* kept: put back */
 }
 
 static void *ecb_notify_main(void *arg)
 {
 	(void)arg;
-	T_EQ(rcl_pressure_notify(ecb.a, ecb.src_a, RCL_PRESSURE_CRITICAL), 0);
-	atomic_store(&ecb.done1, 1);
+	T_EQ(rcl_pressure_notify(dw.a, dw.src, RCL_PRESSURE_CRITICAL), 0);
+	atomic_store(&dw.done1, 1);
 	return NULL;
 }
 
 static void test_pressure_evict_callback_of_a_direct_shrink_does_not_deadlock(void **state)
 {
-	static const struct rcl_shrinker_ops sops = {
-		.count_objects = ecb_count, .scan_objects = ecb_scan
-	};
 	static const struct rcl_lruvec_ops lops = { .evict = ecb_evict };
-	struct rcl_domain_config dc = { .budget = 1000,
-					.allocator = &test_allocator };
-	struct rcl_lruvec_config lc = { .ops = &lops };
-	struct rcl_shrinker_config shc = { .ops = &sops, .name = "pool",
-					   .seeks = RCL_DEFAULT_SEEKS };
-	struct rcl_pressure_config pc = { 0 };
-	struct rcl_shrinker *sh;
 	pthread_t t1, t2;
 
 	(void)state;
-	atomic_store(&ecb.in_scan, 0);
-	atomic_store(&ecb.in_evict, 0);
-	atomic_store(&ecb.notify_ret, 1);
-	atomic_store(&ecb.del_ret, 1);
-	atomic_store(&ecb.done1, 0);
-	atomic_store(&ecb.done2, 0);
-	atomic_store(&ecb.pool, 400);
-	assert_int_equal(rcl_domain_new(&dc, &ecb.d), 0);
-	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(ecb.d), &shc, &sh), 0);
-	assert_int_equal(rcl_shrinker_register(sh), 0);
-	assert_int_equal(rcl_domain_charge(ecb.d, 400, 0, NULL), 0);
-	pc.domain = ecb.d;
-	pc.flags = RCL_PRESSURE_NO_TRIM;
-	pc.allocator = &test_allocator;
-	assert_int_equal(rcl_pressure_new(&pc, &ecb.a), 0);
-	ecb.src_a = rcl_pressure_add_manual(ecb.a);
-	assert_true(ecb.src_a >= 0);
-	assert_int_equal(rcl_lruvec_init(&ecb.lv, &lc), 0);
-	rcl_lru_node_init(&ecb.node);
-	assert_int_equal(rcl_lruvec_add(&ecb.lv, &ecb.node, RCL_LRU_FILE, 1,
-					RCL_LRU_ADD_NOBATCH), 0);
-	assert_int_equal(pthread_create(&t2, NULL, ecb_shrink_main, NULL), 0);
-	assert_true(wait_flag(&ecb.in_evict, 10000));	/* the node is isolated */
+	dw_init(&lops, NULL);
+	assert_int_equal(pthread_create(&t2, NULL, dw_shrink_main, NULL), 0);
+	assert_true(wait_flag(&dw.in_evict, 10000));	/* the node is isolated */
 	assert_int_equal(pthread_create(&t1, NULL, ecb_notify_main, NULL), 0);
-	if (!wait_flag(&ecb.done1, 30000) || !wait_flag(&ecb.done2, 30000))
+	if (!wait_flag(&dw.done1, 30000) || !wait_flag(&dw.done2, 30000))
 		fail_msg("an evict callback's notify and an action's del_wait "
 			 "deadlocked (in scan %d, notify %d)",
-			 atomic_load(&ecb.in_scan), atomic_load(&ecb.notify_ret));
+			 atomic_load(&dw.in_scan), atomic_load(&dw.notify_ret));
 	assert_int_equal(pthread_join(t1, NULL), 0);
 	assert_int_equal(pthread_join(t2, NULL), 0);
 	/* The callback's notify was refused; the del_wait had its node. */
-	assert_int_equal(atomic_load(&ecb.notify_ret), -EBUSY);
-	assert_int_equal(atomic_load(&ecb.del_ret), 0);
-	assert_int_equal(sinfo(ecb.a, ecb.src_a).events, 1);
-	assert_int_equal(sinfo(ecb.a, ecb.src_a).actions, 1);
-	assert_int_equal(rcl_pressure_free(ecb.a), 0);
-	assert_int_equal(rcl_lruvec_destroy(&ecb.lv), 0);
-	assert_int_equal(rcl_shrinker_free(sh), 0);
-	assert_int_equal(rcl_domain_free(ecb.d), 0);
+	assert_int_equal(atomic_load(&dw.notify_ret), -EBUSY);
+	assert_int_equal(atomic_load(&dw.del_ret), 0);
+	assert_int_equal(sinfo(dw.a, dw.src).events, 1);
+	assert_int_equal(sinfo(dw.a, dw.src).actions, 1);
+	dw_fini();
 }
 
 /*
@@ -2188,23 +2210,13 @@ static void test_pressure_evict_callback_of_a_direct_shrink_does_not_deadlock(vo
  * for the node the stopping callback held, while the library thread waited
  * for X and the stop joined the library thread: all three for ever (a
  * review's reproducer).  Now the library thread's wait for the action lock
- * ends when the stop is set.  The stopping thread S shrinks a standalone
+ * ends when the stop is set.  The stopping thread S shrinks the standalone
  * lruvec and stops the monitor from its evict callback; a fourth thread W
  * holds the monitor's mutex inside the monitor's clock (a gate), so that S
  * holds the action lock while X and the library thread queue on it.  The
  * sleeps only make that interleaving likely; nothing asserted depends on
  * them (if S comes late and finds the lock taken, its stop is refused).
  */
-static struct {
-	struct rcl_pressure *a;
-	int src;
-	struct rcl_domain *d;
-	struct rcl_lruvec lv;
-	struct rcl_lru_node node;
-	atomic_ulong pool;
-	atomic_int in_evict, go_stop, stop_ret, stop_done;
-	atomic_int w_in_gate, gate_open, x_in_scan, del_ret, x_done, x_ret;
-} sj;
 static _Thread_local bool sj_gated;
 
 static uint64_t sj_now(void *ctx)
@@ -2212,9 +2224,9 @@ static uint64_t sj_now(void *ctx)
 	const struct rcl_clock *m = rcl_clock_monotonic();
 
 	(void)ctx;
-	if (sj_gated && !atomic_load(&sj.gate_open)) {
-		atomic_store(&sj.w_in_gate, 1);	/* the monitor's mutex held */
-		(void)wait_flag(&sj.gate_open, 20000);
+	if (sj_gated && !atomic_load(&dw.gate_open)) {
+		atomic_store(&dw.w_in_gate, 1);	/* the monitor's mutex held */
+		(void)wait_flag(&dw.gate_open, 20000);
 	}
 	return m->now(m->ctx);
 }
@@ -2228,145 +2240,77 @@ static int sj_wait(void *ctx, pthread_cond_t *c, pthread_mutex_t *mu,
 	return m->wait(m->ctx, c, mu, deadline);
 }
 
-static unsigned long sj_count(struct rcl_shrinker *s,
-			      struct rcl_shrink_control *sc)
-{
-	(void)s;
-	(void)sc;
-	return atomic_load(&sj.pool);
-}
-
-static unsigned long sj_scan(struct rcl_shrinker *s,
-			     struct rcl_shrink_control *sc)
-{
-	unsigned long n = sc->nr_to_scan, have = atomic_load(&sj.pool);
-
-	(void)s;
-	if (!atomic_exchange(&sj.x_in_scan, 1))	/* inside X's action */
-		atomic_store(&sj.del_ret, rcl_lruvec_del_wait(&sj.lv, &sj.node));
-	if (n > have)
-		n = have;
-	atomic_fetch_sub(&sj.pool, n);
-	(void)rcl_domain_uncharge(sj.d, n);
-	sc->nr_scanned = n;
-	return n;
-}
-
 static enum rcl_evict_status sj_evict(struct rcl_lru_node *n,
 				      struct rcl_evict_control *ctl)
 {
 	(void)n;
 	(void)ctl;
-	atomic_store(&sj.in_evict, 1);
-	(void)wait_flag(&sj.go_stop, 20000);
-	atomic_store(&sj.stop_ret, rcl_pressure_stop(sj.a));
-	atomic_store(&sj.stop_done, 1);
+	atomic_store(&dw.in_evict, 1);
+	(void)wait_flag(&dw.go_stop, 20000);
+	atomic_store(&dw.stop_ret, rcl_pressure_stop(dw.a));
+	atomic_store(&dw.stop_done, 1);
 	return RCL_EVICT_BUSY;	/* kept: put back */
-}
-
-static void *sj_shrink_main(void *arg)
-{
-	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
-					     .nr_to_scan = 1,
-					     .priority = 12,
-					     .context = RCL_CTX_CAPABLE };
-
-	(void)arg;
-	T_EQ(rcl_lruvec_shrink_inactive(&sj.lv, &sc), 0);
-	return NULL;
 }
 
 static void *sj_gate_main(void *arg)
 {
 	(void)arg;
 	sj_gated = true;
-	T_EQ(rcl_pressure_add_manual(sj.a) >= 0, 1);
+	T_EQ(rcl_pressure_add_manual(dw.a) >= 0, 1);
 	return NULL;
 }
 
 static void *sj_notify_main(void *arg)
 {
 	(void)arg;
-	atomic_store(&sj.x_ret,
-		     rcl_pressure_notify(sj.a, sj.src, RCL_PRESSURE_CRITICAL));
-	atomic_store(&sj.x_done, 1);
+	atomic_store(&dw.x_ret,
+		     rcl_pressure_notify(dw.a, dw.src, RCL_PRESSURE_CRITICAL));
+	atomic_store(&dw.x_done, 1);
 	return NULL;
 }
 
 static void test_pressure_stop_from_a_callback_does_not_wait_for_a_queued_action(void **state)
 {
-	static const struct rcl_shrinker_ops sops = {
-		.count_objects = sj_count, .scan_objects = sj_scan
-	};
 	static const struct rcl_lruvec_ops lops = { .evict = sj_evict };
 	static const struct rcl_clock gclock = { sj_now, sj_wait, NULL };
-	struct rcl_domain_config dc = { .budget = 1000,
-					.allocator = &test_allocator };
-	struct rcl_lruvec_config lc = { .ops = &lops };
-	struct rcl_shrinker_config shc = { .ops = &sops, .name = "pool",
-					   .seeks = RCL_DEFAULT_SEEKS };
-	struct rcl_pressure_config pc = { 0 };
 	struct timespec ms50 = { 0, 50000000 }, ms1500 = { 1, 500000000 };
-	struct rcl_shrinker *sh;
 	pthread_t ts, tw, tx;
 	int stop_ret;
 
 	(void)state;
-	memset(&sj, 0, sizeof(sj));
-	atomic_store(&sj.pool, 400);
-	atomic_store(&sj.stop_ret, 1);
-	atomic_store(&sj.del_ret, 1);
-	atomic_store(&sj.x_ret, 1);
-	assert_int_equal(rcl_domain_new(&dc, &sj.d), 0);
-	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(sj.d), &shc, &sh), 0);
-	assert_int_equal(rcl_shrinker_register(sh), 0);
-	assert_int_equal(rcl_domain_charge(sj.d, 400, 0, NULL), 0);
-	pc.domain = sj.d;
-	pc.clock = &gclock;
-	pc.flags = RCL_PRESSURE_NO_TRIM;
-	pc.allocator = &test_allocator;
-	assert_int_equal(rcl_pressure_new(&pc, &sj.a), 0);
-	sj.src = rcl_pressure_add_manual(sj.a);
-	assert_true(sj.src >= 0);
-	assert_int_equal(rcl_lruvec_init(&sj.lv, &lc), 0);
-	rcl_lru_node_init(&sj.node);
-	assert_int_equal(rcl_lruvec_add(&sj.lv, &sj.node, RCL_LRU_FILE, 1,
-					RCL_LRU_ADD_NOBATCH), 0);
-	assert_int_equal(rcl_pressure_start(sj.a), 0);
+	dw_init(&lops, &gclock);
+	assert_int_equal(rcl_pressure_start(dw.a), 0);
 	/* S: its evict callback holds the node. */
-	assert_int_equal(pthread_create(&ts, NULL, sj_shrink_main, NULL), 0);
-	assert_true(wait_flag(&sj.in_evict, 10000));
+	assert_int_equal(pthread_create(&ts, NULL, dw_shrink_main, NULL), 0);
+	assert_true(wait_flag(&dw.in_evict, 10000));
 	/* W: holds the monitor's mutex inside the clock. */
 	assert_int_equal(pthread_create(&tw, NULL, sj_gate_main, NULL), 0);
-	assert_true(wait_flag(&sj.w_in_gate, 10000));
+	assert_true(wait_flag(&dw.w_in_gate, 10000));
 	/* S: takes the action lock, then waits for the mutex. */
-	atomic_store(&sj.go_stop, 1);
+	atomic_store(&dw.go_stop, 1);
 	nanosleep(&ms50, NULL);
 	/* X queues on the action lock; the thread's 1 s wait ends, it too. */
 	assert_int_equal(pthread_create(&tx, NULL, sj_notify_main, NULL), 0);
 	nanosleep(&ms1500, NULL);
-	atomic_store(&sj.gate_open, 1);
-	if (!wait_flag(&sj.stop_done, 20000) || !wait_flag(&sj.x_done, 20000))
+	atomic_store(&dw.gate_open, 1);
+	if (!wait_flag(&dw.stop_done, 20000) || !wait_flag(&dw.x_done, 20000))
 		fail_msg("a stop from a callback, a queued notify and the "
 			 "library thread deadlocked (stop returned %d, notify "
 			 "returned %d, notify's action in del_wait %d)",
-			 atomic_load(&sj.stop_done), atomic_load(&sj.x_done),
-			 atomic_load(&sj.x_in_scan) &&
-				 atomic_load(&sj.del_ret) == 1);
+			 atomic_load(&dw.stop_done), atomic_load(&dw.x_done),
+			 atomic_load(&dw.in_scan) &&
+				 atomic_load(&dw.del_ret) == 1);
 	assert_int_equal(pthread_join(ts, NULL), 0);
 	assert_int_equal(pthread_join(tw, NULL), 0);
 	assert_int_equal(pthread_join(tx, NULL), 0);
-	assert_int_equal(atomic_load(&sj.x_ret), 0);
-	assert_int_equal(atomic_load(&sj.del_ret), 0);
-	stop_ret = atomic_load(&sj.stop_ret);
+	assert_int_equal(atomic_load(&dw.x_ret), 0);
+	assert_int_equal(atomic_load(&dw.del_ret), 0);
+	stop_ret = atomic_load(&dw.stop_ret);
 	assert_true(stop_ret == 0 || stop_ret == -EBUSY);
 	/* Stopped (or, refused, still running): stop from here ends it. */
-	assert_int_equal(rcl_pressure_start(sj.a), stop_ret ? -EBUSY : 0);
-	assert_int_equal(rcl_pressure_stop(sj.a), 0);
-	assert_int_equal(rcl_pressure_free(sj.a), 0);
-	assert_int_equal(rcl_lruvec_destroy(&sj.lv), 0);
-	assert_int_equal(rcl_shrinker_free(sh), 0);
-	assert_int_equal(rcl_domain_free(sj.d), 0);
+	assert_int_equal(rcl_pressure_start(dw.a), stop_ret ? -EBUSY : 0);
+	assert_int_equal(rcl_pressure_stop(dw.a), 0);
+	dw_fini();
 }
 
 /*
