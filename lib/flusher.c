@@ -751,6 +751,8 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
  */
 RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 {
+	/* Its join is not a cancellation point (lib/internal.h). */
+	RCL__CANCEL_OFF_SCOPE();
 	pthread_t t;
 
 	if (!d)

@@ -1337,8 +1337,12 @@ static int dispatch_events(struct rcl_pressure *p,
 	bool fd_mode;
 	uint64_t now;
 
-	if (!act_lock(p))
+	if (!act_lock(p)) {
+		/* The library thread gave up its wait for a stop: no refusal. */
+		if (tls_thread_of == p && atomic_load(&p->stop))
+			return 0;
 		return RCL__REFUSE(-EBUSY, ACT_BUSY);
+	}
 	/*
 	 * The library thread does not act once a stop is set: a stop from a
 	 * callback sets it under p->act and then joins, and must not wait for
@@ -1609,7 +1613,14 @@ RCL_API int rcl_pressure_free(struct rcl_pressure *p)
 	close_fd(&p->epfd);
 	atomic_fetch_sub(&p->d->nr_monitors, 1);
 	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->act_cond);
+	/*
+	 * In a child after fork(), the condition may still count a parent
+	 * thread that waited on it, and glibc's destroy would wait for that
+	 * thread for ever: the child leaves it as it is (its memory is freed
+	 * with the monitor, never used again).
+	 */
+	if (p->pid == getpid())
+		pthread_cond_destroy(&p->act_cond);
 	pthread_mutex_destroy(&p->act_mutex);
 	pthread_mutex_destroy(&p->join);
 	a = p->alloc;

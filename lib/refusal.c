@@ -62,9 +62,13 @@ int rcl__refuse(const char *func, int err, const char *rule)
 	tls_has_reason = true;
 	log = atomic_load_explicit(&refusal_log, memory_order_acquire);
 	if (log && !tls_in_hook) {
+		/* Some refusals hold a lock: not a cancellation point. */
+		int cs = rcl__cancel_off();
+
 		tls_in_hook = true;
 		log->fn(log->arg, func, err, rule);
 		tls_in_hook = false;
+		rcl__cancel_restore(cs);
 	}
 	return err;
 }

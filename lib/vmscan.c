@@ -898,6 +898,8 @@ RCL_API int rcl_domain_reclaimer_start(struct rcl_domain *d)
  */
 RCL_API int rcl_domain_reclaimer_stop(struct rcl_domain *d)
 {
+	/* Its join is not a cancellation point (lib/internal.h). */
+	RCL__CANCEL_OFF_SCOPE();
 	pthread_t t;
 
 	if (!d)

@@ -3414,6 +3414,83 @@ static void test_domain_cancel_in_reclaim_callback_leaves_no_pin(void **state)
 	assert_int_equal(rcl_domain_free(dcn.d), 0);
 }
 
+/*
+ * rcl_domain_reclaimer_stop()'s join is not a cancellation point either:
+ * a stopper cancelled there (the reclaimer inside an evict callback) left
+ * the stop and running flags set, so every later start said -EBUSY and
+ * every later stop waited for ever (a review's reproducer).  Now the
+ * request waits until the stop returns.
+ */
+static atomic_int rcs_in_cb, rcs_release;
+
+static enum rcl_evict_status rcs_evict(struct rcl_lru_node *n,
+				       struct rcl_evict_control *ctl)
+{
+	unsigned long spins;
+
+	(void)n;
+	(void)ctl;
+	atomic_store(&rcs_in_cb, 1);
+	for (spins = 0; !atomic_load(&rcs_release) && spins < 20000; spins++)
+		usleep(1000);
+	rcl_domain_uncharge(dcn.d, 1);
+	return RCL_EVICT_FREED;
+}
+
+static void *rcs_stopper(void *arg)
+{
+	(void)arg;
+	(void)rcl_domain_reclaimer_stop(dcn.d);
+	pthread_testcancel();	/* the thread's own: it ends here */
+	return NULL;
+}
+
+static void test_domain_reclaimer_stop_is_not_a_cancellation_point(void **state)
+{
+	static const struct rcl_lruvec_ops ops = { .evict = rcs_evict };
+	struct rcl_lruvec_config lc = { .ops = &ops };
+	struct rcl_domain_config cfg = { .budget = 256 };
+	static struct rcl_lru_node nodes[256];
+	struct timespec ms200 = { 0, 200000000 };
+	unsigned long spins;
+	void *ret = NULL;
+	pthread_t t;
+	int i;
+
+	(void)state;
+	memset(&dcn.lv, 0, sizeof(dcn.lv));
+	atomic_store(&rcs_in_cb, 0);
+	atomic_store(&rcs_release, 0);
+	assert_int_equal(rcl_domain_new(&cfg, &dcn.d), 0);
+	assert_int_equal(rcl_lruvec_init(&dcn.lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(dcn.d, &dcn.lv, 0), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(dcn.d), 0);
+	for (i = 0; i < 256; i++) {
+		rcl_lru_node_init(&nodes[i]);
+		assert_int_equal(rcl_lruvec_add(&dcn.lv, &nodes[i], RCL_LRU_FILE,
+						1, RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_domain_charge(dcn.d, 1, 0, NULL), 0);
+	}
+	assert_int_equal(rcl_domain_wakeup(dcn.d), 0);
+	for (spins = 0; !atomic_load(&rcs_in_cb) && spins < 20000; spins++)
+		usleep(1000);
+	assert_true(atomic_load(&rcs_in_cb));
+	assert_int_equal(pthread_create(&t, NULL, rcs_stopper, NULL), 0);
+	nanosleep(&ms200, NULL);	/* likely in the join by now */
+	assert_int_equal(pthread_cancel(t), 0);
+	atomic_store(&rcs_release, 1);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_true(ret == PTHREAD_CANCELED);
+	/* The stop was whole: a new reclaimer starts, and stops. */
+	assert_int_equal(rcl_domain_reclaimer_start(dcn.d), 0);
+	assert_int_equal(rcl_domain_reclaimer_stop(dcn.d), 0);
+	assert_int_equal(rcl_domain_detach(dcn.d, &dcn.lv), 0);
+	for (i = 0; i < 256; i++)
+		(void)rcl_lruvec_del(&dcn.lv, &nodes[i]);
+	assert_int_equal(rcl_lruvec_destroy(&dcn.lv), 0);
+	assert_int_equal(rcl_domain_free(dcn.d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3467,6 +3544,7 @@ int main(void)
 		cmocka_unit_test(test_domain_fork_from_a_callback_gives_back_other_pins),
 		cmocka_unit_test(test_domain_fork_from_a_pass_flush_wakeup_keeps_its_pin),
 		cmocka_unit_test(test_domain_cancel_in_reclaim_callback_leaves_no_pin),
+		cmocka_unit_test(test_domain_reclaimer_stop_is_not_a_cancellation_point),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2314,6 +2314,157 @@ static void test_pressure_stop_from_a_callback_does_not_wait_for_a_queued_action
 }
 
 /*
+ * The fixture of the next two tests: a notify in a helper thread whose
+ * action waits in an evict callback (holding the monitor's action lock)
+ * until ha.release is set.
+ */
+static struct {
+	struct rcl_domain *d;
+	struct rcl_lruvec lv;
+	struct rcl_lru_node nodes[200];
+	struct rcl_pressure *p;
+	int src;
+	pthread_t notifier;
+	atomic_int in_cb, release, refusals, dispatching;
+} ha;
+
+static enum rcl_evict_status ha_evict(struct rcl_lru_node *n,
+				      struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	atomic_store(&ha.in_cb, 1);
+	(void)wait_flag(&ha.release, 20000);
+	rcl_domain_uncharge(ha.d, 1);
+	return RCL_EVICT_FREED;
+}
+
+static void *ha_notify_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_pressure_notify(ha.p, ha.src, RCL_PRESSURE_CRITICAL), 0);
+	return NULL;
+}
+
+static void ha_init(void)
+{
+	static const struct rcl_lruvec_ops ops = { .evict = ha_evict };
+	struct rcl_lruvec_config lc = { .ops = &ops };
+	struct rcl_domain_config cfg = { .budget = 256 };
+	struct rcl_pressure_config pc = { 0 };
+	int i;
+
+	memset(&ha, 0, sizeof(ha));
+	assert_int_equal(rcl_domain_new(&cfg, &ha.d), 0);
+	assert_int_equal(rcl_lruvec_init(&ha.lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(ha.d, &ha.lv, 0), 0);
+	for (i = 0; i < 200; i++) {
+		rcl_lru_node_init(&ha.nodes[i]);
+		assert_int_equal(rcl_lruvec_add(&ha.lv, &ha.nodes[i],
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+		assert_int_equal(rcl_domain_charge(ha.d, 1, 0, NULL), 0);
+	}
+	pc.domain = ha.d;
+	pc.flags = RCL_PRESSURE_NO_TRIM;
+	assert_int_equal(rcl_pressure_new(&pc, &ha.p), 0);
+	ha.src = rcl_pressure_add_manual(ha.p);
+	assert_true(ha.src >= 0);
+	assert_int_equal(pthread_create(&ha.notifier, NULL, ha_notify_main,
+					NULL), 0);
+	assert_true(wait_flag(&ha.in_cb, 10000));	/* the action lock held */
+}
+
+static void ha_fini(void)
+{
+	atomic_store(&ha.release, 1);
+	assert_int_equal(pthread_join(ha.notifier, NULL), 0);
+	assert_int_equal(rcl_pressure_free(ha.p), 0);
+	assert_int_equal(rcl_domain_detach(ha.d, &ha.lv), 0);
+	for (int i = 0; i < 200; i++)
+		(void)rcl_lruvec_del(&ha.lv, &ha.nodes[i]);
+	assert_int_equal(rcl_lruvec_destroy(&ha.lv), 0);
+	assert_int_equal(rcl_domain_free(ha.d), 0);
+}
+
+/*
+ * A plain stop while the library thread waits for the action lock: the
+ * thread gives up its wait, and that is not a refusal (it reported "called
+ * from a callback while another thread acts" to the refusal hook: a
+ * review's reproducer).  The sleep only lets the thread's 1 s wait end, so
+ * that it waits for the lock; nothing asserted depends on it.
+ */
+static void ha_hook(void *arg, const char *func, int err, const char *rule)
+{
+	(void)arg;
+	(void)func;
+	(void)err;
+	(void)rule;
+	atomic_fetch_add(&ha.refusals, 1);
+}
+
+static void test_pressure_stop_of_a_thread_waiting_to_act_is_no_refusal(void **state)
+{
+	const struct rcl_refusal_log log = { ha_hook, NULL };
+	struct timespec ms1500 = { 1, 500000000 };
+
+	(void)state;
+	ha_init();
+	assert_int_equal(rcl_set_refusal_log(&log), 0);
+	assert_int_equal(rcl_pressure_start(ha.p), 0);
+	nanosleep(&ms1500, NULL);
+	assert_int_equal(rcl_pressure_stop(ha.p), 0);
+	assert_int_equal(rcl_set_refusal_log(NULL), 0);
+	assert_int_equal(atomic_load(&ha.refusals), 0);
+	ha_fini();
+}
+
+/*
+ * A child forked while a parent thread waits for the action lock frees its
+ * copy of the monitor.  glibc's pthread_cond_destroy() in the child waited
+ * for ever for that parent waiter (a review's reproducer).  The child now
+ * leaves the condition as it is.  The sleep only lets the dispatcher reach
+ * its wait; the child ends by its alarm if the free hangs.
+ */
+static void *ha_dispatch_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&ha.dispatching, 1);
+	T_EQ(rcl_pressure_dispatch(ha.p) >= 0, 1);
+	return NULL;
+}
+
+static void test_pressure_free_in_a_fork_child_while_the_parent_waits(void **state)
+{
+	struct timespec ms200 = { 0, 200000000 };
+	pthread_t td;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	ha_init();
+	assert_int_equal(pthread_create(&td, NULL, ha_dispatch_main, NULL), 0);
+	assert_true(wait_flag(&ha.dispatching, 10000));
+	nanosleep(&ms200, NULL);	/* it waits for the action lock */
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		_exit(rcl_pressure_free(ha.p) == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&ha.release, 1);
+	assert_int_equal(pthread_join(td, NULL), 0);
+	if (!WIFEXITED(st))
+		print_message("child ended by signal %d\n",
+			      WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	ha_fini();
+}
+
+/*
  * The same from the library thread: its action's evict callbacks cannot
  * stop or free the monitor (the thread would join itself).  Real clock,
  * interval 5 ms: the thread's first tick reads a cgroup whose working set
@@ -5025,6 +5176,8 @@ int main(void)
 		cmocka_unit_test(test_pressure_two_monitors_calling_each_other_do_not_deadlock),
 		cmocka_unit_test(test_pressure_evict_callback_of_a_direct_shrink_does_not_deadlock),
 		cmocka_unit_test(test_pressure_stop_from_a_callback_does_not_wait_for_a_queued_action),
+		cmocka_unit_test(test_pressure_stop_of_a_thread_waiting_to_act_is_no_refusal),
+		cmocka_unit_test(test_pressure_free_in_a_fork_child_while_the_parent_waits),
 		cmocka_unit_test(test_pressure_thread_callbacks_cannot_stop),
 		cmocka_unit_test(test_pressure_threads_stopping_each_other_do_not_deadlock),
 		cmocka_unit_test(test_pressure_cgroup_version_detection),

@@ -512,6 +512,78 @@ static void test_refusal_domain_tree(void **state)
 	rcl_clear_refusal();
 }
 
+/*
+ * The log hook of a refusal made under a library lock (a second
+ * rcl_domain_reclaimer_start(): -EBUSY under the domain's lock) reaches a
+ * cancellation point (pthread_testcancel(), as a write() to a log would).
+ * Before, a thread cancelled there kept the lock, and rcl_domain_wakeup()
+ * waited for ever (a review's reproducer).  The hook now runs with
+ * cancellation held off: the thread ends after the call, at its own
+ * cancellation point, and the lock is free.
+ */
+static struct rcl_domain *hook_d;
+static volatile int hook_calls, hook_woken;
+
+static void *hook_waker(void *arg)
+{
+	(void)arg;
+	if (rcl_domain_wakeup(hook_d) == 0)
+		__atomic_store_n(&hook_woken, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void cancel_hook(void *arg, const char *func, int err, const char *rule)
+{
+	(void)arg;
+	(void)func;
+	(void)err;
+	(void)rule;
+	__atomic_add_fetch(&hook_calls, 1, __ATOMIC_SEQ_CST);
+	pthread_cancel(pthread_self());
+	pthread_testcancel();	/* a cancellation point in the hook */
+}
+
+static void *hook_starter(void *arg)
+{
+	(void)arg;
+	(void)rcl_domain_reclaimer_start(hook_d);	/* -EBUSY: runs already */
+	pthread_testcancel();	/* the thread's own: it ends here */
+	return NULL;
+}
+
+static void test_refusal_log_hook_is_not_a_cancellation_point(void **state)
+{
+	const struct rcl_refusal_log log = { cancel_hook, NULL };
+	struct rcl_domain_config cfg = { .budget = 1u << 20 };
+	void *ret = NULL;
+	unsigned long spins;
+	pthread_t t, w;
+
+	(void)state;
+	hook_calls = 0;
+	hook_woken = 0;
+	assert_int_equal(rcl_domain_new(&cfg, &hook_d), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(hook_d), 0);
+	assert_int_equal(rcl_set_refusal_log(&log), 0);
+	assert_int_equal(pthread_create(&t, NULL, hook_starter, NULL), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_int_equal(rcl_set_refusal_log(NULL), 0);
+	assert_true(ret == PTHREAD_CANCELED);
+	assert_int_equal(hook_calls, 1);
+	/* The domain's lock is free: a wakeup returns (waited with a bound). */
+	assert_int_equal(pthread_create(&w, NULL, hook_waker, NULL), 0);
+	for (spins = 0; !__atomic_load_n(&hook_woken, __ATOMIC_SEQ_CST) &&
+			spins < 10000;
+	     spins++)
+		usleep(1000);
+	if (!hook_woken)
+		fail_msg("the thread cancelled in the refusal hook kept the "
+			 "domain's lock");
+	assert_int_equal(pthread_join(w, NULL), 0);
+	assert_int_equal(rcl_domain_free(hook_d), 0);
+	rcl_clear_refusal();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -520,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_refusal_log_hook),
 		cmocka_unit_test(test_refusal_pressure),
 		cmocka_unit_test(test_refusal_domain_tree),
+		cmocka_unit_test(test_refusal_log_hook_is_not_a_cancellation_point),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,7 +16,8 @@
  * cancellation point.  The calls that run the application's callbacks
  * (evict, evict_batch and batch_end, a shrinker's count and scan, write-back
  * write, sync and wakeup, a shadow limit's drop, an object cache's
- * destructor, a pressure monitor's trim hook) or wait hold the calling
+ * destructor, a pressure monitor's trim hook, the refusal log hook) or
+ * wait (among them the background threads' stop calls) hold the calling
  * thread's cancellation off while they do, because a thread cancelled there
  * would leave what the call holds (isolated objects, locks, pins, objects
  * under writeback) held for ever; a request made meanwhile acts at the
