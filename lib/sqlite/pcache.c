@@ -37,6 +37,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -123,6 +124,8 @@ struct rsq_cache {
 };
 
 #define RSQ_MIN_BUCKETS 64u
+/* xFetch flag 2: charges tried before SQLITE_NOMEM (rsq_page_new()). */
+#define RSQ_HARD_TRIES 16
 
 /* ------------------------------------------------------------------------- */
 /* Global state                                                               */
@@ -578,10 +581,25 @@ static struct rsq_page *rsq_page_new(struct rsq_cache *c, unsigned key,
 			rcl_domain_uncharge(d, c->charge);
 			err = -ENOMEM;
 		}
-		if (err != -ENOMEM || tries > 0 || !c->purgeable)
+		if (err != -ENOMEM)
 			break;
-		if (!rsq_self_shrink(c, 1))
+		if (create < 2) {
+			/* Cheap: one page of its own, once. */
+			if (tries > 0 || !c->purgeable || !rsq_self_shrink(c, 1))
+				break;
+			continue;
+		}
+		/*
+		 * Try hard (flag 2): a strict charge also fails while other
+		 * threads' reclaims hold the pages it would free isolated, or
+		 * their caches' mutexes (the evict callback only tries them).
+		 * That passes: after a page of its own, let them run, and try
+		 * again, a bounded number of times.
+		 */
+		if (tries >= RSQ_HARD_TRIES)
 			break;
+		if (!c->purgeable || !rsq_self_shrink(c, 1))
+			sched_yield();
 	}
 	if (err)
 		return NULL;
