@@ -125,7 +125,7 @@ struct rsq_cache {
 
 #define RSQ_MIN_BUCKETS 64u
 /* xFetch flag 2: charges tried before SQLITE_NOMEM (rsq_page_new()). */
-#define RSQ_HARD_TRIES 16
+#define RSQ_HARD_TRIES 4
 
 /* ------------------------------------------------------------------------- */
 /* Global state                                                               */
@@ -575,31 +575,33 @@ static struct rsq_page *rsq_page_new(struct rsq_cache *c, unsigned key,
 	if (c->purgeable && npages >= share && rsq_domain_tight(c->charge))
 		rsq_self_shrink(c, 4);
 
+	/*
+	 * On a refusal, a page of the cache's own goes and the charge is tried
+	 * again: once for flag 1.  Flag 2 (try hard) tries up to
+	 * RSQ_HARD_TRIES charges, each of which may reclaim: other threads'
+	 * reclaims may hold the pages a charge would free, or their caches'
+	 * mutexes (the evict callback only tries them), for a moment (four
+	 * connections in four threads on a strict domain failed a read so).
+	 * Between two, a page of its own goes, or, if none can, it yields to
+	 * them.  A domain that is truly full costs a failing fetch
+	 * RSQ_HARD_TRIES reclaims, against two before.  A cache that cannot
+	 * be purged (a memory or temp database) stops at the first refusal,
+	 * as before.
+	 */
 	for (tries = 0;; tries++) {
 		err = rcl_domain_charge(d, c->charge, ctx, &over);
 		if (err == 0 && over && create < 2) {
 			rcl_domain_uncharge(d, c->charge);
 			err = -ENOMEM;
 		}
-		if (err != -ENOMEM)
+		if (err != -ENOMEM || !c->purgeable ||
+		    tries >= (create < 2 ? 1 : RSQ_HARD_TRIES - 1))
 			break;
-		if (create < 2) {
-			/* Cheap: one page of its own, once. */
-			if (tries > 0 || !c->purgeable || !rsq_self_shrink(c, 1))
+		if (!rsq_self_shrink(c, 1)) {
+			if (create < 2)
 				break;
-			continue;
-		}
-		/*
-		 * Try hard (flag 2): a strict charge also fails while other
-		 * threads' reclaims hold the pages it would free isolated, or
-		 * their caches' mutexes (the evict callback only tries them).
-		 * That passes: after a page of its own, let them run, and try
-		 * again, a bounded number of times.
-		 */
-		if (tries >= RSQ_HARD_TRIES)
-			break;
-		if (!c->purgeable || !rsq_self_shrink(c, 1))
 			sched_yield();
+		}
 	}
 	if (err)
 		return NULL;
