@@ -692,7 +692,7 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			 * between.  Not a cancellation point: a thread
 			 * cancelled in the wait would die holding the lock.
 			 */
-			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+			cs = rcl__cancel_off();
 			atomic_fetch_add_explicit(&lv->__nr_waiters, 1,
 						  memory_order_relaxed);
 			while (node_held(lv, f)) {
@@ -701,7 +701,7 @@ static int do_del(struct rcl_lruvec *lv, struct rcl_lru_node *node, bool wait)
 			}
 			atomic_fetch_sub_explicit(&lv->__nr_waiters, 1,
 						  memory_order_relaxed);
-			pthread_setcancelstate(cs, NULL);
+			rcl__cancel_restore(cs);
 		}
 		if (node_held(lv, f)) {
 			rcl__lruvec_unlock(lv);
@@ -1079,14 +1079,14 @@ static int wait_evicting_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node
 		return rcl__refuse("rcl_lruvec_set_dirty", -EDEADLK,
 				   "would wait for a node in an evict callback's hands from an evict callback");
 	/* Not a cancellation point: see do_del(). */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+	cs = rcl__cancel_off();
 	atomic_fetch_add_explicit(&lv->__nr_waiters, 1, memory_order_relaxed);
 	while (node_on(lv, f, F_ISOLATED) && (f & F_EVICTING)) {
 		rcl__lruvec_wait_putback(lv);
 		f = node_flags(node);
 	}
 	atomic_fetch_sub_explicit(&lv->__nr_waiters, 1, memory_order_relaxed);
-	pthread_setcancelstate(cs, NULL);
+	rcl__cancel_restore(cs);
 	*fp = f;
 	return 0;
 }

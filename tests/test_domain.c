@@ -3016,16 +3016,6 @@ static void test_domain_reclaim_from_nested_pass_refused(void **state)
 #define FORK_CHILD_THREADS 1
 #endif
 
-/* A forked child's wait status: it exited, with 0 (not by a signal). */
-static void assert_child_exited_ok(int st)
-{
-	if (!WIFEXITED(st))
-		print_message("child ended by signal %d\n",
-			      WIFSIGNALED(st) ? WTERMSIG(st) : -1);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-}
-
 static int fork_write(void *priv, struct rcl_lru_node *node)
 {
 	(void)priv;
@@ -3067,7 +3057,7 @@ static void test_domain_fork_child_has_no_threads(void **state)
 		_exit(ok ? 0 : 1);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_child_exited_ok(st);
+	ASSERT_CHILD_EXITED_OK(st);
 	/* The parent's threads are still there, and stop. */
 	assert_int_equal(rcl_domain_wakeup(d), 0);
 	assert_int_equal(rcl_domain_free(d), 0);
@@ -3139,7 +3129,7 @@ static void test_domain_fork_child_detaches_during_parent_pass(void **state)
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	atomic_store(&forkpin_release, 1);
-	assert_child_exited_ok(st);
+	ASSERT_CHILD_EXITED_OK(st);
 	/* The parent's pass ends; its detach waits for it as before. */
 	assert_int_equal(rcl_domain_reclaimer_stop(forkpin_d), 0);
 	assert_int_equal(rcl_domain_detach(forkpin_d, lv), 0);
@@ -3231,7 +3221,7 @@ static void test_domain_fork_from_a_callback_gives_back_other_pins(void **state)
 	assert_true(forkx_pid > 0);
 	assert_int_equal(waitpid(forkx_pid, &st, 0), forkx_pid);
 	atomic_store(&forkpin_release, 1);
-	assert_child_exited_ok(st);
+	ASSERT_CHILD_EXITED_OK(st);
 	/* The parent's detaches wait for its passes as before. */
 	assert_int_equal(rcl_domain_reclaimer_stop(forkpin_d), 0);
 	assert_int_equal(rcl_domain_detach(forkpin_d, &ylv), 0);
@@ -3313,7 +3303,7 @@ static void test_domain_fork_from_a_pass_flush_wakeup_keeps_its_pin(void **state
 		_exit(rcl_domain_detach(forkw_d, &lv) == 0 ? 0 : 1);
 	assert_true(forkw_pid > 0);
 	assert_int_equal(waitpid(forkw_pid, &st, 0), forkw_pid);
-	assert_child_exited_ok(st);
+	ASSERT_CHILD_EXITED_OK(st);
 	assert_int_equal(rcl_domain_detach(forkw_d, &lv), 0);
 	for (i = 0; i < 64; i++)
 		(void)rcl_lruvec_del(&lv, &nodes[i]);

@@ -2456,11 +2456,7 @@ static void test_pressure_free_in_a_fork_child_while_the_parent_waits(void **sta
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	atomic_store(&ha.release, 1);
 	assert_int_equal(pthread_join(td, NULL), 0);
-	if (!WIFEXITED(st))
-		print_message("child ended by signal %d\n",
-			      WIFSIGNALED(st) ? WTERMSIG(st) : -1);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	ASSERT_CHILD_EXITED_OK(st);
 	ha_fini();
 }
 

@@ -26,6 +26,20 @@
 #define T_NE(a, b) T_CHECK((long long)(a) != (long long)(b))
 #define T_PEQ(a, b) T_CHECK((const void *)(a) == (const void *)(b))
 
+/*
+ * A forked child's wait status @st: it exited, with 0 (not by a signal).
+ * cmocka's assertions: for the test's own thread, in a file that includes
+ * <cmocka.h>.
+ */
+#define ASSERT_CHILD_EXITED_OK(st)                                            \
+	do {                                                                  \
+		if (!WIFEXITED(st))                                           \
+			print_message("child ended by signal %d\n",           \
+				      WIFSIGNALED(st) ? WTERMSIG(st) : -1);   \
+		assert_true(WIFEXITED(st));                                   \
+		assert_int_equal(WEXITSTATUS(st), 0);                         \
+	} while (0)
+
 /* splitmix64: the stress tests' seeded, per-thread random numbers. */
 static inline uint64_t rng_next(uint64_t *s)
 {
