@@ -786,9 +786,13 @@ static void op_insert(const uint8_t *a, bool weird)
 	g_dctx = D_RECLAIM;	/* the charge may reclaim */
 	g_dtor_destroy_other = a[3] & 4;
 	rcl_clear_refusal();
+	/* Without @existing a lost race must pin nothing. */
 	rc = rcl_objcache_insert(hc->c, &o->node,
 				 o->st == O_FREE ? o->key : key_bytes(k),
-				 key_len(k), w, ctx, tok, &ex);
+				 key_len(k), w, ctx, tok,
+				 (a[3] & 0x10) ? NULL : &ex);
+	if (a[3] & 0x10)
+		ex = NULL;	/* nothing to hand back into */
 	g_dctx = D_NONE;
 	g_dtor_destroy_other = false;
 	CHECK_REASON(rc, "rcl_objcache_insert");
@@ -806,10 +810,12 @@ static void op_insert(const uint8_t *a, bool weird)
 	      (int)(o - pool), k, (unsigned long long)w,
 	      (unsigned long long)hc->meta, rc, want);
 	if (rc == -EEXIST) {
-		CHECK(ex == &present->node, "-EEXIST hands back obj %d, got %p",
+		CHECK((a[3] & 0x10) || ex == &present->node,
+		      "-EEXIST hands back obj %d, got %p",
 		      (int)(present - pool), (void *)ex);
 		CHECK(rcl_domain_usage(g_dom) == before, "-EEXIST charged");
-		present->pins++;
+		if (!(a[3] & 0x10))
+			present->pins++;
 		hc->m.lost_races++;
 		return;
 	}

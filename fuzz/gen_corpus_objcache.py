@@ -42,11 +42,13 @@ def op(name, a=0, b=0, c=0, d=0):
     return bytes([OP[name], a & 255, b & 255, c & 255, d & 255])
 
 
-def ins(obj, key, w=3, cache=0, tok=0, ctx=True, put=False, init=False):
-    """tok: 0 none, 1 this key's, 2 another key's, 3 another cache's"""
+def ins(obj, key, w=3, cache=0, tok=0, ctx=True, put=False, init=False,
+        noex=False):
+    """tok: 0 none, 1 this key's, 2 another key's, 3 another cache's;
+    noex: no @existing (a lost race then pins nothing)"""
     return op("INSERT", obj, (key << 1) | cache,
               ((w - 1) & 15) | (0 if ctx else 0x10) | (tok << 5),
-              (8 if put else 0) | (2 if init else 0))
+              (8 if put else 0) | (2 if init else 0) | (0x10 if noex else 0))
 
 
 def get(key, cache=0, keep=True):
@@ -70,6 +72,12 @@ seed("basic",
 seed("lost-race",
      ins(0, 5, put=True) + ins(1, 5) + ins(2, 5, put=True) + op("PUT", 0) +
      op("PUT", 0) + op("PUT", 1))
+
+# 2b. lost races without @existing: nothing pinned, the winner reclaimable
+seed("lost-race-no-existing",
+     ins(0, 5, put=True) + ins(1, 5, noex=True) + ins(2, 5, noex=True) +
+     op("PUT", 0) + op("RECLAIM", 7) + ins(3, 5, put=True, noex=True) +
+     op("STATS", 1))
 
 # 3. strict domain under pressure: inserts evict, a charge fails
 seed("pressure",

@@ -304,49 +304,57 @@ static void oc_unlink_locked(struct oc_shard *sh, struct rcl_objcache_node *n)
 }
 
 /*
- * Double the table once a shard holds as many objects as buckets, and the
- * shadow table with it.  A failed allocation is harmless: chains grow
- * longer until the next insert succeeds in growing it.
+ * Double the table once a shard holds as many objects as buckets, and bring
+ * the shadow table to as many slots as buckets.  A failed allocation is
+ * harmless: chains grow longer (or shadows collide more) until a later
+ * insert succeeds in growing it.  The shadows catch up on their own: after a
+ * failed shadow allocation the next insert tries again, whether or not the
+ * buckets grow then (they may be at OC_MAX_TABLE already).
  */
 static void oc_maybe_grow_locked(struct rcl_objcache *c, struct oc_shard *sh)
 {
 	size_t nb = sh->mask + 1, i;
 	struct rcl_objcache_node **nbk;
 
-	if (sh->st.objects < nb || nb >= OC_MAX_TABLE)
-		return;
-	nbk = oc_zalloc(c, 2 * nb * sizeof(*nbk));
-	if (!nbk)
-		return;
-	for (i = 0; i < nb; i++) {
-		struct rcl_objcache_node *n = sh->buckets[i], *next;
+	if (sh->st.objects >= nb && nb < OC_MAX_TABLE) {
+		nbk = oc_zalloc(c, 2 * nb * sizeof(*nbk));
+		if (!nbk)
+			return;
+		for (i = 0; i < nb; i++) {
+			struct rcl_objcache_node *n = sh->buckets[i], *next;
 
-		for (; n; n = next) {
-			struct rcl_objcache_node **pp = &nbk[n->__hash & (2 * nb - 1)];
+			for (; n; n = next) {
+				struct rcl_objcache_node **pp =
+					&nbk[n->__hash & (2 * nb - 1)];
 
-			next = n->__hnext;
-			n->__hnext = *pp;
-			*pp = n;
+				next = n->__hnext;
+				n->__hnext = *pp;
+				*pp = n;
+			}
 		}
+		oc_free(c, sh->buckets);
+		sh->buckets = nbk;
+		sh->mask = 2 * nb - 1;
 	}
-	oc_free(c, sh->buckets);
-	sh->buckets = nbk;
-	sh->mask = 2 * nb - 1;
 
-	if (sh->shadows && sh->smask + 1 < 2 * nb) {
-		size_t ns = sh->smask + 1;
-		struct oc_shadow *nsh = oc_zalloc(c, 2 * ns * sizeof(*nsh));
+	if (sh->shadows && sh->smask < sh->mask) {
+		size_t ns = sh->smask + 1, to = sh->mask + 1;
+		struct oc_shadow *nsh = oc_zalloc(c, to * sizeof(*nsh));
 
 		if (!nsh)
 			return;
-		/* Slot i goes to i or i + ns: doubling never collides. */
+		/*
+		 * Both sizes are powers of two and @to is a multiple of @ns:
+		 * slot i's entry (hash = i mod ns) goes to hash mod @to, and
+		 * two slots never meet.
+		 */
 		for (i = 0; i < ns; i++)
 			if (sh->shadows[i].shadow)
-				nsh[sh->shadows[i].hash & (2 * ns - 1)] =
+				nsh[sh->shadows[i].hash & (to - 1)] =
 					sh->shadows[i];
 		oc_free(c, sh->shadows);
 		sh->shadows = nsh;
-		sh->smask = 2 * ns - 1;
+		sh->smask = to - 1;
 		sh->hand &= sh->smask;
 	}
 }
@@ -784,6 +792,23 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 /* Operations                                                                 */
 /* ------------------------------------------------------------------------- */
 
+/*
+ * Pin an object found in the index (shard lock held).  Every pin is taken
+ * under the shard lock and the lock-free puts only lower the count, so the
+ * check cannot be overtaken: the count never carries into OC_HASHED.  An
+ * object with OC_COUNT references (the index's and 2^31 - 2 pins: a pin
+ * leak) takes no more.
+ */
+static bool oc_pin_locked(struct rcl_objcache_node *n)
+{
+	uint32_t w = atomic_load_explicit(&n->__refs, memory_order_relaxed);
+
+	if (unlikely((w & OC_COUNT) == OC_COUNT))
+		return false;
+	atomic_fetch_add_explicit(&n->__refs, 1, memory_order_relaxed);
+	return true;
+}
+
 struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *c,
 					   const void *key, size_t len,
 					   struct rcl_objcache_miss *miss)
@@ -802,8 +827,14 @@ struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *c,
 	sh = oc_shard_of(c, h);
 	oc_lock(sh);
 	n = oc_find_locked(c, sh, h, key, len);
+	if (unlikely(n != NULL && !oc_pin_locked(n))) {
+		/* Pinned 2^31 - 2 times already: refused, as bad input. */
+		oc_unlock(sh);
+		if (miss)
+			memset(miss, 0, sizeof(*miss));
+		return NULL;
+	}
 	if (likely(n != NULL)) {
-		atomic_fetch_add_explicit(&n->__refs, 1, memory_order_relaxed);
 		sh->st.hits++;
 		oc_unlock(sh);
 		/* Pinned: it cannot go.  -ENOENT: a del took it off already. */
@@ -828,20 +859,20 @@ struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *c,
 	return NULL;
 }
 
-/* Pin an object found under the shard lock (a lost race's winner). */
 /*
  * An insert's look for its key (shard lock held): the object already
- * cached, pinned and counted as a lost race; or NULL.
+ * cached, counted as a lost race, and pinned unless it holds as many pins
+ * as its word can count (*@pinned says which); or NULL.
  */
 static struct rcl_objcache_node *oc_find_winner_locked(struct rcl_objcache *c,
 						       struct oc_shard *sh,
 						       uint64_t h, const void *key,
-						       size_t len)
+						       size_t len, bool *pinned)
 {
 	struct rcl_objcache_node *e = oc_find_locked(c, sh, h, key, len);
 
 	if (e) {
-		atomic_fetch_add_explicit(&e->__refs, 1, memory_order_relaxed);
+		*pinned = oc_pin_locked(e);
 		sh->st.lost_races++;
 	}
 	return e;
@@ -856,6 +887,7 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	struct oc_shard *sh;
 	unsigned outcome = 0;
 	uint64_t h, shadow = 0, charge;
+	bool pinned = false;
 	int err;
 
 	if (existing)
@@ -895,7 +927,7 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	    atomic_load_explicit(&sh->ins_seq, memory_order_acquire) !=
 		    miss->__seq) {
 		oc_lock(sh);
-		e = oc_find_winner_locked(c, sh, h, key, len);
+		e = oc_find_winner_locked(c, sh, h, key, len, &pinned);
 		oc_unlock(sh);
 		if (e)
 			goto lost;
@@ -913,7 +945,7 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 			 * before the charge is still the documented lost race,
 			 * not a failed charge.
 			 */
-			e = oc_find_winner_locked(c, sh, h, key, len);
+			e = oc_find_winner_locked(c, sh, h, key, len, &pinned);
 			if (!e)
 				sh->st.charge_failures++;
 			oc_unlock(sh);
@@ -924,7 +956,7 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	}
 
 	oc_lock(sh);
-	e = oc_find_winner_locked(c, sh, h, key, len);
+	e = oc_find_winner_locked(c, sh, h, key, len, &pinned);
 	if (e) {
 		oc_unlock(sh);
 		rcl_domain_uncharge(c->d, charge);
@@ -967,9 +999,14 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	oc_reap(c, reap);
 	return 0;
 lost:
+	if (!pinned)
+		return existing ? RCL__REFUSE(-EOVERFLOW, "the object already cached holds 2^31 - 2 pins (a pin leak)")
+				: -EEXIST;
 	rcl_lruvec_mark_accessed(&sh->lv, &e->__lru);
 	if (existing)
 		*existing = e;
+	else
+		rcl_objcache_put(c, e);	/* nobody to hand the pin to */
 	return -EEXIST;
 }
 

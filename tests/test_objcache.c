@@ -1365,12 +1365,147 @@ static void test_objcache_meta_charge_reclaims_by_charge(void **state)
 	assert_true(with_meta < 100);		/* reclaim's batches, no more */
 }
 
+/*
+ * A lost race with @existing NULL hands nothing back, so it must pin
+ * nothing: the cached object stays reclaimable and destroy succeeds.
+ */
+static void test_objcache_lost_race_without_existing_pins_nothing(void **state)
+{
+	struct fx *f = fx_new(1 << 20, 2, false);
+	struct rcl_reclaim_result res;
+	struct tobj *a = insert_new(f, "k", 100), *b = tobj_new("k");
+
+	(void)state;
+	put(f, a);
+	assert_int_equal(rcl_objcache_insert(f->c, &b->node, b->key, 1, 50,
+					     RCL_CTX_CAPABLE, NULL, NULL), -EEXIST);
+	tobj_free(b);
+	assert_int_equal(stats(f).lost_races, 1);
+	/* Only the index holds it: a put is one too many. */
+	assert_int_equal(rcl_objcache_put(f->c, &a->node), -EINVAL);
+	reclaim_all(f, &res);
+	assert_int_equal(rcl_domain_usage(f->d), 0);
+	assert_int_equal(atomic_load(&live), 0);
+	fx_free(f);
+}
+
+/*
+ * The reference word counts 2^31 - 2 pins besides the index's; a get or a
+ * lost race past that is refused (a pin leak), never carried into the
+ * "hashed" bit.  White-box: the word is set near the limit directly, since
+ * taking 2^31 pins one by one takes minutes.
+ */
+static void test_objcache_pin_count_is_bounded(void **state)
+{
+	const uint32_t hashed = 1u << 31, full = hashed - 1;
+	struct fx *f = fx_new(1 << 20, 1, false);
+	struct rcl_objcache_miss miss;
+	struct rcl_objcache_node *ex;
+	struct tobj *a = insert_new(f, "k", 100), *b = tobj_new("k");
+
+	(void)state;
+	put(f, a);
+	atomic_store(&a->node.__refs, hashed | (full - 1));
+	assert_ptr_equal(rcl_objcache_get(f->c, "k", 1, NULL), &a->node);
+	assert_int_equal(atomic_load(&a->node.__refs), hashed | full);
+	/* Full: refused, the miss token cleared, the object unchanged. */
+	memset(&miss, 0xa5, sizeof(miss));
+	assert_null(rcl_objcache_get(f->c, "k", 1, &miss));
+	assert_false(miss.refault);
+	assert_int_equal(atomic_load(&a->node.__refs), hashed | full);
+	ex = &b->node;
+	assert_int_equal(rcl_objcache_insert(f->c, &b->node, b->key, 1, 50,
+					     RCL_CTX_CAPABLE, NULL, &ex), -EOVERFLOW);
+	assert_null(ex);
+	assert_int_equal(rcl_objcache_insert(f->c, &b->node, b->key, 1, 50,
+					     RCL_CTX_CAPABLE, NULL, NULL), -EEXIST);
+	assert_int_equal(atomic_load(&a->node.__refs), hashed | full);
+	assert_int_equal(rcl_domain_usage(f->d), 100);
+	tobj_free(b);
+	/* Puts bring it down as usual. */
+	assert_int_equal(rcl_objcache_put(f->c, &a->node), 0);
+	assert_int_equal(atomic_load(&a->node.__refs), hashed | (full - 1));
+	atomic_store(&a->node.__refs, hashed | 1);	/* the leaked pins */
+	fx_free(f);
+}
+
+/* An allocator that records the sizes asked for and fails one of them. */
+static size_t rec_sizes[64];
+static unsigned rec_nr, rec_fail_at = ~0u;
+
+static void *rec_alloc(void *ctx, size_t n)
+{
+	unsigned i = rec_nr++;
+
+	(void)ctx;
+	if (i < 64)
+		rec_sizes[i] = n;
+	return i == rec_fail_at ? NULL : malloc(n);
+}
+
+static void rec_free(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
+}
+
+/*
+ * The shadow table has as many slots as the shard has buckets ("grown with
+ * it"): after a failed shadow allocation the next insert catches up, and
+ * later doublings keep the two equal.  8 buckets of 8 bytes, 8 slots of 16.
+ */
+static void test_objcache_shadow_table_catches_up(void **state)
+{
+	static const struct rcl_allocator al = { .alloc = rec_alloc,
+						 .free = rec_free };
+	struct fx *f = fx_new(1 << 20, 1, false);
+	struct rcl_objcache_config cc = { .ops = &t_ops, .seed = 42,
+					  .nr_shards = 1, .nr_buckets = 8,
+					  .allocator = &al };
+	unsigned i, base, n;
+	char k[8];
+
+	(void)state;
+	assert_int_equal(rcl_objcache_destroy(f->c), 0);
+	rec_nr = 0;
+	rec_fail_at = ~0u;
+	assert_int_equal(rcl_objcache_new(f->d, &cc, &f->c), 0);
+	base = rec_nr;
+	rec_fail_at = base + 1;		/* the shadows' first growth */
+	for (i = 0; i < 9; i++) {
+		snprintf(k, sizeof(k), "%u", i);
+		put(f, insert_new(f, k, 1));
+	}
+	/* At the 9th insert: buckets to 16 (128 bytes), shadows (256) fail. */
+	assert_int_equal(rec_nr, base + 2);
+	assert_int_equal(rec_sizes[base], 16 * sizeof(void *));
+	assert_int_equal(rec_sizes[base + 1], 16 * 16);
+	/* The next insert does not grow the buckets but brings the shadows up. */
+	put(f, insert_new(f, "9", 1));
+	assert_int_equal(rec_nr, base + 3);
+	assert_int_equal(rec_sizes[base + 2], 16 * 16);
+	for (i = 10; i < 17; i++) {
+		snprintf(k, sizeof(k), "%u", i);
+		put(f, insert_new(f, k, 1));
+	}
+	/* The 17th: both to 32. */
+	n = rec_nr;
+	assert_int_equal(n, base + 5);
+	assert_int_equal(rec_sizes[base + 3], 32 * sizeof(void *));
+	assert_int_equal(rec_sizes[base + 4], 32 * 16);
+	fx_free(f);
+	rec_fail_at = ~0u;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_objcache_node_size_is_documented),
 		cmocka_unit_test(test_objcache_hit_and_miss),
 		cmocka_unit_test(test_objcache_lost_insert_race),
+		cmocka_unit_test(test_objcache_lost_race_without_existing_pins_nothing),
+		cmocka_unit_test(test_objcache_pin_count_is_bounded),
+		cmocka_unit_test(test_objcache_shadow_table_catches_up),
 		cmocka_unit_test(test_objcache_charge_failure_changes_nothing),
 		cmocka_unit_test(test_objcache_weight_is_one_value),
 		cmocka_unit_test(test_objcache_meta_charge_is_charged),

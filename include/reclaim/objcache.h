@@ -178,7 +178,9 @@
  * Synchronization.  Every function is thread-safe unless the table says
  * otherwise.  "shard" is the mutex of the shard the key hashes to; a shard
  * lock is never held while the library calls the application, except
- * around the for-each callback and the hash/eq callbacks.
+ * around the for-each callback, the hash/eq callbacks, and the @allocator's
+ * calls that grow a shard's tables (so an allocator must not take a lock
+ * that a thread may hold around a call of this cache).
  *
  * =================================  ==========================================
  * function                           locks taken
@@ -495,8 +497,10 @@ RCL_API int rcl_objcache_destroy(struct rcl_objcache *cache);
  *
  * Context: any thread, not from the cache's hash/eq or for-each callbacks.
  * Return: the object's node, pinned (pair with rcl_objcache_put()); NULL on
- * a miss, and for a NULL @cache or a NULL @key with @len > 0 (then @miss,
- * if given, is cleared).
+ * a miss, and for a NULL @cache, a NULL @key with @len > 0, or an object
+ * that holds 2^31 - 2 pins already (a pin leak: its reference word counts
+ * no more; the object stays cached and unchanged); in those three cases
+ * @miss, if given, is cleared.
  */
 RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
 						   const void *key, size_t len,
@@ -519,7 +523,8 @@ RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
  *	token (one of another key with the same hash is taken as this key's:
  *	&struct rcl_objcache_miss)
  * @existing: if not NULL, receives the cached object on -EEXIST (pinned),
- *	NULL otherwise
+ *	NULL otherwise; if NULL, a lost race pins nothing (the insert drops the
+ *	pin it took to age the cached object)
  *
  * Order: a check for the key (present: -EEXIST, nothing charged); the
  * charge of @weight + meta_charge (which may reclaim, with no lock held:
@@ -538,8 +543,10 @@ RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
  * another cache; -E2BIG for @weight + meta_charge above UINT32_MAX (it does
  * not fit the lru weight; for any @weight up to UINT64_MAX: the sum is
  * never wrapped); -EBUSY if @node is not idle (in a cache, or not
- * zero-filled); as rcl_domain_charge() (-EOVERFLOW, only if the domain's
- * usage would wrap).  Nothing changes on failure.
+ * zero-filled); -EOVERFLOW for a lost race whose cached object holds 2^31 -
+ * 2 pins already (a pin leak; *@existing stays NULL, nothing is pinned),
+ * and as rcl_domain_charge() (if the domain's usage would wrap).  Nothing
+ * changes on failure.
  */
 RCL_API int rcl_objcache_insert(struct rcl_objcache *cache,
 				struct rcl_objcache_node *node, const void *key,
