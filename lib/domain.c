@@ -140,18 +140,30 @@ static int level_charge(struct rcl_domain *c, uint64_t amount, uint64_t limit)
 }
 
 /*
- * ... and of an uncharge: usage clamps at 0.  Inside a pass of this level,
- * the pass's progress (shrink_partition()).  Returns what it took, at most
- * @amount: all that the levels above may be uncharged, so that each stays
- * the total of its subtree when more is uncharged than was charged.
+ * ... and of an uncharge: usage clamps at 0.  level_unwind() undoes a
+ * charge that a level above refused: nothing was freed, so it is no pass's
+ * progress.  Returns the usage before.
  */
-static uint64_t level_uncharge(struct rcl_domain *c, uint64_t amount)
+static unsigned long long level_unwind(struct rcl_domain *c, uint64_t amount)
 {
 	unsigned long long u = atomic_load(&c->usage);
 
 	while (!atomic_compare_exchange_weak(&c->usage, &u,
 					     u > amount ? u - amount : 0))
 		;
+	return u;
+}
+
+/*
+ * An uncharge proper: inside a pass of this level, the pass's progress
+ * (shrink_partition()).  Returns what it took, at most @amount: all that
+ * the levels above may be uncharged, so that each stays the total of its
+ * subtree when more is uncharged than was charged.
+ */
+static uint64_t level_uncharge(struct rcl_domain *c, uint64_t amount)
+{
+	unsigned long long u = level_unwind(c, amount);
+
 	amount = RCL_MIN(u, (unsigned long long)amount);
 	if (rcl__tls_pass_domain == c)
 		rcl__tls_pass_uncharged += amount;
@@ -805,7 +817,7 @@ static bool stock_take_levels(struct rcl_domain *d, uint64_t amount)
 		return true;
 undo:
 	for (u = d; u != c; u = u->parent)
-		level_uncharge(u, amount);
+		level_unwind(u, amount);
 	return false;
 }
 
@@ -1583,7 +1595,7 @@ static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 				break;
 		}
 		for (u = d; u != c; u = u->parent)
-			level_uncharge(u, amount);
+			level_unwind(u, amount);
 		if (err == -EOVERFLOW || !c->parent)
 			return err;
 		/* Child level @c is full. */
@@ -1694,14 +1706,14 @@ static __attribute__((noinline)) int tree_charge(struct rcl_domain *d,
 			break;
 	if (c->parent) {
 		for (u = d; u != c; u = u->parent)
-			level_uncharge(u, amount);
+			level_unwind(u, amount);
 		return tree_charge_slow(d, amount, context, overshoot);
 	}
 	{
 		err = flat_charge(r, amount, context, overshoot, false);
 		if (err < 0) {
 			for (u = d; u != r; u = u->parent)
-				level_uncharge(u, amount);
+				level_unwind(u, amount);
 			return err;
 		}
 	}

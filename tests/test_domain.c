@@ -2725,6 +2725,82 @@ static void test_domain_goal_counts_shrinker_frees_in_charge(void **state)
 }
 
 /*
+ * A charge that a level above refuses is undone at the levels below it.  The
+ * undo is not an uncharge: a shrinker of the child whose scan tries to
+ * charge the child (and is refused by the full root) has freed nothing, and
+ * the child's pass must not count the undone charge as its progress.
+ */
+struct refused {
+	struct rcl_shrinker *s;
+	struct rcl_domain *d;
+	atomic_ulong scans;
+	atomic_int last;
+};
+
+static unsigned long refused_count(struct rcl_shrinker *s,
+				   struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return 1000;
+}
+
+static unsigned long refused_scan(struct rcl_shrinker *s,
+				  struct rcl_shrink_control *sc)
+{
+	struct refused *c = sc->priv;
+
+	(void)s;
+	atomic_fetch_add(&c->scans, 1);
+	atomic_store(&c->last, rcl_domain_charge(c->d, 100, 0, NULL));
+	sc->nr_scanned = sc->nr_to_scan;
+	return 0;
+}
+
+static const struct rcl_shrinker_ops refused_ops = {
+	.count_objects = refused_count,
+	.scan_objects = refused_scan,
+};
+
+static void test_domain_refused_charge_is_no_progress(void **state)
+{
+	struct rcl_domain *r = dom_new(1000, RCL_CHARGE_STRICT, NULL), *p;
+	struct rcl_domain_config cfg = { .parent = r };
+	struct rcl_shrinker_config scfg = {
+		.ops = &refused_ops,
+		.name = "refused",
+		.seeks = RCL_DEFAULT_SEEKS,
+	};
+	struct rcl_reclaim_result res;
+	struct refused c = { 0 };
+
+	(void)state;
+	p = dom_new_cfg(&cfg);
+	c.d = p;
+	scfg.priv = &c;
+	assert_int_equal(rcl_domain_charge(p, 1000, 0, NULL), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(p), &scfg, &c.s),
+			 0);
+	assert_int_equal(rcl_shrinker_register(c.s), 0);
+	assert_int_equal(rcl_domain_reclaim(p, 100, RCL_CTX_CAPABLE, &res), 0);
+	print_message("refused charges in a scan: %lu scans, slab_freed %llu, "
+		      "slab_reclaimed %llu\n", atomic_load(&c.scans),
+		      (unsigned long long)res.slab_freed,
+		      (unsigned long long)res.slab_reclaimed);
+	assert_true(atomic_load(&c.scans) >= 1);
+	assert_int_equal(atomic_load(&c.last), -ENOMEM);
+	assert_int_equal(res.slab_freed, 0);
+	assert_int_equal(res.slab_reclaimed, 0);
+	assert_int_equal(res.nr_reclaimed, 0);
+	assert_int_equal(rcl_domain_usage(p), 1000);
+	assert_int_equal(rcl_domain_usage(r), 1000);
+	assert_int_equal(rcl_shrinker_free(c.s), 0);
+	assert_int_equal(rcl_domain_uncharge(p, 1000), 0);
+	assert_int_equal(rcl_domain_free(p), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/*
  * The second: rcl_domain_reclaim() with a goal of 1 object on a 1,000-object
  * shrinker cache (no lruvec: 1 unit of weight per object) used to free all
  * 1,000.  Now one batch, and the result says why it stopped.
@@ -3531,6 +3607,7 @@ int main(void)
 		cmocka_unit_test(test_domain_null_and_small_functions),
 		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_in_charge),
 		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_explicit),
+		cmocka_unit_test(test_domain_refused_charge_is_no_progress),
 		cmocka_unit_test(test_domain_goal_counts_shrinker_frees_dirty_lru),
 		cmocka_unit_test(test_domain_goal_counts_reported_weight_pinned_lru),
 		cmocka_unit_test(test_domain_goal_uncharged_shrinker_and_lru_met),
