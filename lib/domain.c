@@ -1377,12 +1377,9 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 static int flat_commit(struct rcl_domain *d, uint64_t amount,
 		       uint64_t context, uint64_t *overshoot)
 {
-	unsigned long long u = atomic_load(&d->usage);
+	unsigned long long u;
 	uint64_t budget = atomic_load(&d->budget), room, low;
 
-	/* A charge that can never be counted evicts nothing either. */
-	if (u + amount < u)
-		return -EOVERFLOW;
 	/*
 	 * Unstocked.  A charge that would leave less headroom than low
 	 * (direct reclaim, the reclaimer's wakeup, failure and overshoot are
@@ -1396,6 +1393,13 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 		    u + amount + low > budget)
 			rcl__domain_drain_stocks(d);
 	}
+	/*
+	 * A charge that can never be counted evicts nothing either; tested
+	 * with the stocks back, so that none makes a fitting charge wrap.
+	 */
+	u = atomic_load(&d->usage);
+	if (u + amount < u)
+		return -EOVERFLOW;
 
 	/*
 	 * Reclaim first, then commit, as the page allocator does: below min,

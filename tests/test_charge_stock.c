@@ -485,6 +485,28 @@ static void test_soft_overshoot_and_overflow_as_unstocked(void **state)
 	compare(65536, RCL_CHARGE_SOFT, 4096, s, sizeof(s) / sizeof(s[0]));
 }
 
+/*
+ * Soft with a budget of 2^64 - 1: a charge that fits to the last unit
+ * without stocks fits with them too (the stocks come back first, then the
+ * wrap is tested); one more unit is -EOVERFLOW either way.
+ */
+static void test_wrap_tested_after_stocks_as_unstocked(void **state)
+{
+	static const struct step s[] = {
+		{ 1, false, 100 },	/* agent 1: 100 + a stock */
+		{ 2, false, 300 },	/* agent 2: 300 + a stock */
+		{ 0, false, UINT64_MAX - 400 },	/* fits exactly */
+		{ 0, false, 1 },	/* -EOVERFLOW */
+		{ 1, false, 1 },	/* -EOVERFLOW */
+		{ 0, true, UINT64_MAX - 400 },
+		{ 1, true, 100 },
+		{ 2, true, 300 },
+	};
+
+	(void)state;
+	compare(UINT64_MAX, RCL_CHARGE_SOFT, 4096, s, sizeof(s) / sizeof(s[0]));
+}
+
 /* ------------------------------------------------------------------------- */
 /* Reclaim sees what stocks hold                                              */
 /* ------------------------------------------------------------------------- */
@@ -969,6 +991,7 @@ int main(void)
 		cmocka_unit_test(test_fork_child_returns_absent_threads_stocks),
 		cmocka_unit_test(test_small_strict_budget_as_unstocked),
 		cmocka_unit_test(test_soft_overshoot_and_overflow_as_unstocked),
+		cmocka_unit_test(test_wrap_tested_after_stocks_as_unstocked),
 		cmocka_unit_test(test_reclaim_sees_stocked_memory),
 		cmocka_unit_test(test_wakeup_sees_stocked_memory),
 		cmocka_unit_test(test_fork_child_not_held_by_parent_window),
