@@ -1170,6 +1170,17 @@ static bool stock_refill(struct rcl_domain *d, uint64_t amount)
 		stock_detach_locked(s);
 		atomic_store(&s->dom, d);
 		atomic_store(&s->nr, 0);
+		/*
+		 * And again once counted: a set_budget() that resized between
+		 * the read above and stock_count_up() saw no stock of ours
+		 * (nr_stocks, rcl__domain_drain_stocks()) and drained nothing
+		 * here.  Both sides are sequentially consistent: either its
+		 * drain counts this stock (and waits on our lock) or this read
+		 * sees its size.
+		 */
+		cap = atomic_load(&d->stock_cap);
+		if (amount >= cap)
+			goto out;
 	}
 	/* Only this thread moves nr while it holds the lock. */
 	nr = atomic_load(&s->nr);
