@@ -1355,7 +1355,7 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 	bool drained = false;
 	unsigned tries;
 
-	if (!(context & RCL_CTX_MAY_BLOCK) || in_tree_pass(d))
+	if (!(context & RCL_CTX_MAY_BLOCK) || !may_reclaim_here(d))
 		return;
 	for (tries = 0; tries < CHARGE_RECLAIM_TRIES; tries++) {
 		struct rcl_reclaim_result res;
@@ -1555,7 +1555,7 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
 		}
 		if (u > high) {
 			ev_add(c, EV_HIGH, 1);
-			if ((context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(c) &&
+			if ((context & RCL_CTX_MAY_BLOCK) && may_reclaim_here(c) &&
 			    rcl__tls_reclaimer_of != c->root) {
 				struct rcl_reclaim_result res;
 
@@ -1587,7 +1587,7 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
 static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 			      uint64_t context, uint64_t *overshoot)
 {
-	bool may = (context & RCL_CTX_MAY_BLOCK) && !in_tree_pass(d);
+	bool may = (context & RCL_CTX_MAY_BLOCK) && may_reclaim_here(d);
 	unsigned forced = 0, maxed = 0, stock_drained = 0, rounds, tries = 0;
 	struct rcl_domain *c, *u, *last = NULL;
 	bool drained = false;
@@ -1816,7 +1816,7 @@ static bool reclaim_to(struct rcl_domain *d, uint64_t level)
 {
 	unsigned tries;
 
-	if (in_tree_pass(d))
+	if (!may_reclaim_here(d))
 		return atomic_load(&d->usage) <= level;
 	for (tries = 0; tries < CHARGE_RECLAIM_TRIES; tries++) {
 		uint64_t u = atomic_load(&d->usage);
@@ -1899,7 +1899,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	if (headroom(d) < wm.low) {
 		if (bg) {
 			rcl__domain_wake_reclaimer(d);
-		} else if (!in_tree_pass(d)) {
+		} else if (may_reclaim_here(d)) {
 			struct rcl_reclaim_result res;
 
 			rcl__domain_direct_reclaim(

@@ -415,6 +415,32 @@ static inline bool in_tree_pass(const struct rcl_domain *d)
 }
 
 /*
+ * Is this thread inside an evict callback (or batch_end), at any depth, of
+ * an lruvec attached to @d's tree?  However that lruvec is being shrunk (a
+ * pass, or the application's own rcl_lruvec_shrink_inactive()), a reclaim
+ * of the tree from here could shrink it again from inside its callback.
+ */
+static inline bool in_tree_evict(const struct rcl_domain *d)
+{
+	const struct rcl__evict_frame *f;
+
+	for (f = rcl__tls_evict_frames; f; f = f->prev) {
+		const struct rcl_domain *o = atomic_load_explicit(
+			&f->lv->__domain, memory_order_relaxed);
+
+		if (o && o->root == d->root)
+			return true;
+	}
+	return false;
+}
+
+/* May a charge, an over-high check or a budget change of @d reclaim here? */
+static inline bool may_reclaim_here(const struct rcl_domain *d)
+{
+	return !in_tree_pass(d) && !in_tree_evict(d);
+}
+
+/*
  * @clock's wait on @cond (with @mutex held), not a cancellation point
  * (internal.h): a thread cancelled there would come back holding @mutex.
  */

@@ -256,6 +256,105 @@ static void test_tree_root_refusal_undoes_the_child_levels(void **state)
 	assert_int_equal(rcl_domain_free(r), 0);
 }
 
+/*
+ * A charge from the evict callback of an lruvec that the application
+ * shrinks itself (rcl_lruvec_shrink_inactive(), no pass of the domain) does
+ * not reclaim: its reclaim would shrink the same lruvec again from inside
+ * its own callback.  It is refused (strict) as a charge from a pass is.
+ */
+struct nest {
+	struct rcl_lruvec lv;
+	struct rcl_domain *owner, *d;
+	struct tobj objs[16];
+	int depth, max_depth, charged;
+	unsigned calls;
+};
+
+static enum rcl_evict_status nest_evict(struct rcl_lru_node *node,
+					struct rcl_evict_control *ctl)
+{
+	struct tobj *o = rcl_container_of(node, struct tobj, lru);
+	struct nest *c = ctl->priv;
+
+	if (++c->depth > c->max_depth)
+		c->max_depth = c->depth;
+	if (c->calls++ == 0)
+		c->charged = rcl_domain_charge(c->d, OBJ, RCL_CTX_CAPABLE, NULL);
+	atomic_store(&o->cached, false);
+	T_EQ(rcl_domain_uncharge(c->owner, ctl->weight), 0);
+	c->depth--;
+	return RCL_EVICT_FREED;
+}
+
+static const struct rcl_lruvec_ops nest_ops = { .evict = nest_evict };
+
+static void nest_check(struct rcl_domain *d, struct rcl_domain *charged,
+		       int expect)
+{
+	struct rcl_lruvec_config cfg = { .ops = &nest_ops };
+	struct rcl_lru_shrink_control sc = {
+		.type = RCL_LRU_FILE,
+		.nr_to_scan = 1,
+		.context = RCL_CTX_CAPABLE,
+	};
+	struct nest *c = calloc(1, sizeof(*c));
+	unsigned i;
+
+	assert_non_null(c);
+	c->owner = d;
+	c->d = charged;
+	cfg.priv = c;
+	assert_int_equal(rcl_lruvec_init(&c->lv, &cfg), 0);
+	assert_int_equal(rcl_domain_attach(d, &c->lv, 0), 0);
+	for (i = 0; i < 16; i++) {
+		assert_int_equal(rcl_domain_charge(d, OBJ, 0, NULL), 0);
+		rcl_lru_node_init(&c->objs[i].lru);
+		atomic_store(&c->objs[i].cached, true);
+		assert_int_equal(rcl_lruvec_add(&c->lv, &c->objs[i].lru,
+						RCL_LRU_FILE, OBJ,
+						RCL_LRU_ADD_NOBATCH),
+				 0);
+	}
+	assert_int_equal(rcl_lruvec_shrink_inactive(&c->lv, &sc), 0);
+	print_message("charge from a directly shrunk lruvec's callback: %d, "
+		      "%u evict calls, nesting depth %d\n", c->charged,
+		      c->calls, c->max_depth);
+	assert_int_equal(c->max_depth, 1);
+	assert_int_equal(c->calls, 1);
+	assert_int_equal(c->charged, expect);
+	if (!c->charged)
+		assert_int_equal(rcl_domain_uncharge(charged, OBJ), 0);
+	for (i = 0; i < 16; i++) {
+		if (!atomic_load(&c->objs[i].cached))
+			continue;
+		assert_int_equal(rcl_lruvec_del(&c->lv, &c->objs[i].lru), 0);
+		assert_int_equal(rcl_domain_uncharge(d, OBJ), 0);
+	}
+	assert_int_equal(rcl_domain_detach(d, &c->lv), 0);
+	rcl_lruvec_destroy(&c->lv);
+	free(c);
+}
+
+static void test_tree_charge_from_direct_shrink_does_not_nest(void **state)
+{
+	struct rcl_domain *r = root(16 * OBJ, 0), *a, *b;
+
+	(void)state;
+	/* A flat domain, its own lruvec's callback charging it. */
+	nest_check(r, r, -ENOMEM);
+	assert_int_equal(rcl_domain_usage(r), 0);
+	/* A child's lruvec whose callback charges a sibling: same tree. */
+	a = child(r, 0, 0, 0);
+	b = child(r, 0, 0, 0);
+	nest_check(a, b, -ENOMEM);
+	assert_int_equal(rcl_domain_usage(a), 0);
+	assert_int_equal(rcl_domain_usage(b), 0);
+	assert_int_equal(rcl_domain_usage(r), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(b), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
 /* A full child reclaims its own subtree, never its sibling's. */
 static void test_tree_max_reclaims_the_subtree_only(void **state)
 {
@@ -890,6 +989,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tree_charge_is_hierarchical),
 		cmocka_unit_test(test_tree_root_refusal_undoes_the_child_levels),
+		cmocka_unit_test(test_tree_charge_from_direct_shrink_does_not_nest),
 		cmocka_unit_test(test_tree_max_reclaims_the_subtree_only),
 		cmocka_unit_test(test_tree_soft_child_overshoots),
 		cmocka_unit_test(test_tree_limit_high_throttles),

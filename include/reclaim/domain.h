@@ -451,7 +451,9 @@ RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d);
  *
  * Context: any thread, including evict and shrinker callbacks (a charge from
  * a callback of this domain's reclaim does not reclaim recursively, and is
- * never stocked); may run callbacks.
+ * never stocked; nor does one from an evict callback of an lruvec attached
+ * to this domain's tree, however that lruvec is being shrunk, e.g. by the
+ * application's own rcl_lruvec_shrink_inactive()); may run callbacks.
  * Return: 0; -EINVAL for NULL; -ENOMEM (strict mode) if the charge would
  * leave usage above the budget even after reclaim (and after taking back
  * every stock), or is larger than the whole budget (then nothing is evicted
