@@ -790,6 +790,12 @@ static bool stock_key_ok;
 
 static RCL__TLS struct charge_stock *tls_stock;
 static RCL__TLS unsigned tls_stock_retry;
+/*
+ * Set once the thread's stock went back at its exit (stock_destructor()):
+ * a charge from a later key destructor of the application is unstocked, for
+ * a stock made then could outlive the destructor rounds, held by no thread.
+ */
+static RCL__TLS bool tls_stock_gone;
 
 /*
  * The one place where a stock's memory is taken from the counters: @amount,
@@ -993,6 +999,7 @@ static void stock_destructor(void *arg)
 	pthread_mutex_unlock(&stock_registry_lock);
 	if (tls_stock == s)
 		tls_stock = NULL;
+	tls_stock_gone = true;
 	stock_release(s);
 }
 
@@ -1065,6 +1072,8 @@ static struct charge_stock *stock_local(void)
 
 	if (likely(s))
 		return s;
+	if (tls_stock_gone)
+		return NULL;
 	if (tls_stock_retry) {
 		tls_stock_retry--;
 		return NULL;

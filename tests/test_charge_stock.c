@@ -33,6 +33,7 @@
 #include <reclaim/reclaim.h>
 
 #include "../lib/internal.h"
+#include "test_util.h"
 
 /* ------------------------------------------------------------------------- */
 /* Helpers                                                                    */
@@ -286,6 +287,61 @@ static void test_thread_exit_returns_stock(void **state)
 	assert_int_equal(rcl_domain_usage(d), 100);
 	assert_int_equal(rcl_domain_uncharge(d, 100), 0);
 	assert_int_equal(rcl_domain_free(d), 0);
+}
+
+/*
+ * A charge from an application's key destructor that runs after the
+ * library's (its key is newer) makes no stock: one made then would be
+ * left, still charged, when the destructor rounds end.
+ */
+static struct rcl_domain *late_d;
+static pthread_key_t late_key;
+static atomic_int late_calls;
+
+static void late_destructor(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_domain_charge(late_d, 100, RCL_CTX_CAPABLE, NULL), 0);
+	/* Ask for another round each time: glibc runs at most 4. */
+	if (atomic_fetch_add(&late_calls, 1) < 16)
+		T_EQ(pthread_setspecific(late_key, (void *)1), 0);
+}
+
+static void *late_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_domain_charge(late_d, 100, RCL_CTX_CAPABLE, NULL), 0);
+	T_EQ(pthread_setspecific(late_key, (void *)1), 0);
+	return NULL;
+}
+
+static void test_charge_from_a_later_key_destructor_is_unstocked(void **state)
+{
+	pthread_t t;
+	uint64_t usage;
+	int calls;
+
+	(void)state;
+	late_d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	/* The library's key exists before the application's. */
+	assert_int_equal(charge(NULL, late_d, 100, NULL), 0);
+	assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
+	atomic_store(&late_calls, 0);
+	assert_int_equal(pthread_create(&t, NULL, late_main, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	calls = atomic_load(&late_calls);
+	usage = rcl_domain_usage(late_d);
+	print_message("%d destructor charges after the stock went back; usage "
+		      "%llu (the main thread's stock 4096 + %d x 100)\n", calls,
+		      (unsigned long long)usage, calls + 2);
+	assert_true(calls >= 1);
+	/* The main thread's stock is still its own; the exited thread's: none. */
+	assert_int_equal(usage, 4096 + (uint64_t)(calls + 2) * 100);
+	assert_int_equal(drained_usage(late_d), (uint64_t)(calls + 2) * 100);
+	assert_int_equal(pthread_key_delete(late_key), 0);
+	assert_int_equal(rcl_domain_uncharge(late_d, (uint64_t)(calls + 2) * 100),
+			 0);
+	assert_int_equal(rcl_domain_free(late_d), 0);
 }
 
 static void test_other_domain_gives_the_stock_back(void **state)
@@ -986,6 +1042,7 @@ int main(void)
 		cmocka_unit_test(test_tiny_budget_has_no_stocks),
 		cmocka_unit_test(test_stock_holders_are_bounded),
 		cmocka_unit_test(test_thread_exit_returns_stock),
+		cmocka_unit_test(test_charge_from_a_later_key_destructor_is_unstocked),
 		cmocka_unit_test(test_other_domain_gives_the_stock_back),
 		cmocka_unit_test(test_free_detaches_every_stock),
 		cmocka_unit_test(test_fork_child_returns_absent_threads_stocks),

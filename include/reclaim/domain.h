@@ -111,7 +111,8 @@
  * admitted, refused, overshoot, reclaim - is the one it would have without
  * stocks; what stocks change is only when usage moves.  A thread's stock
  * serves one domain at a time (charging another gives it back first); a
- * thread that exits gives its stock back (a pthread key destructor), as
+ * thread that exits gives its stock back (a pthread key destructor; its
+ * charges from key destructors that run later are unstocked), as
  * does rcl_domain_free() for every stock of the domain; after fork() the
  * child gives back the stocks of the threads it does not have.
  *
