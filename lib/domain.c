@@ -922,11 +922,18 @@ static bool stock_take(struct rcl_domain *d, uint64_t amount)
 	return ok;
 }
 
-/* ... and the one place where it goes back, to every level: clamps at 0. */
+/*
+ * ... and the one place where it goes back, to every level: clamps at 0.
+ * Memory that no callback freed, so no pass's progress (level_unwind()),
+ * as the kernel's drain_all_stock() is not reclaim: a drain from inside a
+ * pass (a callback's charge, or its rcl_domain_drain_stocks()) would else
+ * count another thread's stock as what the pass's shrinkers freed.
+ */
 static void stock_return(struct rcl_domain *d, uint64_t amount)
 {
-	if (amount)
-		path_uncharge(d, NULL, amount);
+	for (; d && amount; d = d->parent)
+		amount = RCL_MIN(level_unwind(d, amount),
+				 (unsigned long long)amount);
 }
 
 /*

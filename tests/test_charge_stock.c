@@ -648,6 +648,87 @@ static void test_reclaim_sees_stocked_memory(void **state)
  * The watermark crossing counts the stocks out: a charge that crosses low
  * only because of another thread's stock does not wake the reclaimer.
  */
+/*
+ * Another thread's stock that goes back during a pass (here a shrinker's
+ * scan makes the agent fill one, then drains the stocks) is no memory the
+ * pass's shrinkers freed: slab_weight counts their own uncharges only.
+ */
+struct drain_in_pass {
+	struct agent a;
+	struct rcl_domain *d;
+	atomic_ulong scans;
+	uint64_t before, after;
+};
+
+static unsigned long dip_count(struct rcl_shrinker *s,
+			       struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return 1000;
+}
+
+static unsigned long dip_scan(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	struct drain_in_pass *c = sc->priv;
+
+	(void)s;
+	if (atomic_fetch_add(&c->scans, 1) == 0) {
+		T_EQ(agent_run(&c->a, do_charge, c->d, 100, NULL), 0);
+		c->before = rcl_domain_usage(c->d);
+		T_EQ(rcl_domain_drain_stocks(c->d), 0);
+		c->after = rcl_domain_usage(c->d);
+	}
+	sc->nr_scanned = sc->nr_to_scan;
+	return 0;
+}
+
+static const struct rcl_shrinker_ops dip_ops = {
+	.count_objects = dip_count,
+	.scan_objects = dip_scan,
+};
+
+static void test_stock_drained_in_a_pass_is_no_progress(void **state)
+{
+	struct drain_in_pass c = { 0 };
+	struct rcl_shrinker_config scfg = {
+		.ops = &dip_ops,
+		.name = "drain-in-pass",
+		.seeks = RCL_DEFAULT_SEEKS,
+		.priv = &c,
+	};
+	struct rcl_reclaim_result res;
+	struct rcl_shrinker *s;
+
+	(void)state;
+	c.d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	agent_start(&c.a);
+	assert_int_equal(charge(NULL, c.d, 10000, NULL), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(c.d), &scfg, &s),
+			 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	assert_int_equal(rcl_domain_reclaim(c.d, 100, RCL_CTX_CAPABLE, &res), 0);
+	print_message("a stock drained in a pass: usage %llu -> %llu, %lu "
+		      "scans, slab_weight %llu, slab_reclaimed %llu\n",
+		      (unsigned long long)c.before,
+		      (unsigned long long)c.after, atomic_load(&c.scans),
+		      (unsigned long long)res.slab_weight,
+		      (unsigned long long)res.slab_reclaimed);
+	assert_true(atomic_load(&c.scans) >= 1);
+	/* The agent's stock did go back... */
+	assert_int_equal(c.before - c.after, 4096);
+	/* ... but the shrinker freed nothing. */
+	assert_int_equal(res.slab_weight, 0);
+	assert_int_equal(res.slab_reclaimed, 0);
+	assert_int_equal(res.nr_reclaimed, 0);
+	assert_int_equal(drained_usage(c.d), 10100);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	agent_stop(&c.a);
+	assert_int_equal(rcl_domain_uncharge(c.d, 10100), 0);
+	assert_int_equal(rcl_domain_free(c.d), 0);
+}
+
 static void test_wakeup_sees_stocked_memory(void **state)
 {
 	struct rcl_domain *d = dom_new(1u << 20, RCL_CHARGE_STRICT, 16384);
@@ -1051,6 +1132,7 @@ int main(void)
 		cmocka_unit_test(test_wrap_tested_after_stocks_as_unstocked),
 		cmocka_unit_test(test_reclaim_sees_stocked_memory),
 		cmocka_unit_test(test_wakeup_sees_stocked_memory),
+		cmocka_unit_test(test_stock_drained_in_a_pass_is_no_progress),
 		cmocka_unit_test(test_fork_child_not_held_by_parent_window),
 		cmocka_unit_test(test_concurrent_large_charge_fits_as_unstocked),
 		cmocka_unit_test(test_concurrent_strict_never_over_budget),
