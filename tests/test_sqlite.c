@@ -14,6 +14,7 @@
  * integrity_check says ok.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,6 +175,25 @@ static void test_install_badinput(void **state)
 		long calls = atomic_load(&a_calls);
 
 		assert_int_equal(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &pm), SQLITE_OK);
+		/* Sizes SQLite never sends, whose page charge would wrap its
+		 * 32-bit weight (a heap overflow at the first xFetch before). */
+		assert_null(pm.xCreate(0, 16, 1));
+		assert_null(pm.xCreate(1024, -1, 1));
+		assert_null(pm.xCreate(65537, 16, 1));
+		assert_null(pm.xCreate(1024, 65537, 1));
+		assert_null(pm.xCreate(INT_MAX, INT_MAX, 1));
+		/* SQLite's largest page, with the largest extra area. */
+		pc = pm.xCreate(65536, 65536, 1);
+		assert_non_null(pc);
+		{
+			sqlite3_pcache_page *pg = pm.xFetch(pc, 1, 2);
+
+			assert_non_null(pg);
+			memset(pg->pBuf, 0xa5, 65536);
+			memset(pg->pExtra, 0x5a, 65536);
+			pm.xUnpin(pc, pg, 1);
+		}
+		pm.xDestroy(pc);
 		pc = pm.xCreate(1024, 16, 1);
 		assert_non_null(pc);
 		pm.xUnpin(pc, pm.xFetch(pc, 1, 2), 1);

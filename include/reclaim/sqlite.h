@@ -61,9 +61,11 @@
  * the domain refused the charge), a cache above its share first evicts its
  * own coldest unpinned pages; a cache at or below its share takes the room
  * from the domain's reclaim, which takes from every cache in proportion to
- * its size.  sqlite3_db_release_memory(), PRAGMA shrink_memory and
- * sqlite3_release_memory() reach xShrink, which frees every unpinned page
- * of the cache at once (no shadows are kept for them).  docs/sqlite.md has
+ * its size.  sqlite3_db_release_memory() and PRAGMA shrink_memory reach
+ * xShrink, which frees every unpinned page of the cache at once (no
+ * shadows are kept for them); sqlite3_release_memory() does not (SQLite
+ * frees only its built-in cache's pages there): rcl_domain_reclaim() or a
+ * lower budget shrinks every cache.  docs/sqlite.md has
  * the details of xFetch's create flags, xRekey and xTruncate.  A strict
  * domain needs room to spare: give it at least 32 pages per connection
  * beyond what transactions pin, or concurrent reclaims that find each

@@ -124,6 +124,12 @@ struct rsq_cache {
 };
 
 #define RSQ_MIN_BUCKETS 64u
+/*
+ * The largest page and extra area xCreate accepts: SQLite's own page size
+ * bound (SQLITE_MAX_PAGE_SIZE), for both, so that a page's charge fits
+ * its 32-bit weight with room to spare (no SQLite sends more).
+ */
+#define RSQ_MAX_PAGE 65536
 /* xFetch flag 2: charges tried before SQLITE_NOMEM (rsq_page_new()). */
 #define RSQ_HARD_TRIES 4
 
@@ -704,7 +710,8 @@ static sqlite3_pcache *rsq_create(int sz_page, int sz_extra, int purgeable)
 	uint64_t meta = sizeof(struct rsq_cache) + rsq_tables_bytes(RSQ_MIN_BUCKETS);
 	struct rsq_cache *c;
 
-	if (sz_page <= 0 || sz_extra < 0)
+	if (sz_page <= 0 || sz_extra < 0 || sz_page > RSQ_MAX_PAGE ||
+	    sz_extra > RSQ_MAX_PAGE)
 		return NULL;
 	rsq_reap_orphans();
 	/* The structure and its first tables are charged before they are
