@@ -935,6 +935,13 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		unsigned long floor_fp = RCL_MAX(eb, freeable / 8) << FP_SHIFT;
 
 		d_fp = s->seeks ? ((f_fp >> p) * 4) / s->seeks : f_fp / 2;
+		/*
+		 * The backlog was capped at half of the cache as it was when
+		 * it was put back; a cache that shrank since (by itself,
+		 * while the work was deferred) caps it again now: above half
+		 * of what is there it is windup, by this policy's own rule.
+		 */
+		nr = RCL_MIN(nr, f_fp / 2);
 		drain = RCL_MIN(nr, RCL_MAX(nr >> p, floor_fp));
 		t_fp = drain + d_fp;
 		delta = d_fp >> FP_SHIFT;

@@ -552,6 +552,45 @@ static void test_shrinker_default_damping_grid(void **state)
 	assert_true(modern_violates);
 }
 
+/*
+ * The damping bound holds when the cache shrank by itself while its work was
+ * deferred: a backlog capped at half of 1,000,000 objects, met by a cache of
+ * 1,000, freed all 1,000 at priority 3 (bound freeable / 8 + delta = 375).
+ */
+static void test_shrinker_default_backlog_of_a_shrunk_cache(void **state)
+{
+	int p;
+
+	(void)state;
+	for (p = 3; p <= RCL_DEF_PRIORITY; p++) {
+		struct rcl_shrinker_registry *reg =
+			new_registry(RCL_SHRINK_POLICY_DEFAULT, 1);
+		struct model m = { .objects = 1000000, .stop = true,
+				   .shrink_objects = true };
+		struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 0, 0);
+		/* delta in the policy's fixed point: (1000 * 4 / 2) >> p. */
+		unsigned long delta = 2000ul >> p, b;
+		int i;
+
+		for (i = 0; i < 10; i++)
+			shrink(s, 0, RCL_CTX_CAPABLE, NULL);
+		b = backlog(s, 0);
+		assert_int_equal(b, 500000);
+		m.objects = 1000;
+		m.stop = false;
+		shrink(s, p, RCL_CTX_CAPABLE, NULL);
+		if (p == 3)
+			print_message("backlog %lu met by 1000 objects: priority "
+				      "3 freed %lu (bound %lu)\n", b,
+				      m.freed_total, 125 + delta);
+		assert_true(m.freed_total <= 125 + delta);
+		/* ... and what is put back is capped by the cache it met. */
+		assert_true(backlog(s, 0) <= 500);
+		assert_int_equal(rcl_shrinker_free(s), 0);
+		assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	}
+}
+
 /* A deferred backlog is not lost: it is all done, by capable calls. */
 static void test_shrinker_default_backlog_is_not_lost(void **state)
 {
@@ -1351,6 +1390,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_windup_first_capable_call),
 		cmocka_unit_test(test_shrinker_default_damping_grid),
 		cmocka_unit_test(test_shrinker_default_backlog_is_not_lost),
+		cmocka_unit_test(test_shrinker_default_backlog_of_a_shrunk_cache),
 		cmocka_unit_test(test_shrinker_default_tiny_cache_in_eighths),
 		cmocka_unit_test(test_shrinker_partition_backlogs),
 		cmocka_unit_test(test_shrinker_registry_walk_visits_registered_only),
