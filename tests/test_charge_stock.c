@@ -315,6 +315,21 @@ static void *late_main(void *arg)
 	return NULL;
 }
 
+/*
+ * TSan finishes a thread in a key destructor of its own, in the rounds this
+ * test runs through; a lock taken after that trips its internal check.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define LATE_DESTRUCTORS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LATE_DESTRUCTORS 0
+#endif
+#endif
+#ifndef LATE_DESTRUCTORS
+#define LATE_DESTRUCTORS 1
+#endif
+
 static void test_charge_from_a_later_key_destructor_is_unstocked(void **state)
 {
 	pthread_t t;
@@ -322,6 +337,8 @@ static void test_charge_from_a_later_key_destructor_is_unstocked(void **state)
 	int calls;
 
 	(void)state;
+	if (!LATE_DESTRUCTORS)
+		skip();
 	late_d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
 	/* The library's key exists before the application's. */
 	assert_int_equal(charge(NULL, late_d, 100, NULL), 0);
