@@ -381,6 +381,12 @@ struct rcl_shrink_result;
 unsigned rcl__shrinker_registry_count(const struct rcl_shrinker_registry *reg);
 /* Is the calling thread inside a shrinker's count or scan callback? */
 bool rcl__shrinker_in_callback(void);
+/*
+ * Is it inside a callback that holds what other threads may wait for: a
+ * reclaim pass (its slot pins), an evict callback (isolated nodes), a write
+ * (objects under writeback)?  (lib/vmscan.c)
+ */
+bool rcl__in_holding_callback(void);
 /* Memory from (and back to) a registry's allocator, for objects tied to it. */
 void *rcl__shrinker_registry_alloc(struct rcl_shrinker_registry *reg,
 				   size_t size);

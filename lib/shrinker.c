@@ -518,6 +518,7 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 {
 	struct rcl_shrinker_registry *reg;
 	struct cb_frame *f;
+	bool no_wait;
 
 	if (!s)
 		return 0;
@@ -526,10 +527,25 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 			return RCL__REFUSE(-EDEADLK, "called from the shrinker's own callback, which it would wait for");
 	reg = s->reg;
 
+	/*
+	 * From a callback of another shrinker, or one that holds what other
+	 * threads wait for (a pass's slot pins, an evict callback's isolated
+	 * objects, a write's objects under writeback), do not wait: a
+	 * callback of @s in flight could be waiting for just that (two
+	 * callbacks freeing each other's shrinkers; a scan that detaches the
+	 * lruvec this thread's pass holds), and the two would wait for each
+	 * other for ever.
+	 */
+	no_wait = tls_frames || rcl__in_holding_callback();
 	pthread_mutex_lock(&reg->lock);
 	if (atomic_load(&s->slot) >= 0) {
 		struct slot sl = slot_at(reg, (unsigned)atomic_load(&s->slot));
 
+		/* Refused before anything changes: it stays published. */
+		if (no_wait && slot_refs(sl)) {
+			pthread_mutex_unlock(&reg->lock);
+			return RCL__REFUSE(-EDEADLK, "called from a callback (another shrinker's, an evict or a pass's, a write) while this shrinker's callback runs: the two could wait for each other");
+		}
 		/*
 		 * Dekker with walker_put(): we announce a waiter and clear the
 		 * pointer, then read the count; a walker drops the count, then
@@ -538,15 +554,14 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		atomic_fetch_add(&reg->nr_freeing, 1);
 		atomic_store(&sl.c->ptr[sl.j], NULL);
 		/*
-		 * From a callback of another shrinker, do not wait: two
-		 * callbacks freeing each other's shrinkers would wait for
-		 * each other for ever.  Put it back and say so.
+		 * A walker that came in since: put it back and say so (under
+		 * the lock; pin_registered() looks again under it).
 		 */
-		if (tls_frames && slot_refs(sl)) {
+		if (no_wait && slot_refs(sl)) {
 			atomic_store(&sl.c->ptr[sl.j], s);
 			atomic_fetch_sub(&reg->nr_freeing, 1);
 			pthread_mutex_unlock(&reg->lock);
-			return RCL__REFUSE(-EDEADLK, "called from another shrinker's callback while this one's callback runs: the two could wait for each other");
+			return RCL__REFUSE(-EDEADLK, "called from a callback (another shrinker's, an evict or a pass's, a write) while this shrinker's callback runs: the two could wait for each other");
 		}
 		{
 			/* Not a cancellation point (internal.h). */
@@ -607,7 +622,22 @@ static bool pin_registered(struct rcl_shrinker *s, struct slot *out)
 	if (walker_get(*out) == s)
 		return true;
 	walker_put(s->reg, *out);
-	return false;
+	/*
+	 * A free refused from a callback unpublishes the shrinker for a
+	 * moment, under the registry lock: look again under it, so that a
+	 * shrinker that stays registered is never "not registered".
+	 */
+	if (!atomic_load(&s->reg->nr_freeing))
+		return false;
+	pthread_mutex_lock(&s->reg->lock);
+	if (atomic_load(&s->slot) != i ||
+	    atomic_load(&out->c->ptr[out->j]) != s) {
+		pthread_mutex_unlock(&s->reg->lock);
+		return false;
+	}
+	atomic_fetch_add(&out->c->refs[my_stripe()].n[out->j], 1);
+	pthread_mutex_unlock(&s->reg->lock);
+	return true;
 }
 
 /* ------------------------------------------------------------------------- */

@@ -67,6 +67,12 @@ RCL__TLS const struct rcl__pass_frame *rcl__tls_pass_frames;
 RCL__TLS const struct rcl__pin_frame *rcl__tls_pin_frames;
 RCL__TLS const struct rcl_domain *rcl__tls_reclaimer_of;
 
+bool rcl__in_holding_callback(void)
+{
+	return rcl__tls_pass_frames || rcl__tls_evict_frames ||
+	       rcl__tls_writing || rcl__tls_writing_of;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Reclaim goals                                                              */
 /* ------------------------------------------------------------------------- */

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1093,6 +1095,121 @@ static void test_shrinker_free_from_callback_does_not_wait(void **state)
 	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
 }
 
+/*
+ * Nor from an evict callback inside a domain's pass: a callback of the
+ * shrinker in flight in another thread could be waiting for what the pass
+ * holds (a scan that detaches the lruvec the pass pins: each thread then
+ * waited for the other for ever).  Refused with -EDEADLK, nothing done.
+ */
+static sem_t xd_in_scan, xd_release;
+static atomic_int xd_waited, xd_scans, xd_free_ret = 99;
+static struct rcl_shrinker *xd_s;
+
+static unsigned long xd_count(struct rcl_shrinker *sh,
+			      struct rcl_shrink_control *sc)
+{
+	(void)sh;
+	(void)sc;
+	return 1000;
+}
+
+static unsigned long xd_scan(struct rcl_shrinker *sh,
+			     struct rcl_shrink_control *sc)
+{
+	struct timespec ts;
+
+	(void)sh;
+	if (atomic_fetch_add(&xd_scans, 1))
+		return sc->nr_to_scan;	/* only the first call waits */
+	sem_post(&xd_in_scan);
+	/* Bounded: a free that waited for this callback is seen, not hung. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	while (sem_timedwait(&xd_release, &ts) != 0) {
+		if (errno == ETIMEDOUT) {
+			atomic_store(&xd_waited, 1);
+			break;
+		}
+	}
+	return sc->nr_to_scan;
+}
+
+static const struct rcl_shrinker_ops xd_ops = {
+	.count_objects = xd_count,
+	.scan_objects = xd_scan,
+};
+
+static enum rcl_evict_status xd_evict(struct rcl_lru_node *n,
+				      struct rcl_evict_control *ctl)
+{
+	(void)n;
+	(void)ctl;
+	if (atomic_load(&xd_free_ret) == 99)
+		atomic_store(&xd_free_ret, rcl_shrinker_free(xd_s));
+	return RCL_EVICT_BUSY;
+}
+
+static const struct rcl_lruvec_ops xd_lops = { .evict = xd_evict };
+
+static void *xd_thread(void *arg)
+{
+	(void)arg;
+	(void)rcl_shrinker_shrink(xd_s, 0, 0, RCL_CTX_CAPABLE, NULL);
+	return NULL;
+}
+
+static void test_shrinker_free_from_evict_callback_does_not_wait(void **state)
+{
+	struct rcl_domain_config dc = { .budget = 1u << 30 };
+	struct rcl_lruvec_config lc = { .ops = &xd_lops };
+	struct rcl_shrinker_config sc = {
+		.ops = &xd_ops, .name = "xd", .seeks = RCL_DEFAULT_SEEKS,
+	};
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_DEFAULT, 1);
+	static struct rcl_lru_node nodes[64];
+	struct rcl_domain *d = NULL;
+	struct rcl_lruvec lv;
+	pthread_t t;
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(sem_init(&xd_in_scan, 0, 0), 0);
+	assert_int_equal(sem_init(&xd_release, 0, 0), 0);
+	assert_int_equal(rcl_domain_new(&dc, &d), 0);
+	assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+	assert_int_equal(rcl_domain_attach(d, &lv, 0), 0);
+	for (i = 0; i < 64; i++) {
+		rcl_lru_node_init(&nodes[i]);
+		assert_int_equal(rcl_lruvec_add(&lv, &nodes[i], RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH),
+				 0);
+	}
+	assert_int_equal(rcl_shrinker_new(reg, &sc, &xd_s), 0);
+	assert_int_equal(rcl_shrinker_register(xd_s), 0);
+	assert_int_equal(pthread_create(&t, NULL, xd_thread, NULL), 0);
+	assert_int_equal(sem_wait(&xd_in_scan), 0);	/* its scan in flight */
+	(void)rcl_domain_reclaim(d, 8, RCL_CTX_CAPABLE, NULL);
+	sem_post(&xd_release);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	print_message("free from an evict callback in a pass, the shrinker's "
+		      "scan in flight: %d (waited for it: %d)\n",
+		      atomic_load(&xd_free_ret), atomic_load(&xd_waited));
+	assert_int_equal(atomic_load(&xd_waited), 0);
+	assert_int_equal(atomic_load(&xd_free_ret), -EDEADLK);
+	/* Nothing done: still registered and callable, then freed. */
+	assert_int_equal(rcl_shrinker_shrink(xd_s, 0, 12, 0, NULL), 0);
+	assert_int_equal(rcl_shrinker_free(xd_s), 0);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(rcl_lruvec_del(&lv, &nodes[i]), 0);
+	assert_int_equal(rcl_domain_detach(d, &lv), 0);
+	rcl_lruvec_destroy(&lv);
+	assert_int_equal(rcl_domain_free(d), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	sem_destroy(&xd_in_scan);
+	sem_destroy(&xd_release);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Where deferred work lives: the caller's stripe, the shared backlog         */
 /* ------------------------------------------------------------------------- */
@@ -1380,6 +1497,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shrinker_modern_vectors),
 		cmocka_unit_test(test_shrinker_free_from_callback_does_not_wait),
+		cmocka_unit_test(test_shrinker_free_from_evict_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_modern_stop_defers_then_drains),
 		cmocka_unit_test(test_shrinker_nr_scanned_is_honoured),
 		cmocka_unit_test(test_shrinker_no_progress_does_not_spin),

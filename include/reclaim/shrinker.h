@@ -499,11 +499,15 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *shrinker);
  *
  * Context: any thread except @shrinker's own callbacks; sleeps while its
  * callbacks are in flight in other threads.
- * Return: 0; -EDEADLK (nothing done) when called from one of @shrinker's
- * own callbacks, and when called from a callback of another shrinker while
+ * Return: 0; -EDEADLK (nothing done: it stays registered, and callable
+ * throughout) when called from one of @shrinker's own callbacks, and when
+ * called from a callback of another shrinker, an evict callback, a
+ * callback inside a domain's reclaim pass or a write callback, while
  * @shrinker's callbacks are in flight in other threads: it does not wait
- * there, since two callbacks freeing each other's shrinkers would wait for
- * each other for ever (try again later, outside the callback).
+ * there, since a callback in flight may be waiting for what the caller's
+ * callback holds (two callbacks freeing each other's shrinkers; a scan
+ * that detaches the lruvec a pass pins), and the two would wait for each
+ * other for ever (try again later, outside the callback).
  */
 RCL_API int rcl_shrinker_free(struct rcl_shrinker *shrinker);
 
