@@ -134,6 +134,8 @@ struct rcl_shrinker_registry {
 	atomic_uint nr_shrinkers;	/* allocated and not freed */
 	atomic_uint nr_freeing;		/* frees waiting for walkers */
 	_Atomic(struct chunk *) chunks[MAX_CHUNKS];
+	/* Every registry of the process, for fork() (all_regs_lock). */
+	struct rcl_shrinker_registry *all_prev, *all_next;
 };
 
 /*
@@ -318,6 +320,90 @@ RCL_API const char *rcl_shrink_policy_name(enum rcl_shrink_policy policy)
 	return NULL;
 }
 
+/*
+ * fork(): the child has only the thread that forked, so the slot pins that
+ * other threads' walks held are nobody's there, and a free in the child
+ * would wait for them for ever.  The child drops every pin and every
+ * waiting free's announcement, then takes again the forking thread's own
+ * (one per callback frame it is inside: each callback runs under its
+ * walk's pin of the shrinker's slot), as the domains do with their slot
+ * pins.  Registries are listed under all_regs_lock, held across the fork.
+ */
+static pthread_mutex_t all_regs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t all_regs_once = PTHREAD_ONCE_INIT;
+static struct rcl_shrinker_registry *all_regs;
+
+static void all_regs_prepare(void)
+{
+	pthread_mutex_lock(&all_regs_lock);
+}
+
+static void all_regs_parent(void)
+{
+	pthread_mutex_unlock(&all_regs_lock);
+}
+
+static void all_regs_child(void)
+{
+	struct rcl_shrinker_registry *reg;
+	const struct cb_frame *f;
+	unsigned k, i, j;
+
+	for (reg = all_regs; reg; reg = reg->all_next) {
+		for (k = 0; k < MAX_CHUNKS; k++) {
+			struct chunk *c = atomic_load(&reg->chunks[k]);
+
+			if (!c)
+				continue;
+			for (i = 0; i < NSTRIPES_ALL; i++)
+				for (j = 0; j < SLOTS_PER_CHUNK; j++)
+					atomic_store(&c->refs[i].n[j], 0);
+		}
+		atomic_store(&reg->nr_freeing, 0);
+	}
+	for (f = tls_frames; f; f = f->up) {
+		int slot = atomic_load(&f->s->slot);
+
+		if (slot >= 0) {
+			struct slot sl = slot_at(f->s->reg, (unsigned)slot);
+
+			atomic_fetch_add(&sl.c->refs[my_stripe()].n[sl.j], 1);
+		}
+	}
+	pthread_mutex_unlock(&all_regs_lock);
+}
+
+static void all_regs_init(void)
+{
+	/* Without the handler (ENOMEM), a child's free may wait as before. */
+	(void)pthread_atfork(all_regs_prepare, all_regs_parent,
+			     all_regs_child);
+}
+
+static void all_regs_add(struct rcl_shrinker_registry *reg)
+{
+	pthread_once(&all_regs_once, all_regs_init);
+	pthread_mutex_lock(&all_regs_lock);
+	reg->all_prev = NULL;
+	reg->all_next = all_regs;
+	if (all_regs)
+		all_regs->all_prev = reg;
+	all_regs = reg;
+	pthread_mutex_unlock(&all_regs_lock);
+}
+
+static void all_regs_del(struct rcl_shrinker_registry *reg)
+{
+	pthread_mutex_lock(&all_regs_lock);
+	if (reg->all_prev)
+		reg->all_prev->all_next = reg->all_next;
+	else
+		all_regs = reg->all_next;
+	if (reg->all_next)
+		reg->all_next->all_prev = reg->all_prev;
+	pthread_mutex_unlock(&all_regs_lock);
+}
+
 RCL_API int rcl_shrinker_registry_new(const struct rcl_shrinker_registry_config *cfg,
 				      struct rcl_shrinker_registry **out)
 {
@@ -362,6 +448,7 @@ RCL_API int rcl_shrinker_registry_new(const struct rcl_shrinker_registry_config 
 		reg->trace = cfg->trace;
 		reg->trace_arg = cfg->trace_arg;
 	}
+	all_regs_add(reg);
 	*out = reg;
 	return 0;
 }
@@ -375,6 +462,7 @@ RCL_API int rcl_shrinker_registry_free(struct rcl_shrinker_registry *reg)
 		return 0;
 	if (atomic_load(&reg->nr_shrinkers))
 		return RCL__REFUSE(-EBUSY, "shrinkers of this registry are not freed yet (rcl_shrinker_free() them first)");
+	all_regs_del(reg);
 	a = reg->alloc;
 	for (i = 0; i < MAX_CHUNKS; i++) {
 		struct chunk *c = atomic_load(&reg->chunks[i]);

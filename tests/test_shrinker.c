@@ -21,11 +21,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define UNIT_TESTING 1
 #include <cmocka.h>
 
 #include <reclaim/reclaim.h>
+
+#include "test_util.h"
 
 /* ------------------------------------------------------------------------- */
 /* A model cache behind a shrinker                                            */
@@ -1210,6 +1214,111 @@ static void test_shrinker_free_from_evict_callback_does_not_wait(void **state)
 	sem_destroy(&xd_release);
 }
 
+/*
+ * fork(): the pins that other threads' walks held are nobody's in the
+ * child.  A child forked while another thread was inside S's scan freed S
+ * ... by waiting for ever (a review's reproducer); one forked from inside
+ * S's own scan keeps its own pin, which its walk gives back on return.
+ * Each child ends itself by alarm(), a failure, if a call hangs.
+ */
+static sem_t fk_in_scan, fk_release;
+static atomic_int fk_mode;		/* 1: block in scan; 2: fork in scan */
+static pid_t fk_child, fk_parent;
+
+static unsigned long fk_count(struct rcl_shrinker *sh,
+			      struct rcl_shrink_control *sc)
+{
+	(void)sh;
+	(void)sc;
+	return 1000;
+}
+
+static unsigned long fk_scan(struct rcl_shrinker *sh,
+			     struct rcl_shrink_control *sc)
+{
+	int mode = atomic_exchange(&fk_mode, 0);
+
+	(void)sh;
+	if (mode == 1) {
+		sem_post(&fk_in_scan);
+		while (sem_wait(&fk_release) != 0)
+			;
+	} else if (mode == 2) {
+		fk_child = fork();
+		if (fk_child == 0) {
+			alarm(10);
+			/* Its own callback, in the child too. */
+			T_EQ(rcl_shrinker_free(sh), -EDEADLK);
+		}
+	}
+	return sc->nr_to_scan;
+}
+
+static const struct rcl_shrinker_ops fk_ops = {
+	.count_objects = fk_count,
+	.scan_objects = fk_scan,
+};
+
+static void *fk_thread(void *arg)
+{
+	(void)rcl_shrinker_shrink(arg, 0, 0, RCL_CTX_CAPABLE, NULL);
+	return NULL;
+}
+
+static void test_shrinker_fork_child_frees_without_parent_pins(void **state)
+{
+	struct rcl_shrinker_config sc = { .ops = &fk_ops, .name = "fk" };
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_DEFAULT, 1);
+	struct rcl_shrinker *s;
+	pthread_t t;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	fk_parent = getpid();
+	assert_int_equal(sem_init(&fk_in_scan, 0, 0), 0);
+	assert_int_equal(sem_init(&fk_release, 0, 0), 0);
+	assert_int_equal(rcl_shrinker_new(reg, &sc, &s), 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+
+	/* Another thread inside S's scan at the fork. */
+	atomic_store(&fk_mode, 1);
+	assert_int_equal(pthread_create(&t, NULL, fk_thread, s), 0);
+	assert_int_equal(sem_wait(&fk_in_scan), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(10);
+		T_EQ(rcl_shrinker_free(s), 0);
+		T_EQ(rcl_shrinker_registry_free(reg), 0);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ASSERT_CHILD_EXITED_OK(st);
+	sem_post(&fk_release);
+	assert_int_equal(pthread_join(t, NULL), 0);
+
+	/* This thread forks from inside S's scan. */
+	atomic_store(&fk_mode, 2);
+	assert_int_equal(rcl_shrinker_shrink(s, 0, 0, RCL_CTX_CAPABLE, NULL),
+			 0);
+	if (getpid() != fk_parent) {
+		/* The child, back from the callback: its pin was given back. */
+		T_EQ(rcl_shrinker_free(s), 0);
+		T_EQ(rcl_shrinker_registry_free(reg), 0);
+		_exit(0);
+	}
+	assert_true(fk_child > 0);
+	assert_int_equal(waitpid(fk_child, &st, 0), fk_child);
+	ASSERT_CHILD_EXITED_OK(st);
+
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	sem_destroy(&fk_in_scan);
+	sem_destroy(&fk_release);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Where deferred work lives: the caller's stripe, the shared backlog         */
 /* ------------------------------------------------------------------------- */
@@ -1498,6 +1607,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_modern_vectors),
 		cmocka_unit_test(test_shrinker_free_from_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_free_from_evict_callback_does_not_wait),
+		cmocka_unit_test(test_shrinker_fork_child_frees_without_parent_pins),
 		cmocka_unit_test(test_shrinker_modern_stop_defers_then_drains),
 		cmocka_unit_test(test_shrinker_nr_scanned_is_honoured),
 		cmocka_unit_test(test_shrinker_no_progress_does_not_spin),

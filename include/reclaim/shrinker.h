@@ -498,7 +498,8 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *shrinker);
  * threads kept on their stripes (they are part of the shrinker's memory).
  *
  * Context: any thread except @shrinker's own callbacks; sleeps while its
- * callbacks are in flight in other threads.
+ * callbacks are in flight in other threads.  In the child of a fork(),
+ * callbacks that other threads of the parent were in are not in flight.
  * Return: 0; -EDEADLK (nothing done: it stays registered, and callable
  * throughout) when called from one of @shrinker's own callbacks, and when
  * called from a callback of another shrinker, an evict callback, a
