@@ -553,15 +553,17 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
 RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 {
 	struct rcl_shrinker_registry *reg;
+	struct chunk *spare = NULL;
+	void *spare_raw = NULL;
 	struct slot sl;
 	unsigned i, high;
-	void *raw;
 	int err = 0;
 
 	if (!s)
 		return -EINVAL;
 	reg = s->reg;
 	pthread_mutex_lock(&reg->lock);
+again:
 	if (atomic_load(&s->slot) >= 0) {
 		err = RCL__REFUSE(-EBUSY, "the shrinker is registered already");
 		goto out;
@@ -575,20 +577,31 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 	}
 	if (i == high) {
 		if (i % SLOTS_PER_CHUNK == 0) {
-			struct chunk *c;
-
 			if (i / SLOTS_PER_CHUNK >= MAX_CHUNKS) {
 				err = -ENOSPC;
 				goto out;
 			}
-			c = reg_alloc(reg, sizeof(*c), &raw);
-			if (!c) {
-				err = -ENOMEM;
-				goto out;
+			/*
+			 * The allocator is the application's: called without
+			 * the lock, since one that reclaims on failure may walk
+			 * this registry, whose walkers take the lock while a
+			 * free waits.  Once: a spare fits any chunk.
+			 */
+			if (!spare) {
+				pthread_mutex_unlock(&reg->lock);
+				spare = reg_alloc(reg, sizeof(*spare),
+						  &spare_raw);
+				pthread_mutex_lock(&reg->lock);
+				if (!spare) {
+					err = -ENOMEM;
+					goto out;
+				}
+				goto again;
 			}
-			c->raw = raw;
+			spare->raw = spare_raw;
 			atomic_store_explicit(&reg->chunks[i / SLOTS_PER_CHUNK],
-					      c, memory_order_release);
+					      spare, memory_order_release);
+			spare = NULL;
 		}
 		atomic_store_explicit(&reg->high, i + 1, memory_order_release);
 	}
@@ -599,6 +612,9 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 	atomic_store_explicit(&sl.c->ptr[sl.j], s, memory_order_release);
 out:
 	pthread_mutex_unlock(&reg->lock);
+	/* A spare that another registration made unneeded. */
+	if (spare)
+		reg->alloc.free(reg->alloc.ctx, spare_raw);
 	return err;
 }
 

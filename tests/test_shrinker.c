@@ -1319,6 +1319,132 @@ static void test_shrinker_fork_child_frees_without_parent_pins(void **state)
 	sem_destroy(&fk_release);
 }
 
+/*
+ * The registry's allocator is the application's, and may reclaim when
+ * memory is short, through this very registry: called with the registry
+ * lock held (a new slot chunk), its walk took the lock again while a free
+ * waited, and the thread waited for itself.  Run in a child that ends
+ * itself by alarm(), a failure, if a call hangs.
+ */
+static struct rcl_shrinker_registry *ra_reg;
+static atomic_int ra_armed, ra_walked;
+static sem_t ra_in_scan, ra_release;
+static atomic_int ra_first;
+
+static void *ra_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	if (atomic_exchange(&ra_armed, 0)) {
+		T_EQ(rcl_shrinker_registry_shrink(ra_reg, 0, RCL_DEF_PRIORITY,
+						  RCL_CTX_CAPABLE, NULL),
+		     0);
+		atomic_store(&ra_walked, 1);
+	}
+	return malloc(size);
+}
+
+static void ra_free(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
+}
+
+static unsigned long ra_count(struct rcl_shrinker *sh,
+			      struct rcl_shrink_control *sc)
+{
+	(void)sh;
+	(void)sc;
+	return 1000;
+}
+
+static unsigned long ra_scan(struct rcl_shrinker *sh,
+			     struct rcl_shrink_control *sc)
+{
+	(void)sh;
+	if (!atomic_exchange(&ra_first, 1)) {
+		sem_post(&ra_in_scan);
+		while (sem_wait(&ra_release) != 0)
+			;
+	}
+	return sc->nr_to_scan;
+}
+
+static const struct rcl_shrinker_ops ra_ops = {
+	.count_objects = ra_count,
+	.scan_objects = ra_scan,
+};
+
+static void *ra_shrink_thread(void *arg)
+{
+	(void)rcl_shrinker_shrink(arg, 0, 0, RCL_CTX_CAPABLE, NULL);
+	return NULL;
+}
+
+static void *ra_free_thread(void *arg)
+{
+	T_EQ(rcl_shrinker_free(arg), 0);
+	return NULL;
+}
+
+static void ra_child(void)
+{
+	struct rcl_allocator a = { ra_alloc, ra_free, NULL };
+	struct rcl_shrinker_registry_config rc = { .allocator = &a };
+	struct rcl_shrinker_config cfg = { .ops = &ra_ops, .name = "ra" };
+	struct rcl_shrinker *s, *fill[64];
+	pthread_t t2, t3;
+	unsigned i, n;
+
+	alarm(20);
+	T_EQ(sem_init(&ra_in_scan, 0, 0), 0);
+	T_EQ(sem_init(&ra_release, 0, 0), 0);
+	T_EQ(rcl_shrinker_registry_new(&rc, &ra_reg), 0);
+	T_EQ(rcl_shrinker_new(ra_reg, &cfg, &s), 0);
+	T_EQ(rcl_shrinker_register(s), 0);		/* slot 0 */
+	for (i = 0; i < 64; i++)
+		T_EQ(rcl_shrinker_new(ra_reg, &cfg, &fill[i]), 0);
+	for (i = 0; i < 63; i++)			/* slots 1..63 */
+		T_EQ(rcl_shrinker_register(fill[i]), 0);
+	/* A scan of s in flight, and a free of s waiting for it. */
+	T_EQ(pthread_create(&t2, NULL, ra_shrink_thread, s), 0);
+	while (sem_wait(&ra_in_scan) != 0)
+		;
+	T_EQ(pthread_create(&t3, NULL, ra_free_thread, s), 0);
+	for (n = 0; n < 100000000u; n++) {
+		unsigned long c;
+
+		if (rcl_shrinker_debug_count(s, 0, 0, &c) == -ENOENT)
+			break;
+		sched_yield();
+	}
+	T_CHECK(n < 100000000u);
+	/* Slot 64 needs a new chunk: the allocator walks the registry. */
+	atomic_store(&ra_armed, 1);
+	T_EQ(rcl_shrinker_register(fill[63]), 0);
+	T_EQ(atomic_load(&ra_walked), 1);
+	sem_post(&ra_release);
+	T_EQ(pthread_join(t2, NULL), 0);
+	T_EQ(pthread_join(t3, NULL), 0);
+	for (i = 0; i < 64; i++)
+		T_EQ(rcl_shrinker_free(fill[i]), 0);
+	T_EQ(rcl_shrinker_registry_free(ra_reg), 0);
+	_exit(0);
+}
+
+static void test_shrinker_register_allocator_may_walk(void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		ra_child();
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ASSERT_CHILD_EXITED_OK(st);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Where deferred work lives: the caller's stripe, the shared backlog         */
 /* ------------------------------------------------------------------------- */
@@ -1608,6 +1734,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_free_from_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_free_from_evict_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_fork_child_frees_without_parent_pins),
+		cmocka_unit_test(test_shrinker_register_allocator_may_walk),
 		cmocka_unit_test(test_shrinker_modern_stop_defers_then_drains),
 		cmocka_unit_test(test_shrinker_nr_scanned_is_honoured),
 		cmocka_unit_test(test_shrinker_no_progress_does_not_spin),

@@ -477,7 +477,8 @@ RCL_API int rcl_shrinker_new(struct rcl_shrinker_registry *reg,
  * @shrinker: a shrinker from rcl_shrinker_new()
  *
  * Takes a slot of the registry's table, which grows in chunks of 64 slots
- * from the registry's allocator.
+ * from the registry's allocator, called with no lock of the registry held
+ * (an allocator may reclaim through this registry when memory is short).
  *
  * Context: any thread, while other threads shrink.
  * Return: 0; -EINVAL for NULL; -EBUSY if it is already registered;
