@@ -675,6 +675,65 @@ static void test_databases(void **state)
  * The tables' doublings are charged before they are allocated; one that the
  * strict domain refuses is not made, and the cache works on.
  */
+/*
+ * An xRekey onto the number of a page that is still pinned (SQLite promises
+ * none; every page of a non-purgeable cache is pinned): that page leaves
+ * the index, and was left charged for ever by an xDestroy or xTruncate
+ * before its xUnpin (a review's reproducer: 1152 bytes).
+ */
+static void test_rekey_onto_pinned_page_is_freed(void **state)
+{
+	sqlite3_pcache_page *a, *b;
+	struct rcl_sqlite_stats s;
+	sqlite3_pcache *pc;
+	uint64_t u0;
+	int purgeable;
+
+	(void)state;
+	assert_int_equal(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &m), SQLITE_OK);
+	assert_int_equal(m.xInit(m.pArg), SQLITE_OK);
+	for (purgeable = 0; purgeable < 2; purgeable++) {
+		u0 = rcl_domain_usage(g_domain);
+		pc = m.xCreate(1024, 64, purgeable);
+		assert_non_null(pc);
+		a = m.xFetch(pc, 1, 2);
+		b = m.xFetch(pc, 2, 2);
+		assert_non_null(a);
+		assert_non_null(b);
+		m.xRekey(pc, a, 1, 2);
+		assert_ptr_equal(m.xFetch(pc, 2, 0), a);
+		if (purgeable) {
+			/* The truncate covers it (SQLite holds no page there). */
+			m.xTruncate(pc, 2);
+			assert_int_equal(m.xPagecount(pc), 0);
+		}
+		m.xDestroy(pc);
+		rcl_sqlite_stats(&s);
+		print_message("rekey onto a pinned page (purgeable %d): pages %llu, "
+			      "pinned %llu, usage %+lld\n", purgeable,
+			      (unsigned long long)s.pages,
+			      (unsigned long long)s.pinned,
+			      (long long)(rcl_domain_usage(g_domain) - u0));
+		assert_int_equal(s.pages, 0);
+		assert_int_equal(s.pinned, 0);
+		assert_int_equal(rcl_domain_usage(g_domain), u0);
+	}
+	/* Its xUnpin, first: freed there, and off the lost list. */
+	u0 = rcl_domain_usage(g_domain);
+	pc = m.xCreate(1024, 64, 1);
+	assert_non_null(pc);
+	a = m.xFetch(pc, 1, 2);
+	b = m.xFetch(pc, 2, 2);
+	m.xRekey(pc, a, 1, 2);
+	m.xUnpin(pc, b, 0);
+	assert_int_equal(m.xPagecount(pc), 1);
+	m.xUnpin(pc, a, 0);
+	m.xDestroy(pc);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.pages, 0);
+	assert_int_equal(rcl_domain_usage(g_domain), u0);
+}
+
 static void test_table_charge(void **state)
 {
 	uint64_t charge = rcl_sqlite_page_charge(512, 16), u0, meta0;
@@ -831,6 +890,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_install_badinput),
 		cmocka_unit_test(test_methods),
+		cmocka_unit_test(test_rekey_onto_pinned_page_is_freed),
 		cmocka_unit_test(test_table_charge),
 		cmocka_unit_test(test_callback_fetch_of_isolated_page),
 		cmocka_unit_test(test_callback_truncate_of_isolated_page),

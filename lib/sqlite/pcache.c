@@ -118,6 +118,12 @@ struct rsq_cache {
 	bool attached;			/* to the domain */
 	struct rsq_page *doomed;	/* RSQ_DOOMED pages, through hnext */
 	unsigned ndoomed;		/* not in npages */
+	/*
+	 * Pinned pages that an xRekey onto their number took out of the
+	 * index (SQLite promises none): in npages, through hnext, freed at
+	 * their xUnpin or by an xTruncate or xDestroy that covers them.
+	 */
+	struct rsq_page *lost;
 	struct rsq_cache *onext;	/* the orphan list (g_orphan_mu) */
 	uint64_t meta;			/* charged: this structure + tables */
 	uint64_t hits, misses, evictions, refault_activations;
@@ -404,6 +410,19 @@ static void rsq_doom(struct rsq_cache *c, struct rsq_page *p)
 	p->hnext = c->doomed;
 	c->doomed = p;
 	c->ndoomed++;
+}
+
+/* Take @p off the lost list if it is there, mutex held. */
+static void rsq_unlose(struct rsq_cache *c, struct rsq_page *p)
+{
+	struct rsq_page **pp = &c->lost;
+
+	while (*pp && *pp != p)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = p->hnext;
+		p->hnext = NULL;
+	}
 }
 
 static void rsq_undoom(struct rsq_cache *c, struct rsq_page *p)
@@ -910,6 +929,8 @@ static void rsq_unpin(sqlite3_pcache *pc, sqlite3_pcache_page *pg, int discard)
 drop:
 	if (p->hashed)
 		rsq_unlink(c, p);
+	else if (c->lost)
+		rsq_unlose(c, p);
 	c->npages--;
 	(void)rsq_lru_off(c, p);
 	pthread_mutex_unlock(&c->mu);
@@ -932,7 +953,10 @@ static void rsq_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg,
 		rsq_unlink(c, q);
 		if (q->pinned) {
 			/* SQLite guarantees it is not; if it were, it is freed
-			 * at its xUnpin (an unhashed page is discarded). */
+			 * at its xUnpin (an unhashed page is discarded), or by
+			 * an xTruncate or xDestroy that comes first. */
+			q->hnext = c->lost;
+			c->lost = q;
 			q = NULL;
 		} else {
 			c->npages--;
@@ -988,6 +1012,24 @@ static void rsq_drop_pages(struct rsq_cache *c, unsigned limit, bool pinned_too)
 		if (pinned_too && c->shadows && c->shadows[i].shadow &&
 		    c->shadows[i].key >= limit)
 			c->shadows[i].shadow = 0;
+	}
+	if (pinned_too) {
+		struct rsq_page **pp = &c->lost;
+
+		while ((p = *pp) != NULL) {
+			if (p->key < limit) {
+				pp = &p->hnext;
+				continue;
+			}
+			*pp = p->hnext;
+			p->pinned = 0;
+			c->npinned--;
+			CNT_SUB(g_pinned, 1);
+			c->npages--;
+			(void)rsq_lru_off(c, p);
+			p->hnext = victims;
+			victims = p;
+		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	for (p = victims; p; p = next) {
