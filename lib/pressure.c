@@ -254,8 +254,7 @@ static bool acting_here(const struct rcl_pressure *p)
  */
 static bool in_callback(void)
 {
-	return tls_acting || in_any_pass() || rcl__tls_evict_frames ||
-	       rcl__tls_writing || rcl__tls_writing_of ||
+	return tls_acting || rcl__in_holding_callback() ||
 	       rcl__shrinker_in_callback();
 }
 

@@ -249,6 +249,12 @@ static inline __attribute__((always_inline)) unsigned my_stripe(void)
 	return tls_stripe - 1;
 }
 
+/* Count one more walker of slot @sl, on the calling thread's stripe. */
+static void slot_pin(struct slot sl)
+{
+	atomic_fetch_add(&sl.c->refs[my_stripe()].n[sl.j], 1);
+}
+
 static unsigned slot_refs(struct slot sl)
 {
 	unsigned i, n = 0;
@@ -364,11 +370,8 @@ static void all_regs_child(void)
 	for (f = tls_frames; f; f = f->up) {
 		int slot = atomic_load(&f->s->slot);
 
-		if (slot >= 0) {
-			struct slot sl = slot_at(f->s->reg, (unsigned)slot);
-
-			atomic_fetch_add(&sl.c->refs[my_stripe()].n[sl.j], 1);
-		}
+		if (slot >= 0)
+			slot_pin(slot_at(f->s->reg, (unsigned)slot));
 	}
 	pthread_mutex_unlock(&all_regs_lock);
 }
@@ -646,10 +649,8 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		struct slot sl = slot_at(reg, (unsigned)atomic_load(&s->slot));
 
 		/* Refused before anything changes: it stays published. */
-		if (no_wait && slot_refs(sl)) {
-			pthread_mutex_unlock(&reg->lock);
-			return RCL__REFUSE(-EDEADLK, "called from a callback (another shrinker's, an evict or a pass's, a write) while this shrinker's callback runs: the two could wait for each other");
-		}
+		if (no_wait && slot_refs(sl))
+			goto refuse;
 		/*
 		 * Dekker with walker_put(): we announce a waiter and clear the
 		 * pointer, then read the count; a walker drops the count, then
@@ -664,8 +665,7 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 		if (no_wait && slot_refs(sl)) {
 			atomic_store(&sl.c->ptr[sl.j], s);
 			atomic_fetch_sub(&reg->nr_freeing, 1);
-			pthread_mutex_unlock(&reg->lock);
-			return RCL__REFUSE(-EDEADLK, "called from a callback (another shrinker's, an evict or a pass's, a write) while this shrinker's callback runs: the two could wait for each other");
+			goto refuse;
 		}
 		{
 			/* Not a cancellation point (internal.h). */
@@ -684,6 +684,10 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *s)
 	atomic_fetch_sub(&reg->nr_shrinkers, 1);
 	reg->alloc.free(reg->alloc.ctx, s->raw);
 	return 0;
+
+refuse:
+	pthread_mutex_unlock(&reg->lock);
+	return RCL__REFUSE(-EDEADLK, "called from a callback (another shrinker's, an evict or a pass's, a write) while this shrinker's callback runs: the two could wait for each other");
 }
 
 RCL_API const char *rcl_shrinker_name(const struct rcl_shrinker *s)
@@ -701,7 +705,7 @@ RCL_API const char *rcl_shrinker_name(const struct rcl_shrinker *s)
  */
 static struct rcl_shrinker *walker_get(struct slot sl)
 {
-	atomic_fetch_add(&sl.c->refs[my_stripe()].n[sl.j], 1);
+	slot_pin(sl);
 	return atomic_load(&sl.c->ptr[sl.j]);
 }
 
@@ -739,7 +743,7 @@ static bool pin_registered(struct rcl_shrinker *s, struct slot *out)
 		pthread_mutex_unlock(&s->reg->lock);
 		return false;
 	}
-	atomic_fetch_add(&out->c->refs[my_stripe()].n[out->j], 1);
+	slot_pin(*out);
 	pthread_mutex_unlock(&s->reg->lock);
 	return true;
 }

@@ -975,6 +975,25 @@ static void rsq_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg,
 }
 
 /*
+ * Count @p, out of the index, as freed from the cache and put it on
+ * *@victims (through hnext), mutex held; rsq_release() frees it later.
+ */
+static void rsq_take_victim(struct rsq_cache *c, struct rsq_page *p,
+			    struct rsq_page **victims)
+{
+	if (p->pinned) {
+		p->pinned = 0;
+		c->npinned--;
+		CNT_SUB(g_pinned, 1);
+	}
+	c->npages--;
+	/* on_lru stays set for those a reclaimer holds */
+	(void)rsq_lru_off(c, p);
+	p->hnext = *victims;
+	*victims = p;
+}
+
+/*
  * Take out every unpinned page (and with @pinned_too, every page whose key
  * is >= @limit instead) under the mutex, then free them without it (or
  * doom those a reclaimer holds, where the wait for it is refused).
@@ -998,16 +1017,7 @@ static void rsq_drop_pages(struct rsq_cache *c, unsigned limit, bool pinned_too)
 			}
 			*pp = p->hnext;
 			p->hashed = 0;
-			if (p->pinned) {
-				p->pinned = 0;
-				c->npinned--;
-				CNT_SUB(g_pinned, 1);
-			}
-			c->npages--;
-			/* on_lru stays set for those a reclaimer holds */
-			(void)rsq_lru_off(c, p);
-			p->hnext = victims;
-			victims = p;
+			rsq_take_victim(c, p, &victims);
 		}
 		if (pinned_too && c->shadows && c->shadows[i].shadow &&
 		    c->shadows[i].key >= limit)
@@ -1022,13 +1032,7 @@ static void rsq_drop_pages(struct rsq_cache *c, unsigned limit, bool pinned_too)
 				continue;
 			}
 			*pp = p->hnext;
-			p->pinned = 0;
-			c->npinned--;
-			CNT_SUB(g_pinned, 1);
-			c->npages--;
-			(void)rsq_lru_off(c, p);
-			p->hnext = victims;
-			victims = p;
+			rsq_take_victim(c, p, &victims);
 		}
 	}
 	pthread_mutex_unlock(&c->mu);
