@@ -734,6 +734,91 @@ static void test_rekey_onto_pinned_page_is_freed(void **state)
 	assert_int_equal(rcl_domain_usage(g_domain), u0);
 }
 
+/*
+ * The counters are striped by thread: a page pinned or allocated in one
+ * thread and unpinned or freed in another leaves each stripe's level
+ * wrapped, and the sums must still be exact.
+ */
+struct stripe_job {
+	sqlite3_pcache *pc;
+	sqlite3_pcache_page *pg[4];
+	int step;
+};
+
+static void *stripe_thread(void *arg)
+{
+	struct stripe_job *j = arg;
+	unsigned i;
+
+	if (j->step == 0) {
+		j->pc = m.xCreate(1024, 64, 1);
+		for (i = 0; i < 4 && j->pc; i++)
+			j->pg[i] = m.xFetch(j->pc, i + 1, 2);
+	} else {
+		/* a hit on an unpinned page, then every page freed */
+		j->pg[0] = m.xFetch(j->pc, 1, 0);
+		if (j->pg[0])
+			m.xUnpin(j->pc, j->pg[0], 0);
+		m.xTruncate(j->pc, 0);
+	}
+	return NULL;
+}
+
+static void run_stripe_thread(struct stripe_job *j, int step)
+{
+	pthread_t t;
+
+	j->step = step;
+	assert_int_equal(pthread_create(&t, NULL, stripe_thread, j), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+static void test_stats_across_threads(void **state)
+{
+	uint64_t charge = rcl_sqlite_page_charge(1024, 64);
+	struct rcl_sqlite_stats s0, s;
+	struct stripe_job j = { 0 };
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &m), SQLITE_OK);
+	assert_int_equal(m.xInit(m.pArg), SQLITE_OK);
+	rcl_sqlite_stats(&s0);
+	run_stripe_thread(&j, 0);		/* created, 4 pages pinned */
+	assert_non_null(j.pc);
+	for (i = 0; i < 4; i++)
+		assert_non_null(j.pg[i]);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.pages - s0.pages, 4);
+	assert_int_equal(s.pinned - s0.pinned, 4);
+	assert_int_equal(s.misses - s0.misses, 4);
+	assert_int_equal(s.charged - s0.charged,
+			 4 * charge + (s.meta - s0.meta));
+	for (i = 0; i < 4; i++)			/* unpinned here */
+		m.xUnpin(j.pc, j.pg[i], 0);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.pinned, s0.pinned);
+	assert_int_equal(s.pages - s0.pages, 4);
+	run_stripe_thread(&j, 1);		/* a hit, then all freed */
+	rcl_sqlite_stats(&s);
+	print_message("stats across threads: pages %+lld, pinned %+lld, "
+		      "charged %+lld (meta %+lld), hits %+lld\n",
+		      (long long)(s.pages - s0.pages),
+		      (long long)(s.pinned - s0.pinned),
+		      (long long)(s.charged - s0.charged),
+		      (long long)(s.meta - s0.meta),
+		      (long long)(s.hits - s0.hits));
+	assert_int_equal(s.hits - s0.hits, 1);
+	assert_int_equal(s.pages, s0.pages);
+	assert_int_equal(s.pinned, s0.pinned);
+	assert_int_equal(s.charged - s0.charged, s.meta - s0.meta);
+	m.xDestroy(j.pc);
+	rcl_sqlite_stats(&s);
+	assert_int_equal(s.caches, s0.caches);
+	assert_int_equal(s.charged, s0.charged);
+	assert_int_equal(s.meta, s0.meta);
+}
+
 static void test_table_charge(void **state)
 {
 	uint64_t charge = rcl_sqlite_page_charge(512, 16), u0, meta0;
@@ -892,6 +977,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_methods),
 		cmocka_unit_test(test_rekey_onto_pinned_page_is_freed),
 		cmocka_unit_test(test_table_charge),
+		cmocka_unit_test(test_stats_across_threads),
 		cmocka_unit_test(test_callback_fetch_of_isolated_page),
 		cmocka_unit_test(test_callback_truncate_of_isolated_page),
 		cmocka_unit_test(test_callback_rekey_onto_isolated_page),

@@ -147,23 +147,25 @@ static struct rcl_sqlite_config g_cfg;
 static struct rcl_allocator g_allocator;	/* the caller's, copied */
 static atomic_bool g_installed;
 
-static atomic_uint_fast64_t g_caches, g_pages, g_charged, g_meta;
-static atomic_uint_fast64_t g_evictions, g_refault_act;
+static atomic_uint_fast64_t g_caches, g_meta;
 
 /*
- * The counters that every xFetch and xUnpin moves (a hit, a miss, a pin, an
- * unpin), striped: a thread counts in its own stripe's cache line, so that
- * connections in different threads do not bounce one line between their
- * cores on every page access (K = 4 threads made three locked adds per
- * access on one shared line).  rcl_sqlite_stats() sums the stripes.
- * @pinned may wrap in one stripe (a page pinned in one thread and unpinned
- * in another); the sum modulo 2^64 is the level.
+ * The counters that page accesses move (a hit, a miss, a pin, an unpin, a
+ * page allocated or freed), striped: a thread counts in its own stripe's
+ * cache line, so that connections in different threads do not bounce one
+ * line between their cores on every page access (K = 4 threads made three
+ * locked adds per access on one shared line).  rcl_sqlite_stats() sums the
+ * stripes.  A level (@pinned, @pages, @charged) may wrap in one stripe (a
+ * page pinned or allocated in one thread and unpinned or freed in another);
+ * the sum modulo 2^64 is the level.
  */
 #define RSQ_NR_STRIPES 16u
 struct rsq_stripe {
 	_Alignas(64) atomic_uint_fast64_t hits;
 	atomic_uint_fast64_t misses;
 	atomic_uint_fast64_t pinned;
+	atomic_uint_fast64_t pages, charged;
+	atomic_uint_fast64_t evictions, refault_act;
 };
 static struct rsq_stripe g_stripes[RSQ_NR_STRIPES];
 static atomic_uint g_next_stripe;
@@ -200,16 +202,24 @@ static struct rsq_stripe *rsq_stripe(void)
 	return &g_stripes[i - 1];
 }
 
-/* The stripes' sums into @out's hits, misses and pinned. */
+/* The stripes' sums into @out (all but @caches and @meta). */
 static void rsq_stripes_sum(struct rcl_sqlite_stats *out)
 {
+	const struct rsq_stripe *st;
 	unsigned i;
 
 	out->hits = out->misses = out->pinned = 0;
+	out->pages = out->charged = 0;
+	out->evictions = out->refault_activations = 0;
 	for (i = 0; i < RSQ_NR_STRIPES; i++) {
-		out->hits += CNT_GET(g_stripes[i].hits);
-		out->misses += CNT_GET(g_stripes[i].misses);
-		out->pinned += CNT_GET(g_stripes[i].pinned);
+		st = &g_stripes[i];
+		out->hits += CNT_GET(st->hits);
+		out->misses += CNT_GET(st->misses);
+		out->pinned += CNT_GET(st->pinned);
+		out->pages += CNT_GET(st->pages);
+		out->charged += CNT_GET(st->charged);
+		out->evictions += CNT_GET(st->evictions);
+		out->refault_activations += CNT_GET(st->refault_act);
 	}
 }
 
@@ -309,14 +319,14 @@ static uint64_t rsq_tables_bytes(unsigned n)
 
 static void rsq_meta_charged(uint64_t bytes)
 {
-	CNT_ADD(g_charged, bytes);
+	CNT_ADD(rsq_stripe()->charged, bytes);
 	CNT_ADD(g_meta, bytes);
 }
 
 static void rsq_meta_uncharge(uint64_t bytes)
 {
 	rcl_domain_uncharge(g_cfg.domain, bytes);
-	CNT_SUB(g_charged, bytes);
+	CNT_SUB(rsq_stripe()->charged, bytes);
 	CNT_SUB(g_meta, bytes);
 }
 
@@ -417,8 +427,8 @@ static void rsq_page_free(struct rsq_cache *c, struct rsq_page *p)
 
 	rsq_free(p);
 	rcl_domain_uncharge(g_cfg.domain, charge);
-	CNT_SUB(g_charged, charge);
-	CNT_SUB(g_pages, 1);
+	CNT_SUB(rsq_stripe()->charged, charge);
+	CNT_SUB(rsq_stripe()->pages, 1);
 }
 
 /*
@@ -571,7 +581,7 @@ static enum rcl_evict_status rsq_evict(struct rcl_lru_node *node,
 	c->npages--;
 	c->evictions++;
 	pthread_mutex_unlock(&c->mu);
-	CNT_ADD(g_evictions, 1);
+	CNT_ADD(rsq_stripe()->evictions, 1);
 	rsq_page_free(c, p);
 	return RCL_EVICT_FREED;
 }
@@ -688,8 +698,8 @@ static struct rsq_page *rsq_page_new(struct rsq_cache *c, unsigned key,
 	 * (as pcache1 leaves it); the whole area starts zeroed. */
 	memset(p->base.pExtra, 0, c->sz_extra);
 	p->key = key;
-	CNT_ADD(g_charged, c->charge);
-	CNT_ADD(g_pages, 1);
+	CNT_ADD(rsq_stripe()->charged, c->charge);
+	CNT_ADD(rsq_stripe()->pages, 1);
 	return p;
 }
 
@@ -957,7 +967,7 @@ static void rsq_unpin(sqlite3_pcache *pc, sqlite3_pcache_page *pg, int discard)
 		p->shadow = 0;
 		if (err == 0 && (outcome & RCL_REFAULT_ACTIVATE)) {
 			c->refault_activations++;
-			CNT_ADD(g_refault_act, 1);
+			CNT_ADD(rsq_stripe()->refault_act, 1);
 		}
 	} else {
 		err = rcl_lruvec_add(&c->lv, &p->lru, RCL_LRU_FILE, c->charge,
@@ -1167,12 +1177,8 @@ RCL_API int rcl_sqlite_stats(struct rcl_sqlite_stats *out)
 	if (!out)
 		return -EINVAL;
 	out->caches = CNT_GET(g_caches);
-	out->pages = CNT_GET(g_pages);
-	out->charged = CNT_GET(g_charged);
 	out->meta = CNT_GET(g_meta);
 	rsq_stripes_sum(out);
-	out->evictions = CNT_GET(g_evictions);
-	out->refault_activations = CNT_GET(g_refault_act);
 	return 0;
 }
 
