@@ -15,6 +15,8 @@
 
 #include <reclaim/lruvec.h>
 
+#include "futex_lock.h"
+
 /*
  * RCL_ASSERT() checks the library's own invariants, never the caller's input
  * (bad input gets an -errno).  It is active in every build: a broken
@@ -199,19 +201,8 @@ static inline bool lruvec_live(const struct rcl_lruvec *lv)
  * Acquire and release orders make the lock visible to ThreadSanitizer as
  * such.  Without Linux's futex the sleeps are sched_yield() loops.
  */
-#define RCL__LRUVEC_SPINS 512
+/* RCL__LRUVEC_SPINS, RCL__LOCK_BACKOFF_MAX, rcl__cpu_relax(): lib/futex_lock.h */
 
-static inline void rcl__cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
-/* Pause instructions between two trylocks of a waiter, at most. */
-#define RCL__LOCK_BACKOFF_MAX 32u
 
 /*
  * Try to take @m for about @spins pause instructions; true if it did.  The
@@ -251,11 +242,7 @@ void rcl__lruvec_wake_putback(struct rcl_lruvec *lv);
 
 static inline bool rcl__lruvec_trylock(struct rcl_lruvec *lv)
 {
-	uint32_t free_ = 0;
-
-	return atomic_compare_exchange_strong_explicit(
-		&lv->__lock, &free_, 1, memory_order_acquire,
-		memory_order_relaxed);
+	return rcl__flock_trylock(&lv->__lock);
 }
 
 static inline void rcl__lruvec_lock(struct rcl_lruvec *lv)
@@ -266,7 +253,7 @@ static inline void rcl__lruvec_lock(struct rcl_lruvec *lv)
 
 static inline void rcl__lruvec_unlock(struct rcl_lruvec *lv)
 {
-	if (atomic_exchange_explicit(&lv->__lock, 0, memory_order_release) == 2)
+	if (rcl__flock_release(&lv->__lock))
 		rcl__lruvec_wake_one(lv);
 }
 

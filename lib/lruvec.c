@@ -44,11 +44,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#if defined(__linux__)
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #include <reclaim/flusher.h>
 
@@ -383,61 +378,14 @@ RCL_API unsigned rcl_lru_node_type(const struct rcl_lru_node *node)
 /* The lruvec lock (lib/internal.h)                                           */
 /* ------------------------------------------------------------------------- */
 
-#if defined(__linux__)
-static void futex_wait(RCL__ATOMIC(uint32_t) *w, uint32_t val)
-{
-	/* Returns at once if *w is no longer @val; spurious returns are fine. */
-	syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-
-static void futex_wake(RCL__ATOMIC(uint32_t) *w, int n)
-{
-	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-#else
-static void futex_wait(RCL__ATOMIC(uint32_t) *w, uint32_t val)
-{
-	(void)w;
-	(void)val;
-	sched_yield();
-}
-
-static void futex_wake(RCL__ATOMIC(uint32_t) *w, int n)
-{
-	(void)w;
-	(void)n;
-}
-#endif
-
 void rcl__lruvec_lock_slow(struct rcl_lruvec *lv)
 {
-	unsigned spent = 0, j, backoff = 1;
-
-	/*
-	 * Spin on loads while the holder runs, whether or not others sleep
-	 * (as glibc's adaptive mutex does): a waiter that slept as soon as
-	 * it saw a sleeper would turn every contended hand-over into a
-	 * futex wake-up and sleep.
-	 */
-	while (spent < RCL__LRUVEC_SPINS) {
-		uint32_t c = atomic_load_explicit(&lv->__lock,
-						  memory_order_relaxed);
-
-		if (c == 0 && rcl__lruvec_trylock(lv))
-			return;
-		for (j = 0; j < backoff; j++)
-			rcl__cpu_relax();
-		spent += backoff;
-		if (backoff < RCL__LOCK_BACKOFF_MAX)
-			backoff *= 2;
-	}
-	while (atomic_exchange_explicit(&lv->__lock, 2, memory_order_acquire))
-		futex_wait(&lv->__lock, 2);
+	rcl__flock_lock_slow(&lv->__lock);
 }
 
 void rcl__lruvec_wake_one(struct rcl_lruvec *lv)
 {
-	futex_wake(&lv->__lock, 1);
+	rcl__futex_wake(&lv->__lock, 1);
 }
 
 /*
@@ -452,7 +400,7 @@ void rcl__lruvec_wait_putback(struct rcl_lruvec *lv)
 					    memory_order_relaxed);
 
 	rcl__lruvec_unlock(lv);
-	futex_wait(&lv->__putback, seq);
+	rcl__futex_wait(&lv->__putback, seq);
 	rcl__lruvec_lock(lv);
 }
 
@@ -460,7 +408,7 @@ void rcl__lruvec_wait_putback(struct rcl_lruvec *lv)
 void rcl__lruvec_wake_putback(struct rcl_lruvec *lv)
 {
 	atomic_fetch_add_explicit(&lv->__putback, 1, memory_order_relaxed);
-	futex_wake(&lv->__putback, INT_MAX);
+	rcl__futex_wake(&lv->__putback, INT_MAX);
 }
 
 RCL_API int rcl_lruvec_init(struct rcl_lruvec *lv,
