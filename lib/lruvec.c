@@ -1640,8 +1640,9 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 			 * evictions and activations so far (added to the
 			 * shared clock once, at the end of the pass).  A
 			 * batched call sees the clock of its claim for every
-			 * item: the shadows of one batch differ from the
-			 * per-object ones by less than a batch.
+			 * item (p.aged grows there only by dirty objects'
+			 * activations): the shadows of one batch differ from
+			 * the per-object ones by less than a batch.
 			 */
 			struct rcl_evict_control ctl = {
 				.lruvec = lv,
@@ -1653,7 +1654,7 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 				.priority = sc->priority,
 				.context = sc->context,
 				.shadow = rcl__workingset_shadow(
-					lv, f_type(f), f, p.aged),
+					lv, f_type(f), f, batched ? 0 : p.aged),
 			};
 
 			/* Off the set first: after FREED, n is not touched. */
@@ -1672,8 +1673,10 @@ RCL_API int rcl_lruvec_shrink_inactive(struct rcl_lruvec *lv,
 					/*
 					 * Flagged for reclaim when clean and
 					 * moved out of the way until then.
+					 * An activation: it ages the clock.
 					 */
 					p.activated++;
+					p.aged++;
 					if (batched)
 						order[nr_order++] = n;
 					else

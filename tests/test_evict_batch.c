@@ -1016,6 +1016,44 @@ static void test_evict_batch_shadows_are_claim_clock(void **state)
 	shadows_of_one_pass(&ops_object, false);
 }
 
+/*
+ * A dirty object in the pass is activated, and that activation ticks the
+ * clock as the evictions do (so 3 ticks for 2 evictions and 1 dirty
+ * activation).  In a batch the two evicted objects around it still carry the
+ * one clock of the claim; per object the younger one's shadow counts the
+ * dirty activation before it.
+ */
+static void dirty_in_one_pass(const struct rcl_lruvec_ops *ops, bool batched)
+{
+	struct cache *c = cache_new(ops, 1, RCL_LRUVEC_KERNEL);
+	struct rcl_workingset_stats w0, w1;
+	struct rcl_lru_shrink_control sc;
+
+	add_range(c, 0, 3, RCL_LRU_FILE, 0);
+	answer_range(c, 0, 3, ANS_FREED);
+	assert_int_equal(rcl_lruvec_set_dirty(&c->lv, &c->objs[1].lru), 0);
+	assert_int_equal(rcl_lruvec_workingset_stats(&c->lv, &w0), 0);
+	sc = shrink(c, RCL_LRU_FILE, 3, 0);
+	assert_int_equal(sc.nr_freed, 2);
+	assert_int_equal(sc.nr_dirty, 1);
+	assert_int_equal(sc.nr_activated, 1);
+	assert_int_equal(rcl_lruvec_workingset_stats(&c->lv, &w1), 0);
+	assert_int_equal(w1.nonresident_age - w0.nonresident_age, 3);
+	assert_false(c->objs[0].in);
+	assert_false(c->objs[2].in);
+	assert_int_equal(c->objs[2].shadow - c->objs[0].shadow,
+			 batched ? 0 : 2);
+	cache_free(c);
+}
+
+static void test_evict_batch_dirty_activation_ticks_the_clock(void **state)
+{
+	(void)state;
+	setup_events();
+	dirty_in_one_pass(&ops_batch, true);
+	dirty_in_one_pass(&ops_object, false);
+}
+
 /* Every member of each item's control, and a shadow that restores. */
 static void test_evict_batch_control_fields(void **state)
 {
@@ -1099,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_evict_batch_del_of_an_item_is_ebusy),
 		cmocka_unit_test(test_evict_batch_nested_shrink),
 		cmocka_unit_test(test_evict_batch_shadows_are_claim_clock),
+		cmocka_unit_test(test_evict_batch_dirty_activation_ticks_the_clock),
 		cmocka_unit_test(test_evict_batch_control_fields),
 	};
 

@@ -232,6 +232,33 @@ static void test_ws_activation_ages_the_clock(void **state)
 	assert_int_equal(before, 2);	/* 1 eviction + 1 activation */
 }
 
+/*
+ * So does a dirty object that reclaim meets at the inactive tail: it is
+ * flagged for reclaim when clean and activated (counted so), and like every
+ * activation it ticks the clock (the kernel's move_folios_to_lru() ages the
+ * nonresident clock for each folio shrink_folio_list() activated, dirty or
+ * not), as an ACTIVATE answer does.
+ */
+static void test_ws_dirty_activation_ages_the_clock(void **state)
+{
+	struct fixture *fx = *state;
+	struct rcl_lru_shrink_control sc = { .type = RCL_LRU_FILE,
+					     .nr_to_scan = 1 };
+	struct rcl_lruvec_type_stats st;
+
+	add(fx, 0, 0);
+	assert_int_equal(rcl_lruvec_set_dirty(&fx->lv, &fx->objs[0].lru), 0);
+	assert_int_equal(age(fx), 0);
+	assert_int_equal(rcl_lruvec_shrink_inactive(&fx->lv, &sc), 0);
+	assert_int_equal(fx->nr_evicted, 0);
+	assert_int_equal(sc.nr_dirty, 1);
+	assert_int_equal(sc.nr_activated, 1);
+	assert_int_equal(rcl_lruvec_stats(&fx->lv, RCL_LRU_FILE, &st), 0);
+	assert_int_equal(st.activated, 1);
+	assert_int_equal(rcl_lruvec_count(&fx->lv, ACTIVE, NULL), 1);
+	assert_int_equal(age(fx), 1);	/* one activation */
+}
+
 /* A deactivated object carries the workingset bit: its refault restores. */
 static void test_ws_restore_feeds_cost(void **state)
 {
@@ -783,6 +810,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_ws_activation_ages_the_clock, setup_kernel,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ws_dirty_activation_ages_the_clock, setup_kernel,
 			teardown),
 		cmocka_unit_test_setup_teardown(test_ws_restore_feeds_cost,
 						setup_kernel, teardown),
