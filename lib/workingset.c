@@ -49,6 +49,8 @@
 #define TYPE_SHIFT (ID_SHIFT + 16)
 #define WORKINGSET_BIT (1ull << 62)
 
+__extension__ typedef unsigned __int128 u128;
+
 static bool adaptive(const struct rcl_lruvec *lv);
 
 uint64_t rcl__workingset_shadow(struct rcl_lruvec *lv, unsigned type,
@@ -223,15 +225,20 @@ static void workingset_adapt(struct rcl_lruvec *lv, unsigned type,
 	uint64_t b1 = (g & 0xffffffffu) ? (g & 0xffffffffu) : 1;
 	uint64_t b2 = (g >> 32) ? (g >> 32) : 1;
 	uint64_t ratio = grow ? b2 / b1 : b1 / b2, step, old, nw;
+	u128 step128;
 	unsigned share;
 
 	if (!total)
 		return;
 	if (!ratio)
 		ratio = 1;
-	/* weight <= 2^32, ratio < 2^32: scale before multiplying by 2^16. */
-	step = (uint64_t)weight * TARGET_GAIN * ratio;
-	step = step > total ? 65536 : (step << 16) / total;
+	/*
+	 * weight < 2^32, ratio < 2^32: the step may reach 2^65, and a step
+	 * up to the total (a total of 2^48 or more) times 2^16 may not fit
+	 * in 64 bits: 128-bit products.
+	 */
+	step128 = (u128)weight * TARGET_GAIN * ratio;
+	step = step128 > total ? 65536 : (uint64_t)((step128 << 16) / total);
 	if (!step)
 		step = 1;
 	old = atomic_load_explicit(&lv->__target, memory_order_relaxed);

@@ -661,6 +661,94 @@ static void test_ws_adaptive_bounds(void **state)
 }
 
 /*
+ * A ghost hit's step, 2 x weight x max(1, b2 / b1) / size in 1/65536ths of
+ * the size, with heavy objects and a lopsided ghost ratio: 100,000 active
+ * objects of weight 2^32 - 1 (a size of about 2^48.6), b2 = 40,000 (objects
+ * evicted with their referenced bit), b1 = 1, then a B1 hit of weight
+ * 2^32 - 1.  The step is about 0.8 x 65536; the product scaled by 2^16
+ * before the division does not fit in 64 bits.
+ */
+#define HEAVY_NR 100000u
+#define GHOST_NR 40000u
+static void test_ws_adaptive_step_of_heavy_objects(void **state)
+{
+	struct fixture *fx = fixture_new(0);
+	struct obj *big = calloc(HEAVY_NR + GHOST_NR + 2, sizeof(*big));
+	struct obj *x = &big[HEAVY_NR + GHOST_NR], *z = x + 1;
+	const uint32_t w = UINT32_MAX;
+	uint64_t in, act, shadow;
+	unsigned i, t0, t1, out;
+	__extension__ typedef unsigned __int128 u128;
+	u128 want;
+
+	(void)state;
+	assert_non_null(big);
+	for (i = 0; i < HEAVY_NR; i++) {
+		assert_int_equal(rcl_lruvec_add(&fx->lv, &big[i].lru,
+						RCL_LRU_FILE, w,
+						RCL_LRU_ADD_ACTIVE |
+							RCL_LRU_ADD_NOBATCH),
+				 0);
+		big[i].cached = true;
+	}
+	/* A first own refault starts the target (and the ghost counts). */
+	assert_int_equal(rcl_lruvec_add(&fx->lv, &x->lru, RCL_LRU_FILE, 1,
+					RCL_LRU_ADD_NOBATCH),
+			 0);
+	shrink_inactive(fx, 1);
+	assert_false(x->cached);
+	shadow = x->shadow;
+	rcl_lru_node_init(&x->lru);
+	assert_int_equal(rcl_lruvec_add_refault(&fx->lv, &x->lru, RCL_LRU_FILE,
+						1, RCL_LRU_ADD_NOBATCH, shadow,
+						&out),
+			 0);
+	x->cached = true;
+	assert_true(target(fx) != 0);
+	/* B2: evicted with the referenced bit (hit once). */
+	for (i = HEAVY_NR; i < HEAVY_NR + GHOST_NR; i++) {
+		assert_int_equal(rcl_lruvec_add(&fx->lv, &big[i].lru,
+						RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH),
+				 0);
+		assert_int_equal(rcl_lruvec_mark_accessed(&fx->lv,
+							  &big[i].lru),
+				 0);
+	}
+	shrink_inactive(fx, GHOST_NR);
+	for (i = HEAVY_NR; i < HEAVY_NR + GHOST_NR; i++)
+		assert_false(big[i].cached);
+	/* B1: one evicted unreferenced, refaulting at once, heavy. */
+	assert_int_equal(rcl_lruvec_add(&fx->lv, &z->lru, RCL_LRU_FILE, 1,
+					RCL_LRU_ADD_NOBATCH),
+			 0);
+	z->cached = true;
+	shrink_inactive(fx, 1);
+	assert_false(z->cached);
+	shadow = z->shadow;
+	rcl_lruvec_count(&fx->lv, INACTIVE, &in);
+	rcl_lruvec_count(&fx->lv, ACTIVE, &act);
+	t0 = target(fx);
+	rcl_lru_node_init(&z->lru);
+	assert_int_equal(rcl_lruvec_add_refault(&fx->lv, &z->lru, RCL_LRU_FILE,
+						w, RCL_LRU_ADD_NOBATCH, shadow,
+						&out),
+			 0);
+	z->cached = true;
+	t1 = target(fx);
+	want = (u128)w * 2 * GHOST_NR * 65536 / (in + act);
+	assert_true(want > 50000 && want < 60000);
+	assert_int_equal(t1 - t0, (unsigned)want);
+
+	for (i = 0; i < HEAVY_NR + GHOST_NR + 2; i++)
+		if (big[i].cached)
+			assert_int_equal(rcl_lruvec_del(&fx->lv, &big[i].lru),
+					 0);
+	free(big);
+	fixture_free(fx);
+}
+
+/*
  * Run a loop over 4 x capacity objects, 10 times, through a cache of
  * @capacity on @fx (reclaim: age the active list when the inactive one is
  * low, then evict the inactive tail); return the hits.
@@ -841,6 +929,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_ws_adaptive_loop_keeps_a_part, setup_default,
 			teardown),
+		cmocka_unit_test(test_ws_adaptive_step_of_heavy_objects),
 		cmocka_unit_test(test_ws_shadow_limit),
 	};
 
