@@ -61,7 +61,8 @@ __attribute__((noreturn, cold)) void rcl__assert_fail(const char *expr,
  * bit   4    PENDING       (public)  in an add batch
  * bit   5    LISTED        (public)  linked on a list of the lruvec
  * bit   6    ISOLATED      (public)  held by a reclaimer
- * bit   7    QUEUED        a batch entry refers to the node
+ * bit   7    QUEUED        a batch entry refers to the node (idle: an add
+ *                          is claiming it, or a delete purging its entry)
  * bit   8    REFERENCED    (public)
  * bit   9    WORKINGSET    (public)
  * bit  10    DIRTY         (public, reserved)

@@ -531,7 +531,15 @@ RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 	if (!b)
 		rcl__lruvec_lock(lv);
 
-	/* Claim the node: idle -> pending (batched) or listed. */
+	/*
+	 * Claim the node: idle -> idle and QUEUED, which every other call
+	 * refuses or takes for idle (add: -EBUSY; the rest: -ENOENT), so
+	 * that its weight is written before it becomes pending or listed:
+	 * set_dirty() and writeback_start() account a pending node's weight
+	 * under the lruvec lock, which a batched add does not hold.  Then
+	 * publish it, pending (batched) or listed, with a release store:
+	 * nobody else changes a node claimed so.
+	 */
 	f = node_flags(node);
 	do {
 		if (f & (F_STATE | F_QUEUED)) {
@@ -541,15 +549,15 @@ RCL_API int rcl_lruvec_add(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 				rcl__lruvec_unlock(lv);
 			return RCL__REFUSE(-EBUSY, "the node is on an lruvec, isolated or in a batch already (double add, or not initialised with rcl_lru_node_init())");
 		}
-		nf = (f & F_KEEP_IDLE) | type |
-		     ((uint32_t)lv->__id << F_ID_SHIFT);
-		if (flags & RCL_LRU_ADD_ACTIVE)
-			nf |= F_ACTIVE;
-		if (flags & RCL_LRU_ADD_UNEVICTABLE)
-			nf |= F_UNEVICTABLE;
-		nf |= b ? F_PENDING | F_QUEUED : F_LISTED;
-	} while (!node_cas(node, &f, nf));
+	} while (!node_cas(node, &f, f | F_QUEUED));
 	node->__weight = weight;
+	nf = (f & F_KEEP_IDLE) | type | ((uint32_t)lv->__id << F_ID_SHIFT);
+	if (flags & RCL_LRU_ADD_ACTIVE)
+		nf |= F_ACTIVE;
+	if (flags & RCL_LRU_ADD_UNEVICTABLE)
+		nf |= F_UNEVICTABLE;
+	nf |= b ? F_PENDING | F_QUEUED : F_LISTED;
+	atomic_store_explicit(&node->__flags, nf, memory_order_release);
 
 	if (b) {
 		rcl__tbatch_append(b, node, lv, RCL__OP_ADD);

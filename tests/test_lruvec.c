@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define UNIT_TESTING 1
@@ -1960,6 +1961,71 @@ static void test_lruvec_cancel_in_evict_callback_puts_back(void **state)
 	assert_int_equal(rcl_lruvec_destroy(&cnl.lv), 0);
 }
 
+/*
+ * A batched add makes the node pending without the lruvec lock, and
+ * rcl_lruvec_set_dirty() on a pending node counts its weight under that
+ * lock: the weight must be the node's before it is pending.  One thread adds
+ * and deletes one node, with weights 1 and 1000 in turn; another dirties it
+ * whenever it is on the lruvec.  After each delete no weight is dirty.  The
+ * add wrote the weight after its claiming CAS, so a set_dirty() in between
+ * counted the previous weight, and the delete took back the new one: the
+ * dirty weight drifted (by -999 or +999 per race) and, if attached, so did
+ * the domain's.  Up to 2 s or 40,000,000 rounds, stopping at the first drift.
+ */
+struct wrace {
+	struct rcl_lruvec lv;
+	struct rcl_lru_node node;
+	atomic_int stop;
+};
+
+static void *wrace_dirtier(void *arg)
+{
+	struct wrace *w = arg;
+
+	while (!atomic_load(&w->stop))
+		(void)rcl_lruvec_set_dirty(&w->lv, &w->node);
+	return NULL;
+}
+
+static void test_lruvec_add_weight_is_set_before_pending(void **state)
+{
+	struct wrace *w = calloc(1, sizeof(*w));
+	struct rcl_dirty_stats ds = { 0 };
+	struct timespec t0, t1;
+	unsigned long i;
+	pthread_t t;
+
+	(void)state;
+	assert_non_null(w);
+	assert_int_equal(rcl_lruvec_init(&w->lv, NULL), 0);
+	assert_int_equal(pthread_create(&t, NULL, wrace_dirtier, w), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 40000000; i++) {
+		assert_int_equal(rcl_lruvec_add(&w->lv, &w->node, RCL_LRU_FILE,
+						(i & 1) ? 1000 : 1, 0),
+				 0);
+		while (rcl_lruvec_del(&w->lv, &w->node) != 0)
+			;
+		assert_int_equal(rcl_lruvec_dirty_stats(&w->lv, &ds), 0);
+		if (ds.nr_dirty || ds.weight_dirty)
+			break;
+		if (!(i & 4095)) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (t1.tv_sec - t0.tv_sec >= 2)
+				break;
+		}
+	}
+	atomic_store(&w->stop, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	if (ds.weight_dirty)
+		print_message("round %lu: dirty weight %lld after the delete\n",
+			      i, (long long)ds.weight_dirty);
+	assert_int_equal(ds.nr_dirty, 0);
+	assert_int_equal(ds.weight_dirty, 0);
+	assert_int_equal(rcl_lruvec_destroy(&w->lv), 0);
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2024,6 +2090,7 @@ int main(void)
 		T(test_lruvec_del_wait_waits_for_putback),
 		T(test_lruvec_del_wait_wakes_on_remove),
 		T(test_lruvec_del_wait_survives_cancellation),
+		cmocka_unit_test(test_lruvec_add_weight_is_set_before_pending),
 #undef T
 	};
 
