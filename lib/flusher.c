@@ -90,11 +90,14 @@ static void wb_broadcast(struct rcl_domain *d)
  * Wake rcl_domain_balance_dirty() waiters: the dirty weight dropped, or the
  * threshold rose.  They sleep under wblock after counting themselves, and
  * the counters are seq_cst: either a waiter sees the change before it
- * sleeps, or this sees the waiter and wakes it.
+ * sleeps, or this sees the waiter and wakes it.  Reclaimers throttled on
+ * writeback too: a detach takes the lruvec's objects under writeback out
+ * of the domain's count without a write ending, and the count at 0 ends
+ * their wait (rcl__domain_throttle_writeback()).
  */
 void rcl__domain_dirty_wake(struct rcl_domain *d)
 {
-	if (atomic_load(&d->nr_dirty_waiters))
+	if (atomic_load(&d->nr_dirty_waiters) || atomic_load(&d->nr_throttled))
 		wb_broadcast(d);
 }
 

@@ -2365,6 +2365,37 @@ static void test_flusher_throttle_writeback_drained(void **state)
 }
 
 /*
+ * The objects in flight leave the domain with their lruvec (a detach): none
+ * of the domain's is under writeback any more, so the throttled reclaimer
+ * goes on at once, as when the last one completes (flusher.h), not after
+ * the 100 ms of the clock.
+ */
+static void test_flusher_throttle_writeback_detached(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d = dom_make(HUGE_BUDGET, fc, NULL, RCL_FLUSH_ALL, 0);
+	struct rcl_dirty_stats s;
+	struct rcl_thr r = { 0 };
+	struct fcache c;
+	pthread_t t;
+
+	(void)state;
+	thr_cache(&c, d, 2, 0);
+	thr_start(&r, &t, d, fc, 1);
+	assert_int_equal(vmstat(d).writeback_throttled, 1);
+	assert_int_equal(rcl_domain_detach(d, &c.lv), 0);
+	assert_int_equal(rcl_domain_dirty_stats(d, &s), 0);
+	assert_int_equal(s.nr_writeback, 0);
+	WAIT_FOR(atomic_load(&r.done));	/* not the 100 ms of the clock */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(vmstat(d).writeback_throttle_timeouts, 0);
+	assert_true(atomic_load(&O(&c, 0)->cached));
+	assert_true(atomic_load(&O(&c, 1)->cached));
+	fc_destroy(&c, false);
+	dom_free(d, fc);
+}
+
+/*
  * Two throttled reclaimers: each waits for 32 x 2 = 64 completions.  The 4
  * oldest objects and the 60 newest are under writeback: each reclaimer's
  * priority-12 batch takes only writeback objects (the first takes objects
@@ -3486,6 +3517,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_dirty_thresholds_zero),
 		cmocka_unit_test(test_flusher_throttle_writeback),
 		cmocka_unit_test(test_flusher_throttle_writeback_drained),
+		cmocka_unit_test(test_flusher_throttle_writeback_detached),
 		cmocka_unit_test(test_flusher_throttle_writeback_two),
 		cmocka_unit_test(test_flusher_thread_serves_requests),
 		cmocka_unit_test(test_flusher_thread_write_error_does_not_stop_request),
