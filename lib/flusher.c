@@ -703,6 +703,20 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
+/*
+ * With no flusher thread in this process (flock held, after
+ * flusher_cond_after_fork_locked()), fl_batch_seq is odd only in the child
+ * of a fork() taken during one of the parent's batches, which nothing ends
+ * there: make it even (no batch under way), or rcl_domain_writeback_all()
+ * waits for that batch and a thread started here counts its batches with
+ * the parity inverted.
+ */
+static void flusher_batch_seq_settle_locked(struct rcl_domain *d)
+{
+	if (!d->fl_running && (atomic_load(&d->fl_batch_seq) & 1))
+		atomic_fetch_add(&d->fl_batch_seq, 1);
+}
+
 RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 				     const struct rcl_writeback_ops *ops,
 				     void *priv, unsigned batch)
@@ -716,6 +730,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 	if (d->fl_running) {
 		err = RCL__REFUSE(-EBUSY, "the flusher thread runs already");
 	} else {
+		flusher_batch_seq_settle_locked(d);
 		d->wops = *ops;
 		d->wpriv = priv;
 		d->wbatch = batch ? batch : 64;
@@ -842,6 +857,10 @@ RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 		*written = 0;
 	if (!d || !ops || !ops->write)
 		return -EINVAL;
+	pthread_mutex_lock(&d->flock);
+	flusher_cond_after_fork_locked(d);
+	flusher_batch_seq_settle_locked(d);
+	pthread_mutex_unlock(&d->flock);
 	/* Pending adds reach the lists first, so that none is missed. */
 	rcl__domain_drain_all(d);
 	for (pass = 0; pass < WBALL_PASSES; pass++) {

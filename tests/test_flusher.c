@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #define UNIT_TESTING 1
 #include <cmocka.h>
@@ -3032,6 +3033,82 @@ static void *dbl_stop_main(void *arg)
 	return NULL;
 }
 
+/* The flusher thread's write: waits until the test releases it. */
+static atomic_int forkwb_entered, forkwb_release;
+
+static int forkwb_hold(void *priv, struct rcl_lru_node *node)
+{
+	(void)priv;
+	(void)node;
+	atomic_store(&forkwb_entered, 1);
+	while (!atomic_load(&forkwb_release))
+		usleep(1000);
+	return 0;
+}
+
+static int forkwb_write(void *priv, struct rcl_lru_node *node)
+{
+	(void)priv;
+	(void)node;
+	return 0;
+}
+
+/*
+ * fork() while the parent's flusher thread is inside a batch: the child
+ * has no flusher thread (domain.h), so nothing ends that batch there.
+ * rcl_domain_writeback_all() in the child waited for it (1 s, on every
+ * call) and returned -ETIMEDOUT, though it had written every object it
+ * could; the batch's own object stays under writeback in the child's
+ * copy, skipped as an application writer's would be.  The child ends
+ * itself by alarm(), a failure, if a call hangs.
+ */
+static void test_flusher_fork_child_during_a_batch(void **state)
+{
+	static const struct rcl_writeback_ops hold = { .write = forkwb_hold };
+	static const struct rcl_writeback_ops quick = { .write = forkwb_write };
+	struct rcl_domain *d = dom_make(HUGE_BUDGET, NULL, NULL, RCL_FLUSH_ALL, 0);
+	struct fcache c;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	atomic_store(&forkwb_entered, 0);
+	atomic_store(&forkwb_release, 0);
+	fc_init(&c, d, 2, 1, false, true);
+	fc_fill(&c, 2);
+	set_dirty(&c, 0);
+	assert_int_equal(rcl_domain_flusher_start(d, &hold, NULL, 1), 0);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(atomic_load(&forkwb_entered));	/* object 0's batch */
+	set_dirty(&c, 1);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint64_t written = 0;
+		int err, i, ok = 1;
+
+		alarm(20);
+		for (i = 0; i < 2 && ok; i++) {
+			err = rcl_domain_writeback_all(d, &quick, NULL, &written);
+			if (err != 0 || written != (i == 0 ? 1u : 0u)) {
+				fprintf(stderr, "child: writeback_all %d, written %llu\n",
+					err, (unsigned long long)written);
+				ok = 0;
+			}
+		}
+		ok = ok && dwr_of(O(&c, 1)) == 0 &&
+		     dwr_of(O(&c, 0)) == RCL_LRU_F_WRITEBACK;
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&forkwb_release, 1);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	ASSERT_CHILD_EXITED_OK(st);
+	fc_destroy(&c, true);
+	dom_free(d, NULL);
+}
+
 static void test_flusher_thread_concurrent_stop(void **state)
 {
 	struct rcl_fake_clock *fc = fclock_new();
@@ -3529,6 +3606,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_writeback_all_vs_flusher),
 		cmocka_unit_test(test_flusher_thread_own_callbacks),
 		cmocka_unit_test(test_flusher_thread_concurrent_stop),
+		cmocka_unit_test(test_flusher_fork_child_during_a_batch),
 		cmocka_unit_test(test_flusher_thread_errors),
 		cmocka_unit_test(test_flusher_baseline_reclaim_writes),
 		cmocka_unit_test(test_flusher_dirtied_while_isolated),
