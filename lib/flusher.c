@@ -294,13 +294,31 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  * (the larger, 0 meaning "all", wins).  Delivery happens outside the lock.
  */
 /*
+ * flusher_cond_after_fork_locked() (flock held), which in a fork()'s child
+ * forgets the parent's flusher thread; the requests that thread owned
+ * (in flight to it, pending) have no one to serve or acknowledge them in
+ * the child either: drop them, as a stop does, so that the child's own
+ * requests go where they go without a thread instead of merging for ever
+ * into a pending one.
+ */
+static void flusher_after_fork_locked(struct rcl_domain *d)
+{
+	if (d->fl_running && !atomic_load(&d->fl_stop) &&
+	    d->fl_pid != getpid()) {
+		d->inflight = d->pending = false;
+		atomic_store(&d->flush_busy, false);
+	}
+	flusher_cond_after_fork_locked(d);
+}
+
+/*
  * Requests go to the library's flusher thread (under flock): it runs and no
  * stop has begun.  A stopping thread serves none (it checks fl_stop between
  * batches and quits), so they go where they go without a thread.
  */
 static bool flusher_owns_requests(struct rcl_domain *d)
 {
-	flusher_cond_after_fork_locked(d);
+	flusher_after_fork_locked(d);
 	return d->fl_running && !atomic_load(&d->fl_stop);
 }
 
@@ -705,7 +723,7 @@ static void *flusher_main(void *arg)
 
 /*
  * With no flusher thread in this process (flock held, after
- * flusher_cond_after_fork_locked()), fl_batch_seq is odd only in the child
+ * flusher_after_fork_locked()), fl_batch_seq is odd only in the child
  * of a fork() taken during one of the parent's batches, which nothing ends
  * there: make it even (no batch under way), or rcl_domain_writeback_all()
  * waits for that batch and a thread started here counts its batches with
@@ -726,7 +744,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 	if (!d || !ops || !ops->write || batch > RCL_WRITEBACK_MAX_BATCH)
 		return -EINVAL;
 	pthread_mutex_lock(&d->flock);
-	flusher_cond_after_fork_locked(d);
+	flusher_after_fork_locked(d);
 	if (d->fl_running) {
 		err = RCL__REFUSE(-EBUSY, "the flusher thread runs already");
 	} else {
@@ -778,7 +796,7 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 	if (rcl__tls_flusher_of == d)
 		return RCL__REFUSE(-EDEADLK, "called from the flusher thread's own callbacks: it would join itself");
 	pthread_mutex_lock(&d->flock);
-	flusher_cond_after_fork_locked(d);
+	flusher_after_fork_locked(d);
 	if (!d->fl_running) {
 		pthread_mutex_unlock(&d->flock);
 		return 0;
@@ -858,7 +876,7 @@ RCL_API int rcl_domain_writeback_all(struct rcl_domain *d,
 	if (!d || !ops || !ops->write)
 		return -EINVAL;
 	pthread_mutex_lock(&d->flock);
-	flusher_cond_after_fork_locked(d);
+	flusher_after_fork_locked(d);
 	flusher_batch_seq_settle_locked(d);
 	pthread_mutex_unlock(&d->flock);
 	/* Pending adds reach the lists first, so that none is missed. */

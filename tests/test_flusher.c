@@ -3109,6 +3109,60 @@ static void test_flusher_fork_child_during_a_batch(void **state)
 	dom_free(d, NULL);
 }
 
+/*
+ * fork() while a request is in flight to the parent's flusher thread, in
+ * a domain that also has an application flusher: in the child, with no
+ * thread, flush requests go to the application's ops (domain.h).  The
+ * thread's request stayed in flight there, with no thread to acknowledge
+ * it, so every request of the child merged into the pending one and none
+ * reached the ops (nor did a background one: the flush_busy filter).
+ */
+static void test_flusher_fork_child_requests_reach_the_ops(void **state)
+{
+	static const struct rcl_writeback_ops hold = { .write = forkwb_hold };
+	struct rcl_domain *d;
+	struct fcache c;
+	struct mock m;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	mock_init(&m);
+	d = dom_make(HUGE_BUDGET, NULL, &m, RCL_FLUSH_ALL, 0);
+	atomic_store(&forkwb_entered, 0);
+	atomic_store(&forkwb_release, 0);
+	fc_init(&c, d, 1, 1, false, true);
+	fc_fill(&c, 1);
+	set_dirty(&c, 0);
+	assert_int_equal(rcl_domain_flusher_start(d, &hold, NULL, 1), 0);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(atomic_load(&forkwb_entered));	/* the thread's request */
+	assert_int_equal(mock_n(&m), 0);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int err, ok;
+
+		alarm(20);
+		err = rcl_domain_flush(d, 5);
+		ok = err == 0 && mock_n(&m) == 1;
+		if (!ok)
+			fprintf(stderr, "child: flush %d, %u wakeups\n", err,
+				mock_n(&m));
+		ok = ok && mock_ack(&m, 0) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&forkwb_release, 1);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	ASSERT_CHILD_EXITED_OK(st);
+	assert_int_equal(mock_n(&m), 0);
+	fc_destroy(&c, true);
+	dom_free(d, NULL);
+	mock_fini(&m);
+}
+
 static void test_flusher_thread_concurrent_stop(void **state)
 {
 	struct rcl_fake_clock *fc = fclock_new();
@@ -3607,6 +3661,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_thread_own_callbacks),
 		cmocka_unit_test(test_flusher_thread_concurrent_stop),
 		cmocka_unit_test(test_flusher_fork_child_during_a_batch),
+		cmocka_unit_test(test_flusher_fork_child_requests_reach_the_ops),
 		cmocka_unit_test(test_flusher_thread_errors),
 		cmocka_unit_test(test_flusher_baseline_reclaim_writes),
 		cmocka_unit_test(test_flusher_dirtied_while_isolated),
