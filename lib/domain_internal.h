@@ -175,6 +175,14 @@ struct rcl_domain {
 	atomic_bool fl_stop;		/* also read between batches */
 	pthread_t fl_thread;
 	pid_t fl_pid;			/* the process @fl_thread runs in */
+	/*
+	 * What the thread allocates for a request (its batch, its set of
+	 * failed objects), set and cleared by the thread alone: read only in
+	 * a fork()'s child, which frees them when it forgets the thread
+	 * (flusher_after_fork_locked()).
+	 */
+	void *fl_items;
+	struct wb_skip *fl_skip;
 	struct rcl_writeback_ops wops;
 	void *wpriv;
 	unsigned wbatch;

@@ -301,12 +301,27 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  * requests go where they go without a thread instead of merging for ever
  * into a pending one.
  */
+static void wb_skip_free(struct rcl_domain *d, struct wb_skip *sk);
+
 static void flusher_after_fork_locked(struct rcl_domain *d)
 {
-	if (d->fl_running && !atomic_load(&d->fl_stop) &&
-	    d->fl_pid != getpid()) {
-		d->inflight = d->pending = false;
-		atomic_store(&d->flush_busy, false);
+	if (d->fl_running && d->fl_pid != getpid()) {
+		if (!atomic_load(&d->fl_stop)) {
+			d->inflight = d->pending = false;
+			atomic_store(&d->flush_busy, false);
+		}
+		/*
+		 * What the thread had allocated for a request under way is
+		 * this process's copy, which nothing refers to but the
+		 * thread's stack: free it (its skip set is on that stack,
+		 * which the child still maps).
+		 */
+		if (d->fl_skip)
+			wb_skip_free(d, d->fl_skip);
+		d->fl_skip = NULL;
+		if (d->fl_items)
+			d->alloc.free(d->alloc.ctx, d->fl_items);
+		d->fl_items = NULL;
 	}
 	flusher_cond_after_fork_locked(d);
 }
@@ -612,6 +627,8 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 
 	if (!it)
 		return -ENOMEM;
+	if (stop)
+		d->fl_items = it;
 	for (b = 0; b < bound && !skip_full && (!limit || total < limit); b++) {
 		unsigned max = (unsigned)RCL_MIN((uint64_t)batch,
 						 limit ? limit - total : batch);
@@ -681,6 +698,8 @@ static int write_batches(struct rcl_domain *d, const struct rcl_writeback_ops *o
 	 */
 	if (skip_full)
 		err = -ENOMEM;
+	if (stop)
+		d->fl_items = NULL;
 	d->alloc.free(d->alloc.ctx, it);
 	if (written)
 		*written = total;
@@ -710,9 +729,11 @@ static void *flusher_main(void *arg)
 		/* At most twice the dirty objects of now: bounded. */
 		dirty = atomic_load(&d->dirty[0]);
 		skip = (struct wb_skip){ 0 };
+		d->fl_skip = &skip;
 		write_batches(d, &d->wops, d->wpriv, d->wbatch, req.nr_to_write,
 			      2 * dirty / d->wbatch + 2, &d->fl_stop, &skip,
 			      NULL);
+		d->fl_skip = NULL;
 		wb_skip_free(d, &skip);
 		rcl_domain_flush_done(d, &req);
 		pthread_mutex_lock(&d->flock);
