@@ -66,6 +66,14 @@ static pthread_key_t batch_key;
 static bool batch_key_ok;
 
 static RCL__TLS struct rcl__tbatch *tls_batch;
+/*
+ * The library's key destructor has run for this thread's batch: a later
+ * destructor of the application's (its key is newer, or it asked for
+ * another round) that adds or activates goes unbatched, straight to the
+ * lruvec under its lock.  A batch made then would be left pending, its
+ * nodes off every list and its memory lost, when the rounds end.
+ */
+static RCL__TLS bool tls_batch_gone;
 
 RCL__TLS const struct rcl__evict_frame *rcl__tls_evict_frames;
 RCL__TLS unsigned rcl__tls_writing;
@@ -156,8 +164,10 @@ static void batch_destructor(void *arg)
 	batch_unlock(b);
 	pthread_mutex_unlock(&registry_lock);
 
-	if (tls_batch == b)
+	if (tls_batch == b) {
 		tls_batch = NULL;
+		tls_batch_gone = true;
+	}
 	rcl__free(b);
 }
 
@@ -221,6 +231,8 @@ struct rcl__tbatch *rcl__tbatch_lock_local(void)
 	struct rcl__tbatch *b = tls_batch;
 
 	if (unlikely(!b)) {
+		if (tls_batch_gone)
+			return NULL;	/* exiting: unbatched */
 		b = batch_create();
 		if (!b)
 			return NULL;

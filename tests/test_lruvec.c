@@ -193,6 +193,87 @@ static void test_lruvec_version(void **state)
 /* Lifecycle                                                                  */
 /* ------------------------------------------------------------------------- */
 
+/*
+ * An add from an application's key destructor that runs after the
+ * library's batch destructor (the application's key is newer, and it asks
+ * for more rounds) goes unbatched: a batch made then would be left with
+ * its nodes pending, on no list, when the destructor rounds end.
+ */
+#define LATE_NODES 16
+static struct rcl_lruvec late_lv;
+static struct rcl_lru_node late_nodes[LATE_NODES + 1];
+static pthread_key_t late_key;
+static int late_calls, late_errors;
+
+static void late_destructor(void *arg)
+{
+	(void)arg;
+	if (late_calls >= LATE_NODES)
+		return;
+	if (rcl_lruvec_add(&late_lv, &late_nodes[1 + late_calls], RCL_LRU_FILE,
+			   1, 0) != 0)
+		late_errors++;
+	/* Ask for another round each time: glibc runs at most 4. */
+	if (++late_calls < LATE_NODES &&
+	    pthread_setspecific(late_key, (void *)1) != 0)
+		late_errors++;
+}
+
+static void *late_main(void *arg)
+{
+	(void)arg;
+	/* This thread's batch, then the application's key. */
+	if (rcl_lruvec_add(&late_lv, &late_nodes[0], RCL_LRU_FILE, 1, 0) != 0 ||
+	    pthread_setspecific(late_key, (void *)1) != 0)
+		late_errors++;
+	return NULL;
+}
+
+/* As tests/test_charge_stock.c: TSan ends a thread in a destructor of its own. */
+#if defined(__SANITIZE_THREAD__)
+#define LATE_DESTRUCTORS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LATE_DESTRUCTORS 0
+#endif
+#endif
+#ifndef LATE_DESTRUCTORS
+#define LATE_DESTRUCTORS 1
+#endif
+
+static void test_lruvec_add_from_a_later_key_destructor_is_listed(void **state)
+{
+	struct rcl_lru_node extra;
+	pthread_t t;
+	int i, listed = 0;
+
+	(void)state;
+	if (!LATE_DESTRUCTORS)
+		skip();
+	memset(late_nodes, 0, sizeof(late_nodes));
+	assert_int_equal(rcl_lruvec_init(&late_lv, NULL), 0);
+	/* The library's batch key exists before the application's. */
+	rcl_lru_node_init(&extra);
+	assert_int_equal(rcl_lruvec_add(&late_lv, &extra, RCL_LRU_FILE, 1, 0), 0);
+	assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
+	late_calls = late_errors = 0;
+	assert_int_equal(pthread_create(&t, NULL, late_main, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(late_errors, 0);
+	for (i = 0; i < 1 + late_calls; i++)
+		listed += (rcl_lru_node_flags(&late_nodes[i]) &
+			   RCL_LRU_F_LISTED) != 0;
+	print_message("%d destructor adds after the batch went back: %d of %d "
+		      "nodes listed\n", late_calls, listed, 1 + late_calls);
+	assert_true(late_calls >= 1);
+	assert_int_equal(listed, 1 + late_calls);
+	assert_int_equal(pthread_key_delete(late_key), 0);
+	for (i = 0; i < 1 + late_calls; i++)
+		assert_int_equal(rcl_lruvec_del(&late_lv, &late_nodes[i]), 0);
+	assert_int_equal(rcl_lruvec_del(&late_lv, &extra), 0);
+	assert_int_equal(rcl_lruvec_destroy(&late_lv), 0);
+}
+
 static void test_lruvec_init_defaults(void **state)
 {
 	struct rcl_lruvec lv;
@@ -2031,6 +2112,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lruvec_node_is_at_most_24_bytes),
 		cmocka_unit_test(test_lruvec_zeroed_node_is_idle),
+		cmocka_unit_test(test_lruvec_add_from_a_later_key_destructor_is_listed),
 		cmocka_unit_test(test_lruvec_container_of),
 		cmocka_unit_test(test_lruvec_version),
 		cmocka_unit_test(test_lruvec_init_defaults),
