@@ -185,6 +185,13 @@ static atomic_uint stripes_owned;	/* bit i: a live thread owns stripe i */
 static atomic_uint stripes_orphaned;
 static RCL__TLS unsigned tls_stripe;	/* stripe + 1; 0: not assigned */
 static RCL__TLS bool tls_stripe_owned;	/* the only writer of its stats */
+/*
+ * The key destructor gave this thread's stripe up: a later destructor of
+ * the application's (its key is newer, or it asked for another round)
+ * that shrinks uses the shared stripe.  A stripe owned then would stay
+ * owned when the rounds end, by no thread, its remainders never taken over.
+ */
+static RCL__TLS bool tls_stripe_gone;
 static pthread_once_t stripe_once = PTHREAD_ONCE_INIT;
 static pthread_key_t stripe_key;
 static bool stripe_key_ok;
@@ -199,6 +206,7 @@ static void stripe_release(void *arg)
 
 	tls_stripe = 0;
 	tls_stripe_owned = false;
+	tls_stripe_gone = true;
 	atomic_fetch_or(&stripes_orphaned, bit);
 	atomic_fetch_and(&stripes_owned, ~bit);
 }
@@ -215,7 +223,8 @@ static __attribute__((noinline, cold)) unsigned stripe_assign(void)
 
 	pthread_once(&stripe_once, stripe_make_key);
 	owned = atomic_load(&stripes_owned);
-	while (stripe_key_ok && owned != (1u << NSTRIPES) - 1) {
+	while (stripe_key_ok && !tls_stripe_gone &&
+	       owned != (1u << NSTRIPES) - 1) {
 		i = (unsigned)__builtin_ctz(~owned);
 		if (!atomic_compare_exchange_weak(&stripes_owned, &owned,
 						  owned | 1u << i))

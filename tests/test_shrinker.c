@@ -1572,6 +1572,77 @@ static void test_shrinker_remainder_stays_with_its_thread(void **state)
 }
 
 /*
+ * A shrink from an application's key destructor that runs after the
+ * library's stripe destructor uses the shared stripe: a stripe owned then
+ * stays owned when the rounds end, and its remainder is never taken over.
+ */
+static struct rcl_shrinker *late_s;
+static pthread_key_t late_key;
+static int late_calls;
+
+static void late_destructor(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_shrinker_shrink(late_s, 0, SB_PRIO, RCL_CTX_CAPABLE, NULL), 0);
+	/* Ask for another round each time: glibc runs at most 4. */
+	if (++late_calls < 4)
+		T_EQ(pthread_setspecific(late_key, (void *)1), 0);
+}
+
+static void *late_main(void *arg)
+{
+	(void)arg;
+	T_EQ(rcl_shrinker_shrink(late_s, 0, SB_PRIO, RCL_CTX_CAPABLE, NULL), 0);
+	T_EQ(pthread_setspecific(late_key, (void *)1), 0);
+	return NULL;
+}
+
+/* As tests/test_charge_stock.c: TSan ends a thread in a destructor of its own. */
+#if defined(__SANITIZE_THREAD__)
+#define LATE_DESTRUCTORS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LATE_DESTRUCTORS 0
+#endif
+#endif
+#ifndef LATE_DESTRUCTORS
+#define LATE_DESTRUCTORS 1
+#endif
+
+static void test_shrinker_shrink_from_a_later_key_destructor(void **state)
+{
+	struct sb_trace t = { 0 };
+	struct rcl_shrinker_registry *reg = sb_registry(&t);
+	struct model m = { .objects = SB_F };
+	unsigned long before, claimed;
+	pthread_t th;
+
+	(void)state;
+	if (!LATE_DESTRUCTORS) {
+		assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+		skip();
+	}
+	late_s = new_shrinker(reg, &m, 2, 0, 0);
+	/* The library's stripe key exists before the application's. */
+	shrink(late_s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
+	late_calls = 0;
+	assert_int_equal(pthread_create(&th, NULL, late_main, NULL), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	before = backlog(late_s, 0);
+	/* Every remainder is this thread's or an exited thread's: all claimed. */
+	shrink(late_s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	claimed = t.claimed[t.n - 1];
+	print_message("%d destructor shrinks; backlog %lu, the next call "
+		      "claimed %lu\n", late_calls, before, claimed);
+	assert_true(late_calls >= 1);
+	assert_true(claimed + 1 >= before && claimed <= before + 1);
+	assert_int_equal(pthread_key_delete(late_key), 0);
+	assert_int_equal(rcl_shrinker_free(late_s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/*
  * Work a context refused is real backlog: it goes to the shared word, where
  * any later capable call, from any thread, claims it.
  */
@@ -1758,6 +1829,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_allocation_failures),
 		cmocka_unit_test(test_shrinker_remainder_stays_with_its_thread),
 		cmocka_unit_test(test_shrinker_refused_work_is_shared),
+		cmocka_unit_test(test_shrinker_shrink_from_a_later_key_destructor),
 		cmocka_unit_test(test_shrinker_empty_drops_every_remainder),
 		cmocka_unit_test(test_shrinker_remainder_per_partition),
 		cmocka_unit_test(test_shrinker_more_threads_than_stripes),
