@@ -1739,7 +1739,8 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path)
 		return RCL__REFUSE(-EDEADLK, "called from the monitor's own action (its trim hook or a callback of its reclaim), which holds the lock this call takes");
 	if (!path)
 		path = "/proc/pressure/memory";
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking: a FIFO must not hold the call until a writer comes. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (!act_lock(p)) {

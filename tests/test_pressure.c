@@ -3850,6 +3850,39 @@ static void test_pressure_psi_bad_files(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A FIFO given as the PSI file, with no writer: the call fails (pread() on
+ * it is -ESPIPE) and does not wait in open() for a writer that never comes.
+ * In a child with an alarm: a call that waits ends the child by SIGALRM.
+ */
+static void test_pressure_psi_fifo_does_not_block(void **state)
+{
+	struct fx f;
+	char path[PATH_MAX];
+	unsigned fds;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	path_of(path, sizeof(path), f.tmp, "psi-fifo");
+	assert_int_equal(mkfifo(path, 0600), 0);
+	fds = fd_count();
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(10);
+		_exit(rcl_pressure_add_psi(f.p, path) == -ESPIPE &&
+			      fd_count() == fds && pstats(f.p).nr_sources == 0 ?
+		      0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ASSERT_CHILD_EXITED_OK(st);
+	fx_fini(&f);
+}
+
 /* ------------------------------------------------------------------------- */
 /* 7. systemd's MEMORY_PRESSURE_WATCH / MEMORY_PRESSURE_WRITE                 */
 /* ------------------------------------------------------------------------- */
@@ -5194,6 +5227,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_memory_sample),
 		cmocka_unit_test(test_pressure_psi_file_polled),
 		cmocka_unit_test(test_pressure_psi_bad_files),
+		cmocka_unit_test(test_pressure_psi_fifo_does_not_block),
 		cmocka_unit_test(test_pressure_systemd_psi_file_polled),
 		cmocka_unit_test(test_pressure_systemd_psi_poll_needs_an_interval),
 		cmocka_unit_test(test_pressure_systemd_psi_file_without_trigger_is_polled),
