@@ -1124,7 +1124,7 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 		if (l < 0 && s->level != RCL_PRESSURE_NONE &&
 		    s->mode != RCL_PSOURCE_MANUAL &&
 		    now - s->last_event >=
-			    2 * RCL_MAX(p->window, PSI_WINDOW_US * 1000))
+			    sat_mul(2, RCL_MAX(p->window, PSI_WINDOW_US * 1000)))
 			s->level = RCL_PRESSURE_NONE;
 	}
 

@@ -4403,6 +4403,38 @@ static void test_pressure_psi_trigger_fd_mode_consumed_events(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A descriptor's level ends after twice the longer of the window and 2 s
+ * without another event: with a window of 2^63 ns, twice it is beyond the
+ * clock's range (saturated), not 0, and the level holds on the next tick.
+ */
+static void test_pressure_descriptor_level_with_a_huge_window(void **state)
+{
+	struct fx f;
+	char path[PATH_MAX];
+	int src, wr;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.window_ns = 1ull << 63;
+	fx_monitor(&f);
+	path_of(path, sizeof(path), f.tmp, "fifo");
+	assert_int_equal(mkfifo(path, 0600), 0);
+	src = rcl_pressure_add_systemd(f.p, path, NULL);
+	assert_int_equal(src, 0);
+	wr = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_true(wr >= 0);
+	assert_int_equal(write(wr, "x", 1), 1);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	adv(&f, SEC);			/* a tick, no event */
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(close(wr), 0);
+	fx_fini(&f);
+}
+
 /* A FIFO: each readiness (one byte written per dispatch here) is one event. */
 
 static void test_pressure_systemd_fifo(void **state)
@@ -5238,6 +5270,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_mixed_events),
 		cmocka_unit_test(test_pressure_psi_trigger_fd_mode_after_stop),
 		cmocka_unit_test(test_pressure_systemd_fifo),
+		cmocka_unit_test(test_pressure_descriptor_level_with_a_huge_window),
 		cmocka_unit_test(test_pressure_systemd_socket),
 		cmocka_unit_test(test_pressure_systemd_socket_connect_holds_no_lock),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
