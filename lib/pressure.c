@@ -402,11 +402,20 @@ static int open_poll(int dir, const char *path, int flags)
 	return openat(dir, path, flags);
 }
 
-/* Write a trigger, or systemd's data to a FIFO or socket. */
+/*
+ * Write a trigger, or systemd's data to a FIFO or socket.  A socket is
+ * written with MSG_NOSIGNAL: a peer that closed is -EPIPE, not a SIGPIPE
+ * that ends the application.
+ */
 static ssize_t write_data(int fd, const void *buf, size_t len)
 {
+	ssize_t n;
+
 	if (rcl__pressure_seam.write)
 		return rcl__pressure_seam.write(fd, buf, len);
+	n = send(fd, buf, len, MSG_NOSIGNAL);
+	if (n >= 0 || errno != ENOTSOCK)
+		return n;
 	return write(fd, buf, len);
 }
 

@@ -4737,6 +4737,106 @@ static void test_pressure_systemd_socket_connect_holds_no_lock(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A systemd socket whose peer closed between the add's connect() and its
+ * write of the data: the write fails (-EPIPE, nothing added), and raises
+ * no SIGPIPE, whose default action ends the application.  The add waits
+ * between the two for the action lock, held by an action in another
+ * thread whose evict callback waits: meanwhile the listener accepts the
+ * add's connection and closes it.  A handler counts SIGPIPEs.
+ */
+static struct {
+	struct rcl_pressure *p;
+	char path[PATH_MAX];
+	int src;
+	atomic_int in_evict, release, add_ret, notify_ret, sigpipes;
+} spp;
+
+static void spp_on_sigpipe(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&spp.sigpipes, 1);
+}
+
+static void spp_evict_hook(struct tcache *c)
+{
+	(void)c;
+	atomic_store(&spp.in_evict, 1);
+	(void)wait_flag(&spp.release, 10000);
+}
+
+static void *spp_notify_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&spp.notify_ret,
+		     rcl_pressure_notify(spp.p, spp.src, RCL_PRESSURE_CRITICAL));
+	return NULL;
+}
+
+static void *spp_add_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&spp.add_ret,
+		     rcl_pressure_add_systemd(spp.p, spp.path, SD_WRITE));
+	return NULL;
+}
+
+static void test_pressure_systemd_socket_peer_gone_is_no_sigpipe(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sigaction act = { .sa_handler = spp_on_sigpipe }, old;
+	struct pollfd pfd;
+	pthread_t tn, ta;
+	struct fx f;
+	int lfd, c;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	memset(&spp, 0, sizeof(spp));
+	spp.p = f.p;
+	spp.src = rcl_pressure_add_manual(f.p);
+	assert_int_equal(spp.src, 0);
+	path_of(spp.path, sizeof(spp.path), f.tmp, "sock");
+	assert_true(strlen(spp.path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, spp.path, strlen(spp.path));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	sigemptyset(&act.sa_mask);
+	assert_int_equal(sigaction(SIGPIPE, &act, &old), 0);
+	atomic_store(&spp.add_ret, 1);
+	atomic_store(&spp.notify_ret, 1);
+
+	/* An action holds the action lock, in its evict callback. */
+	atomic_store(&evict_hook, spp_evict_hook);
+	assert_int_equal(pthread_create(&tn, NULL, spp_notify_main, NULL), 0);
+	assert_true(wait_flag(&spp.in_evict, 10000));
+	/* The add connects, then waits for the action lock. */
+	assert_int_equal(pthread_create(&ta, NULL, spp_add_main, NULL), 0);
+	pfd.fd = lfd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(c >= 0);
+	assert_int_equal(close(c), 0);		/* the peer goes */
+	atomic_store(&spp.release, 1);
+	assert_int_equal(pthread_join(tn, NULL), 0);
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	atomic_store(&evict_hook, NULL);
+	assert_int_equal(sigaction(SIGPIPE, &old, NULL), 0);
+
+	assert_int_equal(atomic_load(&spp.notify_ret), 0);
+	assert_int_equal(atomic_load(&spp.sigpipes), 0);
+	assert_int_equal(atomic_load(&spp.add_ret), -EPIPE);
+	assert_int_equal(pstats(f.p).nr_sources, 1);
+	assert_int_equal(close(lfd), 0);
+	fx_fini(&f);
+}
+
 static void b64(const unsigned char *in, size_t n, char *out)
 {
 	static const char t[] =
@@ -5273,6 +5373,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_descriptor_level_with_a_huge_window),
 		cmocka_unit_test(test_pressure_systemd_socket),
 		cmocka_unit_test(test_pressure_systemd_socket_connect_holds_no_lock),
+		cmocka_unit_test(test_pressure_systemd_socket_peer_gone_is_no_sigpipe),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
 		cmocka_unit_test(test_pressure_systemd_paths_and_environment),
 		cmocka_unit_test(test_pressure_holds_its_domain),
