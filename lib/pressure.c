@@ -1207,8 +1207,11 @@ static void arm_timer_locked(struct rcl_pressure *p, uint64_t now)
 	timerfd_settime(p->tfd, 0, &its, NULL);
 }
 
-/* Drain a FIFO or socket (bounded); false if the peer closed. */
-static bool drain(int fd)
+/*
+ * Drain a FIFO or socket (bounded); false if the peer closed.  *@got (if
+ * not NULL) is set when bytes were read.
+ */
+static bool drain(int fd, bool *got)
 {
 	char b[256];
 	int i;
@@ -1216,8 +1219,11 @@ static bool drain(int fd)
 	for (i = 0; i < 64; i++) {
 		ssize_t n = read(fd, b, sizeof(b));
 
-		if (n > 0)
+		if (n > 0) {
+			if (got)
+				*got = true;
 			continue;
+		}
 		if (n == 0)
 			return false;
 		if (errno == EINTR)
@@ -1231,6 +1237,7 @@ static bool drain(int fd)
 static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 			uint32_t events)
 {
+	bool got = false;
 	uint64_t v;
 
 	switch (s->mode) {
@@ -1288,7 +1295,7 @@ static int ready_locked(struct rcl_pressure *p, struct psrc *s, unsigned slot,
 	}
 	case RCL_PSOURCE_SYSTEMD_FIFO:
 	case RCL_PSOURCE_SYSTEMD_SOCKET:
-		if (!drain(s->fds[0]) || (events & (EPOLLHUP | EPOLLERR)))
+		if (!drain(s->fds[0], &got) || (events & (EPOLLHUP | EPOLLERR)))
 			goto off;
 		return RCL_PRESSURE_SEVERE;
 	default:
@@ -1300,7 +1307,8 @@ off:
 	s->mode = RCL_PSOURCE_OFF;
 	s->level = RCL_PRESSURE_NONE;
 	s->pending = RCL_PRESSURE_NONE;
-	return -1;
+	/* Bytes the peer wrote before it closed are its last event. */
+	return got ? RCL_PRESSURE_SEVERE : -1;
 }
 
 /* Most events one wait takes. */
@@ -2159,7 +2167,7 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 		}
 	}
 	if (s->mode == RCL_PSOURCE_SYSTEMD_FIFO)
-		drain(fd);	/* our own bytes are no event */
+		drain(fd, NULL);	/* our own bytes are no event */
 	err = epoll_add(p, fd, EPOLLIN, (uint64_t)idx << 2);
 	if (err)
 		goto out;

@@ -4593,6 +4593,57 @@ static void test_pressure_systemd_socket(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * The peer writes its event and closes before the monitor reads: the byte
+ * is an event still (as when a dispatch came between the two), and the
+ * source turns off.
+ */
+static void test_pressure_systemd_socket_last_event_before_close(void **state)
+{
+	struct fx f;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct rcl_pressure_source_info si;
+	struct pollfd pfd;
+	char path[PATH_MAX], got[64];
+	uint64_t u;
+	int lfd, cfd, src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.interval_ns = 3600 * SEC;
+	fx_monitor(&f);
+	path_of(path, sizeof(path), f.tmp, "sock");
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
+	assert_int_equal(src, 0);
+	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(cfd >= 0);
+	read_exact(cfd, got, sizeof(sd_trigger));
+
+	assert_int_equal(write(cfd, "!", 1), 1);
+	assert_int_equal(close(cfd), 0);
+	pfd.fd = rcl_pressure_fd(f.p);
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, FLOOR));
+	si = sinfo(f.p, src);
+	assert_int_equal(si.events, 1);
+	assert_int_equal(si.actions, 1);
+	assert_int_equal(si.mode, RCL_PSOURCE_OFF);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);
+	assert_int_equal(sinfo(f.p, src).events, 1);
+	assert_int_equal(close(lfd), 0);
+	fx_fini(&f);
+}
+
 /* A tiny base64 encoder for the size limit. */
 /*
  * A systemd socket whose listener's backlog is full: connect() waits until
@@ -5372,6 +5423,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_systemd_fifo),
 		cmocka_unit_test(test_pressure_descriptor_level_with_a_huge_window),
 		cmocka_unit_test(test_pressure_systemd_socket),
+		cmocka_unit_test(test_pressure_systemd_socket_last_event_before_close),
 		cmocka_unit_test(test_pressure_systemd_socket_connect_holds_no_lock),
 		cmocka_unit_test(test_pressure_systemd_socket_peer_gone_is_no_sigpipe),
 		cmocka_unit_test(test_pressure_systemd_short_write_adds_nothing),
