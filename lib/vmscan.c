@@ -368,7 +368,9 @@ static bool slab_goal_enough(void *arg, uint64_t reported)
 
 /*
  * Objects on an lruvec's evictable lists, each list scaled by a domain's
- * protection @prot at usage @usage (unscaled when @prot is 0).
+ * protection @prot at usage @usage (unscaled when @prot is 0).  Only the
+ * lists of its types, those scan_targets() scans: scaled, an absent list
+ * would count RCL_SCAN_CHUNK objects.
  */
 static uint64_t lruvec_size(const struct rcl_lruvec *lv, uint64_t prot,
 			    uint64_t usage)
@@ -376,7 +378,7 @@ static uint64_t lruvec_size(const struct rcl_lruvec *lv, uint64_t prot,
 	uint64_t n = 0;
 	unsigned l;
 
-	for (l = 0; l < RCL_LRU_UNEVICTABLE; l++)
+	for (l = 0; l < 2 * lv->__nr_types; l++)
 		n += rcl__protected_size(rcl_lruvec_count(lv, l, NULL), prot,
 					 usage);
 	return n;

@@ -49,6 +49,7 @@ struct tcache {
 	struct tobj *objs;
 	unsigned n, next;
 	atomic_ulong evicted;
+	bool busy;		/* its objects are in use: evict answers BUSY */
 };
 
 static enum rcl_evict_status tc_evict(struct rcl_lru_node *node,
@@ -57,6 +58,8 @@ static enum rcl_evict_status tc_evict(struct rcl_lru_node *node,
 	struct tobj *o = rcl_container_of(node, struct tobj, lru);
 	struct tcache *c = ctl->priv;
 
+	if (c->busy)
+		return RCL_EVICT_BUSY;
 	T_CHECK(atomic_load(&o->cached));
 	atomic_store(&o->cached, false);
 	T_EQ(rcl_domain_uncharge(c->d, ctl->weight), 0);
@@ -780,6 +783,53 @@ static void test_tree_min_and_low_order(void **state)
 }
 
 /*
+ * The goal of a sweep is shared out over the lruvecs in proportion to their
+ * protection-scaled sizes, each of an lruvec's lists counting at least 32:
+ * the lists it has, those scan_targets() scans.  p (protect_min 64 KiB, half
+ * of its 32 objects, all in use) has a scaled size of 32 (its inactive file
+ * list: 32 - 32 * 64K / (128K + 1) = 17, at least 32) plus 3 x 32 (its three
+ * empty lists) = 128; u (unprotected) has 512 (at the start: then what it
+ * has left).  Each sweep below priority 12 asks u for its share of what is
+ * left of the goal (p frees nothing), and the reclaim ends at priority 0
+ * with 340 >= 320 freed.  The four lists of the two types that
+ * p's lruvec does not have counted 32 each too (p: 256, so u was asked for
+ * 512/768 at first): the reclaim ended with 308 of its 320 freed, though u
+ * had 204 objects left.
+ */
+static void test_tree_goal_share_counts_only_the_lruvecs_lists(void **state)
+{
+	struct rcl_domain *r = root(1024 * MiB, 0), *a, *p, *u;
+	struct rcl_reclaim_result res;
+	struct tcache cp, cu;
+
+	(void)state;
+	a = child(r, 0, 0, 0);
+	p = child(a, 0, 0, 16 * OBJ);
+	u = child(a, 0, 0, 0);
+	tc_init(&cp, p, 32);
+	tc_init(&cu, u, 512);
+	tc_fill(&cp, 32 * OBJ);
+	tc_fill(&cu, 512 * OBJ);
+	cp.busy = true;
+	assert_int_equal(rcl_domain_reclaim(a, 320, RCL_CTX_CAPABLE, &res), 0);
+	print_message("goal 320: reclaimed %llu (u %lu, p %lu), priority %d\n",
+		      (unsigned long long)res.nr_reclaimed,
+		      atomic_load(&cu.evicted), atomic_load(&cp.evicted),
+		      res.priority);
+	assert_int_equal(atomic_load(&cp.evicted), 0);
+	assert_int_equal(res.nr_reclaimed, atomic_load(&cu.evicted));
+	assert_int_equal(res.priority, 0);
+	assert_int_equal(res.nr_reclaimed, 340);
+	cp.busy = false;
+	tc_destroy(&cp);
+	tc_destroy(&cu);
+	assert_int_equal(rcl_domain_free(p), 0);
+	assert_int_equal(rcl_domain_free(u), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/*
  * The background reclaimer serves the whole tree from its root: woken by a
  * child's charge below the root's low watermark, it reclaims the tree back
  * to high, taking from the unprotected child and sparing the protected one.
@@ -999,6 +1049,7 @@ int main(void)
 		cmocka_unit_test(test_tree_effective_protection_overcommitted),
 		cmocka_unit_test(test_tree_recursive_protection),
 		cmocka_unit_test(test_tree_min_and_low_order),
+		cmocka_unit_test(test_tree_goal_share_counts_only_the_lruvecs_lists),
 		cmocka_unit_test(test_tree_root_reclaimer_serves_the_tree),
 		cmocka_unit_test(test_tree_memcg_protection_min),
 		cmocka_unit_test(test_tree_memcg_protection_low),
