@@ -223,7 +223,7 @@ int rcl__scan_lruvec_protected(struct rcl_lruvec *lv,
 			       uint64_t usage)
 {
 	uint64_t targets[RCL_LRU_NR_LISTS], nr[RCL_LRU_NR_LISTS];
-	uint64_t maxt = 0, left = 0, reclaimed = 0;
+	uint64_t maxt = 0, left = 0, reclaimed = 0, round = 0;
 	bool proportional, full, adjusted = false;
 	unsigned l, n;
 	int err;
@@ -249,9 +249,14 @@ int rcl__scan_lruvec_protected(struct rcl_lruvec *lv,
 	full = (sc->flags & RCL_SCAN_DIRECT) && sc->priority == 12 &&
 	       proportional;
 
-	/* Each round takes at least one object of some list: bounded. */
+	/*
+	 * Each round takes at least one object of some list (32 of the
+	 * largest target's, while it has any): bounded.
+	 */
 	while (left) {
 		unsigned lists = 0;
+
+		round++;
 
 		for (l = 0; l < n; l++) {
 			struct rcl_lru_shrink_control lsc = { 0 };
@@ -260,11 +265,26 @@ int rcl__scan_lruvec_protected(struct rcl_lruvec *lv,
 			if (!nr[l])
 				continue;
 			if (proportional) {
-				/* ceil(32 * target / largest target), >= 1 */
-				chunk = (uint64_t)(((u128)RCL_SCAN_CHUNK *
-							    targets[l] +
-						    maxt - 1) /
-						   maxt);
+				/*
+				 * Up to ceil(32 * round * target / largest
+				 * target) done: the largest list's fraction,
+				 * rounded up.  A chunk of ceil(32 * target /
+				 * largest target) every round ran ahead by up
+				 * to one object a round (a list of 1/100 of
+				 * the largest did 1 where 0.32 was its share).
+				 * At most 32; none in some rounds.
+				 */
+				uint64_t done = targets[l] - nr[l];
+				uint64_t want = (uint64_t)RCL_MIN(
+					((u128)RCL_SCAN_CHUNK * round *
+						 targets[l] +
+					 maxt - 1) /
+						maxt,
+					(u128)targets[l]);
+
+				if (want <= done)
+					continue;
+				chunk = want - done;
 			} else {
 				chunk = RCL_SCAN_CHUNK;
 			}

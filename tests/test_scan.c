@@ -256,21 +256,54 @@ static void test_scan_proportions_preserved_at_early_stop(void **state)
 
 	(void)state;
 	/*
-	 * Priority 0, equal shares: targets file 1500, anon 300.  Chunks:
-	 * file 32 (the largest), anon ceil(32 * 300 / 1500) = 7.  Each round
-	 * frees 39: after 3 rounds 117 >= 100 and the pass stops.  File did
-	 * 96 / 1500 = 6.4 %, anon 21 / 300 = 7.0 %: within one anon chunk
-	 * (7) of the same fraction.
+	 * Priority 0: every list whole, targets file 3000, anon 600.  File
+	 * does 32 a round (the largest), anon up to ceil(32 * round * 600 /
+	 * 3000) = ceil(6.4 * round): 7, 13, 20.  After 3 rounds 96 + 20 =
+	 * 116 >= 100 and the pass stops.  File did 96 / 3000 = 3.2 %, anon
+	 * 20 / 600 = 3.3 %: the same fraction, rounded up.
 	 */
 	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
 	assert_int_equal(c->evicted[RCL_LRU_FILE], 96);
-	assert_int_equal(c->evicted[RCL_LRU_ANON], 21);
-	assert_int_equal(sc.nr_reclaimed, 117);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 20);
+	assert_int_equal(sc.nr_reclaimed, 116);
 	assert_int_equal(sc.nr_rounds, 3);
 	assert_int_equal(sc.last_round_lists, 2);
 	/* anon done vs what file's fraction asks of anon: within a chunk */
 	assert_true(labs((long)c->evicted[RCL_LRU_ANON] * 1500 -
 			 (long)c->evicted[RCL_LRU_FILE] * 300) <= 7 * 1500);
+	cache_free(c);
+}
+
+/*
+ * The completed fractions stay equal at every round also for a list far
+ * smaller than the largest.  File 100000 and anon 2000 inactive objects at
+ * priority 2: targets 16666 and 166.  A chunk of ceil(32 * 166 / 16666) = 1
+ * a round scanned anon at three times file's fraction (31 rounds: file 992,
+ * 6.0 %, anon 31, 18.7 %); with anon kept at file's fraction rounded up, it
+ * does ceil(992 * 166 / 16666) = 10 (6.0 %).
+ */
+static void test_scan_proportions_preserved_for_a_small_list(void **state)
+{
+	static const size_t in[2] = { 100000, 2000 }, act[2] = { 0, 0 };
+	struct cache *c = cache_new(in, act);
+	struct rcl_scan_control sc = {
+		.nr_to_reclaim = 1000, .priority = 2, .swappiness = 100,
+	};
+	uint64_t t[RCL_LRU_NR_LISTS];
+
+	(void)state;
+	assert_int_equal(rcl_scan_targets(&c->lv, 2, 100, t), 0);
+	assert_int_equal(t[FI], 16666);
+	assert_int_equal(t[AI], 166);
+	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
+	assert_int_equal(sc.nr_rounds, 31);
+	assert_int_equal(c->evicted[RCL_LRU_FILE], 992);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 10);
+	/* anon's fraction is file's, rounded up to the next object */
+	assert_true(c->evicted[RCL_LRU_ANON] * t[FI] >=
+		    c->evicted[RCL_LRU_FILE] * t[AI]);
+	assert_true((c->evicted[RCL_LRU_ANON] - 1) * t[FI] <
+		    c->evicted[RCL_LRU_FILE] * t[AI]);
 	cache_free(c);
 }
 
@@ -325,15 +358,15 @@ static void test_scan_nonproportional_over_reclaims_when_a_type_runs_out(void **
 	assert_int_equal(c->evicted[RCL_LRU_ANON], 40);
 	cache_free(c);
 
-	/* Proportional: chunks 32 and ceil(32 * 40 / 3000) = 1; 33 a round,
-	 * four rounds to pass 100: 128 + 4. */
+	/* Proportional: file 32 a round, anon up to ceil(32 * round * 40 /
+	 * 3000): 1, 1, 2, 2; four rounds to pass 100: 128 + 2. */
 	c = cache_new(in, act);
 	sc.flags = 0;
 	sc.nr_reclaimed = 0;
 	assert_int_equal(rcl_scan_lruvec(&c->lv, &sc), 0);
 	assert_int_equal(c->evicted[RCL_LRU_FILE], 128);
-	assert_int_equal(c->evicted[RCL_LRU_ANON], 4);
-	assert_int_equal(sc.nr_reclaimed, 132);
+	assert_int_equal(c->evicted[RCL_LRU_ANON], 2);
+	assert_int_equal(sc.nr_reclaimed, 130);
 	cache_free(c);
 }
 
@@ -647,6 +680,7 @@ int main(void)
 		cmocka_unit_test(test_scan_targets_empty_type_gets_nothing),
 		cmocka_unit_test(test_scan_targets_bad_input),
 		cmocka_unit_test(test_scan_proportions_preserved_at_early_stop),
+		cmocka_unit_test(test_scan_proportions_preserved_for_a_small_list),
 		cmocka_unit_test(test_scan_nonproportional_mode_for_contrast),
 		cmocka_unit_test(test_scan_nonproportional_over_reclaims_when_a_type_runs_out),
 		cmocka_unit_test(test_scan_priority_0_reaches_one_object_lists),

@@ -45,9 +45,11 @@
  * work left and rescales the other to the same completed fraction (the seed
  * patch "Use proportional scanning during direct reclaim"), then does one
  * more round.  Here every list scans a chunk proportional to its target
- * (32 for the largest target of the lruvec, at least 1 for the others), so
- * the completed fractions of all lists stay equal to within one chunk at
- * every round, and the pass can stop as soon as the goal is met.  The result
+ * (32 for the largest target of the lruvec; each other list as much as
+ * brings it to the largest's completed fraction of its own target, rounded
+ * up: at most 32, none in some rounds), so the completed fractions of all
+ * lists stay equal to within one chunk at every round, and the pass can
+ * stop as soon as the goal is met.  The result
  * is the proportionality the seed patch aimed for, at every stop, and no
  * extra round: below priority 12 a pass frees at most @nr_to_reclaim plus 32
  * per list scanned in its last round.  RCL_SCAN_NONPROPORTIONAL restores
