@@ -728,8 +728,9 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
 		atomic_fetch_sub(&d->nr_detaching, 1);
 		(void)transfer_dirty(d, lv, false);
 		s->used = false;
-		/* Its dirty weight is no longer ours. */
+		/* Its dirty weight is no longer ours, nor its writeback. */
 		rcl__domain_dirty_wake(d);
+		rcl__domain_throttle_wake(d);
 		err = 0;
 		break;
 	}

@@ -501,5 +501,6 @@ void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
 void rcl__domain_throttle_writeback(struct rcl_domain *d);
 /* The dirty weight fell or its limit rose: wake rcl_domain_balance_dirty(). */
 void rcl__domain_dirty_wake(struct rcl_domain *d);
+void rcl__domain_throttle_wake(struct rcl_domain *d);
 
 #endif /* RECLAIM_DOMAIN_INTERNAL_H */

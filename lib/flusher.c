@@ -90,14 +90,26 @@ static void wb_broadcast(struct rcl_domain *d)
  * Wake rcl_domain_balance_dirty() waiters: the dirty weight dropped, or the
  * threshold rose.  They sleep under wblock after counting themselves, and
  * the counters are seq_cst: either a waiter sees the change before it
- * sleeps, or this sees the waiter and wakes it.  Reclaimers throttled on
- * writeback too: a detach takes the lruvec's objects under writeback out
- * of the domain's count without a write ending, and the count at 0 ends
- * their wait (rcl__domain_throttle_writeback()).
+ * sleeps, or this sees the waiter and wakes it.
  */
 void rcl__domain_dirty_wake(struct rcl_domain *d)
 {
-	if (atomic_load(&d->nr_dirty_waiters) || atomic_load(&d->nr_throttled))
+	if (atomic_load(&d->nr_dirty_waiters))
+		wb_broadcast(d);
+}
+
+/*
+ * Wake reclaimers throttled on writeback (rcl__domain_throttle_writeback()):
+ * a detach took the lruvec's objects under writeback out of the domain's
+ * count without a write ending, and the count at 0 ends their wait.  Not
+ * from rcl__domain_dirty_delta(): at a write's end that would wake them
+ * before rcl_lruvec_writeback_end() has rotated the object to the inactive
+ * tail and counted the write, and rcl__domain_writeback_done() wakes them
+ * after both.
+ */
+void rcl__domain_throttle_wake(struct rcl_domain *d)
+{
+	if (atomic_load(&d->nr_throttled))
 		wb_broadcast(d);
 }
 
