@@ -315,20 +315,6 @@ static void *late_main(void *arg)
 	return NULL;
 }
 
-/*
- * TSan finishes a thread in a key destructor of its own, in the rounds this
- * test runs through; a lock taken after that trips its internal check.
- */
-#if defined(__SANITIZE_THREAD__)
-#define LATE_DESTRUCTORS 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LATE_DESTRUCTORS 0
-#endif
-#endif
-#ifndef LATE_DESTRUCTORS
-#define LATE_DESTRUCTORS 1
-#endif
 
 static void test_charge_from_a_later_key_destructor_is_unstocked(void **state)
 {

@@ -24,6 +24,7 @@
 #include <reclaim/reclaim.h>
 
 #include "lru_check.h"
+#include "test_util.h"
 
 #define NOBJ 64
 
@@ -229,17 +230,6 @@ static void *late_main(void *arg)
 	return NULL;
 }
 
-/* As tests/test_charge_stock.c: TSan ends a thread in a destructor of its own. */
-#if defined(__SANITIZE_THREAD__)
-#define LATE_DESTRUCTORS 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LATE_DESTRUCTORS 0
-#endif
-#endif
-#ifndef LATE_DESTRUCTORS
-#define LATE_DESTRUCTORS 1
-#endif
 
 static void test_lruvec_add_from_a_later_key_destructor_is_listed(void **state)
 {

@@ -4520,6 +4520,21 @@ static void read_exact(int fd, void *buf, size_t len)
 	}
 }
 
+/* A listening AF_UNIX stream socket at @path (socket() @flags added). */
+static int unix_listen(const char *path, int flags)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd;
+
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	return lfd;
+}
+
 /*
  * An AF_UNIX stream socket: the monitor connects and writes the decoded
  * MEMORY_PRESSURE_WRITE ("some 200000 2000000" and its NUL, 20 bytes);
@@ -4530,7 +4545,6 @@ static void read_exact(int fd, void *buf, size_t len)
 static void test_pressure_systemd_socket(void **state)
 {
 	struct fx f;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct rcl_pressure_source_info si;
 	struct pollfd pfd;
 	char path[PATH_MAX], got[64];
@@ -4542,12 +4556,7 @@ static void test_pressure_systemd_socket(void **state)
 	f.cfg.interval_ns = 3600 * SEC;
 	fx_monitor(&f);
 	path_of(path, sizeof(path), f.tmp, "sock");
-	assert_true(strlen(path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, path, strlen(path));
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
+	lfd = unix_listen(path, 0);
 
 	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
 	assert_int_equal(src, 0);
@@ -4601,7 +4610,6 @@ static void test_pressure_systemd_socket(void **state)
 static void test_pressure_systemd_socket_last_event_before_close(void **state)
 {
 	struct fx f;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct rcl_pressure_source_info si;
 	struct pollfd pfd;
 	char path[PATH_MAX], got[64];
@@ -4613,12 +4621,7 @@ static void test_pressure_systemd_socket_last_event_before_close(void **state)
 	f.cfg.interval_ns = 3600 * SEC;
 	fx_monitor(&f);
 	path_of(path, sizeof(path), f.tmp, "sock");
-	assert_true(strlen(path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, path, strlen(path));
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
+	lfd = unix_listen(path, 0);
 	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
 	assert_int_equal(src, 0);
 	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -4834,7 +4837,6 @@ static void *spp_add_main(void *arg)
 
 static void test_pressure_systemd_socket_peer_gone_is_no_sigpipe(void **state)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct sigaction act = { .sa_handler = spp_on_sigpipe }, old;
 	struct pollfd pfd;
 	pthread_t tn, ta;
@@ -4851,12 +4853,7 @@ static void test_pressure_systemd_socket_peer_gone_is_no_sigpipe(void **state)
 	spp.src = rcl_pressure_add_manual(f.p);
 	assert_int_equal(spp.src, 0);
 	path_of(spp.path, sizeof(spp.path), f.tmp, "sock");
-	assert_true(strlen(spp.path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, spp.path, strlen(spp.path));
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
+	lfd = unix_listen(spp.path, SOCK_NONBLOCK);
 	sigemptyset(&act.sa_mask);
 	assert_int_equal(sigaction(SIGPIPE, &act, &old), 0);
 	atomic_store(&spp.add_ret, 1);
@@ -4938,7 +4935,6 @@ static ssize_t short_write(int fd, const void *buf, size_t len)
 static void test_pressure_systemd_short_write_adds_nothing(void **state)
 {
 	struct fx f;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct rcl_pressure_source_info si;
 	char path[PATH_MAX];
 	unsigned fds;
@@ -4948,12 +4944,7 @@ static void test_pressure_systemd_short_write_adds_nothing(void **state)
 	fx_init(&f, BUDGET, FILL);
 	fx_monitor(&f);
 	path_of(path, sizeof(path), f.tmp, "sock");
-	assert_true(strlen(path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, path, strlen(path));
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
+	lfd = unix_listen(path, 0);
 
 	fds = fd_count();
 	rcl__pressure_seam.write = short_write;
@@ -5155,7 +5146,6 @@ static void test_pressure_fd_readable_when_timer_due(void **state)
 static void test_pressure_descriptors_are_cloexec(void **state)
 {
 	static bool before[MAX_FDS], after[MAX_FDS], end[MAX_FDS];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct fx f;
 	struct cg c;
 	char psi[PATH_MAX], fifo[PATH_MAX], sock[PATH_MAX];
@@ -5171,11 +5161,7 @@ static void test_pressure_descriptors_are_cloexec(void **state)
 	path_of(fifo, sizeof(fifo), f.tmp, "fifo");
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	path_of(sock, sizeof(sock), f.tmp, "sock");
-	memcpy(sa.sun_path, sock, strlen(sock));
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
+	lfd = unix_listen(sock, 0);
 
 	fd_set_now(before);
 	fx_monitor(&f);

@@ -1597,17 +1597,6 @@ static void *late_main(void *arg)
 	return NULL;
 }
 
-/* As tests/test_charge_stock.c: TSan ends a thread in a destructor of its own. */
-#if defined(__SANITIZE_THREAD__)
-#define LATE_DESTRUCTORS 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LATE_DESTRUCTORS 0
-#endif
-#endif
-#ifndef LATE_DESTRUCTORS
-#define LATE_DESTRUCTORS 1
-#endif
 
 static void test_shrinker_shrink_from_a_later_key_destructor(void **state)
 {
