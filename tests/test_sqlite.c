@@ -819,6 +819,89 @@ static void test_stats_across_threads(void **state)
 	assert_int_equal(s.meta, s0.meta);
 }
 
+/*
+ * A level read while pages move between threads' stripes: a page pinned
+ * (and allocated) in one thread and unpinned (and freed) in another, the
+ * reader summing the stripes between the two, must read a level that was
+ * (here 0 or 1 page more than before), never one summed from two moments
+ * (a wrap below it, about 2^64, or a count of pages gone already).
+ */
+struct level_job {
+	sqlite3_pcache *pc;
+	sqlite3_pcache_page *_Atomic pg;	/* handed from pinner to unpinner */
+	atomic_bool stop;
+};
+
+static void *level_pinner(void *arg)
+{
+	struct level_job *j = arg;
+
+	while (!atomic_load(&j->stop)) {
+		sqlite3_pcache_page *pg;
+
+		if (atomic_load(&j->pg))
+			continue;
+		pg = m.xFetch(j->pc, 1, 2);	/* allocated and pinned here */
+		if (pg)
+			atomic_store(&j->pg, pg);
+	}
+	return NULL;
+}
+
+static void *level_unpinner(void *arg)
+{
+	struct level_job *j = arg;
+
+	while (!atomic_load(&j->stop)) {
+		sqlite3_pcache_page *pg = atomic_load(&j->pg);
+
+		if (!pg)
+			continue;
+		m.xUnpin(j->pc, pg, 1);		/* unpinned and freed here */
+		atomic_store(&j->pg, NULL);
+	}
+	return NULL;
+}
+
+static void test_stats_levels_of_one_moment(void **state)
+{
+	struct level_job j = { 0 };
+	uint64_t charge = rcl_sqlite_page_charge(1024, 64);
+	struct rcl_sqlite_stats s0, s;
+	pthread_t a, b;
+	long i, bad = 0;
+
+	(void)state;
+	assert_int_equal(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &m), SQLITE_OK);
+	assert_int_equal(m.xInit(m.pArg), SQLITE_OK);
+	j.pc = m.xCreate(1024, 64, 0);
+	assert_non_null(j.pc);
+	rcl_sqlite_stats(&s0);
+	/* The pinner's stripe is chosen first: the reader sums it first. */
+	assert_int_equal(pthread_create(&a, NULL, level_pinner, &j), 0);
+	while (!atomic_load(&j.pg))
+		;
+	assert_int_equal(pthread_create(&b, NULL, level_unpinner, &j), 0);
+	for (i = 0; i < 8000000 && !bad; i++) {
+		rcl_sqlite_stats(&s);
+		if (s.pinned - s0.pinned > 1 || s.pages - s0.pages > 1 ||
+		    s.charged - s0.charged > charge)
+			bad = i + 1;
+	}
+	atomic_store(&j.stop, true);
+	assert_int_equal(pthread_join(a, NULL), 0);
+	assert_int_equal(pthread_join(b, NULL), 0);
+	if (j.pg)
+		m.xUnpin(j.pc, j.pg, 1);
+	m.xDestroy(j.pc);
+	if (bad)
+		print_message("read %ld: pinned %+lld pages %+lld charged %+lld\n",
+			      bad, (long long)(s.pinned - s0.pinned),
+			      (long long)(s.pages - s0.pages),
+			      (long long)(s.charged - s0.charged));
+	assert_int_equal(bad, 0);
+}
+
 static void test_table_charge(void **state)
 {
 	uint64_t charge = rcl_sqlite_page_charge(512, 16), u0, meta0;
@@ -978,6 +1061,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rekey_onto_pinned_page_is_freed),
 		cmocka_unit_test(test_table_charge),
 		cmocka_unit_test(test_stats_across_threads),
+		cmocka_unit_test(test_stats_levels_of_one_moment),
 		cmocka_unit_test(test_callback_fetch_of_isolated_page),
 		cmocka_unit_test(test_callback_truncate_of_isolated_page),
 		cmocka_unit_test(test_callback_rekey_onto_isolated_page),

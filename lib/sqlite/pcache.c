@@ -167,23 +167,28 @@ static struct rcl_allocator g_allocator;	/* the caller's, copied */
 static atomic_bool g_installed;
 
 static atomic_uint_fast64_t g_caches, g_meta;
+/*
+ * The levels (pages, pinned, charged) are not striped: a page pinned or
+ * allocated in one thread and unpinned or freed in another moves two
+ * stripes, and a sum of stripes read at two moments (the reader summing
+ * one before the pin, the other after the unpin) is no level there ever
+ * was: below it by as many pages as moved meanwhile, as a wrap about 2^64.
+ */
+static atomic_uint_fast64_t g_pages, g_pinned, g_charged;
 
 /*
- * The counters that page accesses move (a hit, a miss, a pin, an unpin, a
- * page allocated or freed), striped: a thread counts in its own stripe's
+ * The totals that page accesses move (a hit, a miss, an eviction, a
+ * refault's activation), striped: a thread counts in its own stripe's
  * cache line, so that connections in different threads do not bounce one
  * line between their cores on every page access (K = 4 threads made three
  * locked adds per access on one shared line).  rcl_sqlite_stats() sums the
- * stripes.  A level (@pinned, @pages, @charged) may wrap in one stripe (a
- * page pinned or allocated in one thread and unpinned or freed in another);
- * the sum modulo 2^64 is the level.
+ * stripes: each only grows, so a sum read over a while is the total of one
+ * moment in it.
  */
 #define RSQ_NR_STRIPES 16u
 struct rsq_stripe {
 	_Alignas(64) atomic_uint_fast64_t hits;
 	atomic_uint_fast64_t misses;
-	atomic_uint_fast64_t pinned;
-	atomic_uint_fast64_t pages, charged;
 	atomic_uint_fast64_t evictions, refault_act;
 };
 static struct rsq_stripe g_stripes[RSQ_NR_STRIPES];
@@ -221,22 +226,18 @@ static struct rsq_stripe *rsq_stripe(void)
 	return &g_stripes[i - 1];
 }
 
-/* The stripes' sums into @out (all but @caches and @meta). */
+/* The stripes' sums into @out (hits, misses, evictions, refaults). */
 static void rsq_stripes_sum(struct rcl_sqlite_stats *out)
 {
 	const struct rsq_stripe *st;
 	unsigned i;
 
-	out->hits = out->misses = out->pinned = 0;
-	out->pages = out->charged = 0;
+	out->hits = out->misses = 0;
 	out->evictions = out->refault_activations = 0;
 	for (i = 0; i < RSQ_NR_STRIPES; i++) {
 		st = &g_stripes[i];
 		out->hits += CNT_GET(st->hits);
 		out->misses += CNT_GET(st->misses);
-		out->pinned += CNT_GET(st->pinned);
-		out->pages += CNT_GET(st->pages);
-		out->charged += CNT_GET(st->charged);
 		out->evictions += CNT_GET(st->evictions);
 		out->refault_activations += CNT_GET(st->refault_act);
 	}
@@ -338,14 +339,14 @@ static uint64_t rsq_tables_bytes(unsigned n)
 
 static void rsq_meta_charged(uint64_t bytes)
 {
-	CNT_ADD(rsq_stripe()->charged, bytes);
+	CNT_ADD(g_charged, bytes);
 	CNT_ADD(g_meta, bytes);
 }
 
 static void rsq_meta_uncharge(uint64_t bytes)
 {
 	rcl_domain_uncharge(g_cfg.domain, bytes);
-	CNT_SUB(rsq_stripe()->charged, bytes);
+	CNT_SUB(g_charged, bytes);
 	CNT_SUB(g_meta, bytes);
 }
 
@@ -446,8 +447,8 @@ static void rsq_page_free(struct rsq_cache *c, struct rsq_page *p)
 
 	rsq_free(p);
 	rcl_domain_uncharge(g_cfg.domain, charge);
-	CNT_SUB(rsq_stripe()->charged, charge);
-	CNT_SUB(rsq_stripe()->pages, 1);
+	CNT_SUB(g_charged, charge);
+	CNT_SUB(g_pages, 1);
 }
 
 /*
@@ -717,8 +718,8 @@ static struct rsq_page *rsq_page_new(struct rsq_cache *c, unsigned key,
 	 * (as pcache1 leaves it); the whole area starts zeroed. */
 	memset(p->base.pExtra, 0, c->sz_extra);
 	p->key = key;
-	CNT_ADD(rsq_stripe()->charged, c->charge);
-	CNT_ADD(rsq_stripe()->pages, 1);
+	CNT_ADD(g_charged, c->charge);
+	CNT_ADD(g_pages, 1);
 	return p;
 }
 
@@ -896,7 +897,7 @@ static sqlite3_pcache_page *rsq_fetch(sqlite3_pcache *pc, unsigned key,
 			p->hot = (f & (RCL_LRU_F_ACTIVE | RCL_LRU_F_REFERENCED)) ? 2 : 1;
 			p->pinned = 1;
 			c->npinned++;
-			CNT_ADD(rsq_stripe()->pinned, 1);
+			CNT_ADD(g_pinned, 1);
 			if (!rsq_lru_off(c, p)) {
 				int err;
 
@@ -940,7 +941,7 @@ static sqlite3_pcache_page *rsq_fetch(sqlite3_pcache *pc, unsigned key,
 	rsq_link(c, p);
 	c->npages++;
 	c->npinned++;
-	CNT_ADD(rsq_stripe()->pinned, 1);
+	CNT_ADD(g_pinned, 1);
 	rsq_unlock(c);
 	rsq_grow(c, create);
 	return &p->base;
@@ -960,7 +961,7 @@ static void rsq_unpin(sqlite3_pcache *pc, sqlite3_pcache_page *pg, int discard)
 	}
 	p->pinned = 0;
 	c->npinned--;
-	CNT_SUB(rsq_stripe()->pinned, 1);
+	CNT_SUB(g_pinned, 1);
 	if (discard || !c->purgeable || !p->hashed)
 		goto drop;
 	if (p->on_lru) {
@@ -1055,7 +1056,7 @@ static void rsq_take_victim(struct rsq_cache *c, struct rsq_page *p,
 	if (p->pinned) {
 		p->pinned = 0;
 		c->npinned--;
-		CNT_SUB(rsq_stripe()->pinned, 1);
+		CNT_SUB(g_pinned, 1);
 	}
 	c->npages--;
 	/* on_lru stays set for those a reclaimer holds */
@@ -1192,6 +1193,9 @@ RCL_API int rcl_sqlite_stats(struct rcl_sqlite_stats *out)
 	if (!out)
 		return -EINVAL;
 	out->caches = CNT_GET(g_caches);
+	out->pages = CNT_GET(g_pages);
+	out->pinned = CNT_GET(g_pinned);
+	out->charged = CNT_GET(g_charged);
 	out->meta = CNT_GET(g_meta);
 	rsq_stripes_sum(out);
 	return 0;
