@@ -521,6 +521,7 @@ static int wb_skip_add(struct rcl_domain *d, struct wb_skip *sk,
 	if (2 * (sk->nr + 1) > sk->cap) {
 		size_t cap = sk->cap ? 2 * sk->cap : 64, i;
 		uintptr_t *slot = rcl__alloc(&d->alloc, cap * sizeof(*slot));
+		uintptr_t *old = sk->slot;
 
 		if (!slot)
 			return -ENOMEM;
@@ -528,10 +529,15 @@ static int wb_skip_add(struct rcl_domain *d, struct wb_skip *sk,
 		for (i = 0; i < sk->cap; i++)
 			if (sk->slot[i])
 				wb_skip_insert(slot, cap, sk->slot[i]);
-		if (sk->slot)
-			d->alloc.free(d->alloc.ctx, sk->slot);
+		/*
+		 * The new table first, then the old one freed: a fork()'s
+		 * child frees the flusher thread's table (d->fl_skip), and
+		 * must find one that this thread has not freed already.
+		 */
 		sk->slot = slot;
 		sk->cap = cap;
+		if (old)
+			d->alloc.free(d->alloc.ctx, old);
 	}
 	wb_skip_insert(sk->slot, sk->cap, (uintptr_t)n);
 	sk->nr++;

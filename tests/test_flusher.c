@@ -3163,6 +3163,92 @@ static void test_flusher_fork_child_requests_reach_the_ops(void **state)
 	mock_fini(&m);
 }
 
+/*
+ * fork() while the parent's flusher thread grows its set of failed objects
+ * (wb_skip_add()), just after it freed the old table and before it stored
+ * the new one: the allocator's free holds the thread there.  The child
+ * frees what the thread held (flusher_after_fork_locked()), and must not
+ * free the old table a second time.
+ */
+static atomic_int forkskip_armed, forkskip_entered, forkskip_release;
+static void *forkskip_freed;
+static pid_t forkskip_parent;
+
+static void *forkskip_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	return malloc(size);
+}
+
+static void forkskip_free(void *ctx, void *p)
+{
+	(void)ctx;
+	if (getpid() != forkskip_parent && p && p == forkskip_freed)
+		_exit(3);	/* the child frees it again */
+	free(p);
+	if (getpid() == forkskip_parent &&
+	    atomic_exchange(&forkskip_armed, 0)) {
+		forkskip_freed = p;
+		atomic_store(&forkskip_entered, 1);
+		while (!atomic_load(&forkskip_release))
+			usleep(1000);
+	}
+}
+
+static int forkskip_write(void *priv, struct rcl_lru_node *node)
+{
+	(void)priv;
+	(void)node;
+	/* The first free from here on is the set's old table (64 slots,
+	   given up at the 33rd failure). */
+	atomic_store(&forkskip_armed, 1);
+	return -EIO;
+}
+
+static void test_flusher_fork_child_while_skip_set_grows(void **state)
+{
+	static const struct rcl_allocator a = { forkskip_alloc, forkskip_free,
+						NULL };
+	static const struct rcl_writeback_ops ops = { .write = forkskip_write };
+	struct rcl_domain_config cfg = {
+		.budget = HUGE_BUDGET,
+		.flush_policy = RCL_FLUSH_ALL,
+		.allocator = &a,
+	};
+	struct rcl_domain *d = dom_cfg(&cfg, NULL);
+	struct fcache c;
+	unsigned i;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	forkskip_parent = getpid();
+	atomic_store(&forkskip_armed, 0);
+	atomic_store(&forkskip_entered, 0);
+	atomic_store(&forkskip_release, 0);
+	fc_init(&c, d, 40, 1, false, true);
+	fc_fill(&c, 40);
+	for (i = 0; i < 40; i++)
+		set_dirty(&c, i);
+	assert_int_equal(rcl_domain_flusher_start(d, &ops, NULL, 64), 0);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(atomic_load(&forkskip_entered));
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		(void)rcl_domain_flush(d, 0);	/* forgets the thread */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&forkskip_release, 1);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	ASSERT_CHILD_EXITED_OK(st);
+	fc_destroy(&c, true);
+	dom_free(d, NULL);
+}
+
 static void test_flusher_thread_concurrent_stop(void **state)
 {
 	struct rcl_fake_clock *fc = fclock_new();
@@ -3662,6 +3748,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_thread_concurrent_stop),
 		cmocka_unit_test(test_flusher_fork_child_during_a_batch),
 		cmocka_unit_test(test_flusher_fork_child_requests_reach_the_ops),
+		cmocka_unit_test(test_flusher_fork_child_while_skip_set_grows),
 		cmocka_unit_test(test_flusher_thread_errors),
 		cmocka_unit_test(test_flusher_baseline_reclaim_writes),
 		cmocka_unit_test(test_flusher_dirtied_while_isolated),
