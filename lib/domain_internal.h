@@ -68,6 +68,15 @@ enum vm_item {
 /* memory.events (struct rcl_domain_events) */
 enum ev_item { EV_LOW, EV_HIGH, EV_MAX, EV_OOM, NR_EV_ITEMS };
 
+/*
+ * A set of objects whose write failed (lib/flusher.c): an open-addressing
+ * hash set of addresses, at most half full.
+ */
+struct wb_skip {
+	uintptr_t *slot;
+	size_t nr, cap;		/* cap: 0 or a power of two */
+};
+
 struct rcl_domain {
 	struct rcl_allocator alloc;
 	const struct rcl_clock *clock;
@@ -179,10 +188,12 @@ struct rcl_domain {
 	 * What the thread allocates for a request (its batch, its set of
 	 * failed objects), set and cleared by the thread alone: read only in
 	 * a fork()'s child, which frees them when it forgets the thread
-	 * (flusher_after_fork_locked()).
+	 * (flusher_after_fork_locked()).  The set is here, not on the
+	 * thread's stack: the child reclaims that stack at the fork, and a
+	 * thread it starts may be given it.
 	 */
 	void *fl_items;
-	struct wb_skip *fl_skip;
+	struct wb_skip fl_skip;
 	struct rcl_writeback_ops wops;
 	void *wpriv;
 	unsigned wbatch;

@@ -325,12 +325,9 @@ static void flusher_after_fork_locked(struct rcl_domain *d)
 		/*
 		 * What the thread had allocated for a request under way is
 		 * this process's copy, which nothing refers to but the
-		 * thread's stack: free it (its skip set is on that stack,
-		 * which the child still maps).
+		 * thread's stack: free it.
 		 */
-		if (d->fl_skip)
-			wb_skip_free(d, d->fl_skip);
-		d->fl_skip = NULL;
+		wb_skip_free(d, &d->fl_skip);
 		if (d->fl_items)
 			d->alloc.free(d->alloc.ctx, d->fl_items);
 		d->fl_items = NULL;
@@ -476,10 +473,7 @@ struct wb_item {
  * half full; addresses are only compared, never dereferenced (an object
  * deleted meanwhile whose memory is reused is at worst skipped).
  */
-struct wb_skip {
-	uintptr_t *slot;
-	size_t nr, cap;		/* cap: 0 or a power of two */
-};
+/* struct wb_skip: lib/domain_internal.h */
 
 static size_t wb_skip_hash(uintptr_t key, size_t cap)
 {
@@ -544,12 +538,15 @@ static int wb_skip_add(struct rcl_domain *d, struct wb_skip *sk,
 	return 0;
 }
 
+/* Emptied before its table is freed: a fork()'s child may free it too. */
 static void wb_skip_free(struct rcl_domain *d, struct wb_skip *sk)
 {
-	if (sk->slot)
-		d->alloc.free(d->alloc.ctx, sk->slot);
+	uintptr_t *slot = sk->slot;
+
 	sk->slot = NULL;
 	sk->nr = sk->cap = 0;
+	if (slot)
+		d->alloc.free(d->alloc.ctx, slot);
 }
 
 /*
@@ -732,7 +729,6 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&d->flock);
 	while (!atomic_load(&d->fl_stop)) {
 		struct rcl_flush_request req;
-		struct wb_skip skip;
 		uint64_t dirty;
 
 		if (!d->fl_work) {
@@ -746,13 +742,11 @@ static void *flusher_main(void *arg)
 
 		/* At most twice the dirty objects of now: bounded. */
 		dirty = atomic_load(&d->dirty[0]);
-		skip = (struct wb_skip){ 0 };
-		d->fl_skip = &skip;
+		d->fl_skip = (struct wb_skip){ 0 };
 		write_batches(d, &d->wops, d->wpriv, d->wbatch, req.nr_to_write,
-			      2 * dirty / d->wbatch + 2, &d->fl_stop, &skip,
-			      NULL);
-		d->fl_skip = NULL;
-		wb_skip_free(d, &skip);
+			      2 * dirty / d->wbatch + 2, &d->fl_stop,
+			      &d->fl_skip, NULL);
+		wb_skip_free(d, &d->fl_skip);
 		rcl_domain_flush_done(d, &req);
 		pthread_mutex_lock(&d->flock);
 	}

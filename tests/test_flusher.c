@@ -3249,6 +3249,83 @@ static void test_flusher_fork_child_while_skip_set_grows(void **state)
 	dom_free(d, NULL);
 }
 
+/*
+ * fork() while the parent's flusher thread holds a set of failed objects
+ * (a first write failed, the second is under way), then a thread started
+ * in the child before any flusher call: glibc gives it a cached stack, the
+ * parent's flusher thread's among them, which the child reclaimed at the
+ * fork.  The child frees what that thread held (flusher_after_fork_locked())
+ * and must not read it from that stack, now the new thread's.
+ */
+static atomic_int forkstk_calls, forkstk_entered, forkstk_release;
+
+static int forkstk_write(void *priv, struct rcl_lru_node *node)
+{
+	(void)priv;
+	(void)node;
+	if (atomic_fetch_add(&forkstk_calls, 1) == 0)
+		return -EIO;		/* the set gets its table */
+	atomic_store(&forkstk_entered, 1);
+	while (!atomic_load(&forkstk_release))
+		usleep(1000);
+	return 0;
+}
+
+static __attribute__((noinline)) void *forkstk_scribble(void *arg)
+{
+	volatile unsigned char big[256 * 1024];
+	size_t i;
+
+	(void)arg;
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = 0x41;
+	return (void *)(uintptr_t)big[0];
+}
+
+static void test_flusher_fork_child_new_thread_then_flush(void **state)
+{
+	static const struct rcl_writeback_ops ops = { .write = forkstk_write };
+	struct rcl_domain *d = dom_make(HUGE_BUDGET, NULL, NULL, RCL_FLUSH_ALL, 0);
+	struct fcache c;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	if (!THREADS_AFTER_FORK) {
+		dom_free(d, NULL);
+		skip();
+	}
+	atomic_store(&forkstk_calls, 0);
+	atomic_store(&forkstk_entered, 0);
+	atomic_store(&forkstk_release, 0);
+	fc_init(&c, d, 2, 1, false, true);
+	fc_fill(&c, 2);
+	set_dirty(&c, 0);
+	set_dirty(&c, 1);
+	assert_int_equal(rcl_domain_flusher_start(d, &ops, NULL, 1), 0);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(atomic_load(&forkstk_entered));	/* object 1's batch */
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		alarm(20);
+		if (pthread_create(&t, NULL, forkstk_scribble, NULL) != 0 ||
+		    pthread_join(t, NULL) != 0)
+			_exit(2);
+		(void)rcl_domain_flush(d, 0);	/* forgets the thread */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&forkstk_release, 1);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	ASSERT_CHILD_EXITED_OK(st);
+	fc_destroy(&c, true);
+	dom_free(d, NULL);
+}
+
 static void test_flusher_thread_concurrent_stop(void **state)
 {
 	struct rcl_fake_clock *fc = fclock_new();
@@ -3749,6 +3826,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_fork_child_during_a_batch),
 		cmocka_unit_test(test_flusher_fork_child_requests_reach_the_ops),
 		cmocka_unit_test(test_flusher_fork_child_while_skip_set_grows),
+		cmocka_unit_test(test_flusher_fork_child_new_thread_then_flush),
 		cmocka_unit_test(test_flusher_thread_errors),
 		cmocka_unit_test(test_flusher_baseline_reclaim_writes),
 		cmocka_unit_test(test_flusher_dirtied_while_isolated),

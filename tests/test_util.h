@@ -44,6 +44,12 @@
 #endif
 
 /*
+ * THREADS_AFTER_FORK: whether a test may start a thread in the child of a
+ * fork() taken with other threads running; TSan ends such a child.
+ */
+#define THREADS_AFTER_FORK LATE_DESTRUCTORS
+
+/*
  * A forked child's wait status @st: it exited, with 0 (not by a signal).
  * cmocka's assertions: for the test's own thread, in a file that includes
  * <cmocka.h>.
