@@ -4536,6 +4536,19 @@ static int unix_listen(const char *path, int flags)
 }
 
 /*
+ * A monitor with an hour's interval (no tick in the test) and a socket
+ * listening at @path (of @len bytes) in its directory; returns the socket.
+ */
+static int sd_socket_fixture(struct fx *f, char *path, size_t len)
+{
+	fx_init(f, BUDGET, FILL);
+	f->cfg.interval_ns = 3600 * SEC;
+	fx_monitor(f);
+	path_of(path, len, f->tmp, "sock");
+	return unix_listen(path, 0);
+}
+
+/*
  * An AF_UNIX stream socket: the monitor connects and writes the decoded
  * MEMORY_PRESSURE_WRITE ("some 200000 2000000" and its NUL, 20 bytes);
  * each readiness is an event; the peer closing turns the source off (mode
@@ -4552,11 +4565,7 @@ static void test_pressure_systemd_socket(void **state)
 	int lfd, cfd, src, i;
 
 	(void)state;
-	fx_init(&f, BUDGET, FILL);
-	f.cfg.interval_ns = 3600 * SEC;
-	fx_monitor(&f);
-	path_of(path, sizeof(path), f.tmp, "sock");
-	lfd = unix_listen(path, 0);
+	lfd = sd_socket_fixture(&f, path, sizeof(path));
 
 	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
 	assert_int_equal(src, 0);
@@ -4617,11 +4626,7 @@ static void test_pressure_systemd_socket_last_event_before_close(void **state)
 	int lfd, cfd, src;
 
 	(void)state;
-	fx_init(&f, BUDGET, FILL);
-	f.cfg.interval_ns = 3600 * SEC;
-	fx_monitor(&f);
-	path_of(path, sizeof(path), f.tmp, "sock");
-	lfd = unix_listen(path, 0);
+	lfd = sd_socket_fixture(&f, path, sizeof(path));
 	src = rcl_pressure_add_systemd(f.p, path, SD_WRITE);
 	assert_int_equal(src, 0);
 	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);

@@ -1260,7 +1260,8 @@ static const struct rcl_shrinker_ops fk_ops = {
 	.scan_objects = fk_scan,
 };
 
-static void *fk_thread(void *arg)
+/* A thread that makes one capable shrink of the shrinker @arg. */
+static void *shrink_thread(void *arg)
 {
 	(void)rcl_shrinker_shrink(arg, 0, 0, RCL_CTX_CAPABLE, NULL);
 	return NULL;
@@ -1285,7 +1286,7 @@ static void test_shrinker_fork_child_frees_without_parent_pins(void **state)
 
 	/* Another thread inside S's scan at the fork. */
 	atomic_store(&fk_mode, 1);
-	assert_int_equal(pthread_create(&t, NULL, fk_thread, s), 0);
+	assert_int_equal(pthread_create(&t, NULL, shrink_thread, s), 0);
 	assert_int_equal(sem_wait(&fk_in_scan), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -1375,11 +1376,6 @@ static const struct rcl_shrinker_ops ra_ops = {
 	.scan_objects = ra_scan,
 };
 
-static void *ra_shrink_thread(void *arg)
-{
-	(void)rcl_shrinker_shrink(arg, 0, 0, RCL_CTX_CAPABLE, NULL);
-	return NULL;
-}
 
 static void *ra_free_thread(void *arg)
 {
@@ -1407,7 +1403,7 @@ static void ra_child(void)
 	for (i = 0; i < 63; i++)			/* slots 1..63 */
 		T_EQ(rcl_shrinker_register(fill[i]), 0);
 	/* A scan of s in flight, and a free of s waiting for it. */
-	T_EQ(pthread_create(&t2, NULL, ra_shrink_thread, s), 0);
+	T_EQ(pthread_create(&t2, NULL, shrink_thread, s), 0);
 	while (sem_wait(&ra_in_scan) != 0)
 		;
 	T_EQ(pthread_create(&t3, NULL, ra_free_thread, s), 0);
