@@ -373,7 +373,15 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
 			RCL_PROBE4(workingset_refault, lv->__id, type,
 				   (out & RCL_REFAULT_ACTIVATE) != 0, distance);
 		}
-		if (restore)
+		/*
+		 * A restore is an activated refault of an object that had
+		 * been active (the kernel's workingset_refault() counts
+		 * WORKINGSET_RESTORE and notes the cost only after its
+		 * workingset_test_recent() check): one too far to activate
+		 * could not have stayed with all the memory, so it says
+		 * nothing about this type's working set being thrashed.
+		 */
+		if (restore && (out & RCL_REFAULT_ACTIVATE))
 			out |= RCL_REFAULT_RESTORE;
 	}
 	if ((flags & RCL_LRU_ADD_UNEVICTABLE) && (flags & RCL_LRU_ADD_ACTIVE))
@@ -415,14 +423,15 @@ RCL_API int rcl_lruvec_workingset_stats(const struct rcl_lruvec *lv,
 	if (!lruvec_live(lv) || !out)
 		return -EINVAL;
 	/*
-	 * Each activation or restore is counted (with release) after its
-	 * refault; reading them (with acquire) before the refaults makes
-	 * activate <= refault and restore <= refault in every snapshot.
+	 * Each refault is counted before its activation, and an activation
+	 * before its restore, the later ones with release; reading them in
+	 * the opposite order, with acquire, makes restore <= activate <=
+	 * refault in every snapshot.
 	 */
-	out->activate = atomic_load_explicit(&w->__ws[WS_ACTIVATE],
-					     memory_order_acquire);
 	out->restore = atomic_load_explicit(&w->__ws[WS_RESTORE],
 					    memory_order_acquire);
+	out->activate = atomic_load_explicit(&w->__ws[WS_ACTIVATE],
+					     memory_order_acquire);
 	out->refault = atomic_load_explicit(&w->__ws[WS_REFAULT],
 					    memory_order_relaxed);
 	out->nonresident_age = atomic_load(&w->__ws[WS_AGE]);

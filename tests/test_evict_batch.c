@@ -1106,7 +1106,13 @@ static void test_evict_batch_control_fields(void **state)
 	assert_int_equal(c->seen[3].context, 1);
 	assert_false(c->bad_ctl);
 
-	/* The workingset object's shadow restores; another type's does not. */
+	/*
+	 * The workingset object's shadow restores (four active objects make
+	 * a workingset that covers its distance, 4: the batch stamped its
+	 * shadows with the clock at the claim, and a restore is an activated
+	 * refault); another object's does not.
+	 */
+	add_range(c, 4, 8, RCL_LRU_FILE, RCL_LRU_ADD_ACTIVE);
 	rcl_lru_node_init(&c->objs[3].lru);
 	assert_int_equal(rcl_lruvec_add_refault(&c->lv, &c->objs[3].lru,
 						RCL_LRU_FILE, 4,
@@ -1114,6 +1120,7 @@ static void test_evict_batch_control_fields(void **state)
 						c->objs[3].shadow, &out), 0);
 	c->objs[3].in = true;
 	assert_true(out & RCL_REFAULT_REFAULT);
+	assert_true(out & RCL_REFAULT_ACTIVATE);
 	assert_true(out & RCL_REFAULT_RESTORE);
 	rcl_lru_node_init(&c->objs[0].lru);
 	assert_int_equal(rcl_lruvec_add_refault(&c->lv, &c->objs[0].lru,

@@ -1080,6 +1080,46 @@ static void test_pressure_rate_limit_merges_into_one_action(void **state)
 }
 
 /*
+ * RCL_PRESSURE_NONE after a merged event ends the source's level but not
+ * the merged action: the SEVERE event happened, and the window only
+ * delays its action, which runs at the window's end (rcl_pressure_notify()).
+ */
+static void test_pressure_none_keeps_a_merged_action(void **state)
+{
+	struct fx f;
+	struct rcl_pressure_source_info si;
+	uint64_t u, b;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	src = rcl_pressure_add_manual(f.p);
+	notify_and_check(&f, src, RCL_PRESSURE_MODERATE, FLOOR);
+	b = rcl_domain_budget(f.d);
+	adv(&f, 200 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_SEVERE), 0);
+	adv(&f, 100 * MS);
+	assert_int_equal(rcl_pressure_notify(f.p, src, RCL_PRESSURE_NONE), 0);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.level, RCL_PRESSURE_NONE);
+	assert_int_equal(si.events, 2);	/* NONE is no event */
+	assert_int_equal(si.merged, 1);
+	assert_int_equal(si.actions, 1);
+	assert_int_equal(rcl_domain_budget(f.d), b);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), T0 + SEC);
+	adv(&f, 700 * MS);
+	u = usage(&f);
+	assert_int_equal(rcl_pressure_dispatch(f.p), 1);
+	si = sinfo(f.p, src);
+	assert_int_equal(si.actions, 2);
+	assert_int_equal(si.level, RCL_PRESSURE_NONE);
+	assert_budget(&f, doc_target(u, RCL_PRESSURE_SEVERE, FLOOR));
+	assert_int_equal(rcl_pressure_dispatch(f.p), 0);	/* nothing pending */
+	fx_fini(&f);
+}
+
+/*
  * A source that fires continuously at an empty cache (usage 0): every
  * action frees nothing, so its wait doubles, 1 s -> 2, 4, 8, 16, 32, then
  * 60 s (backoff_max).  An event every 100 ms for 10 minutes gives actions
@@ -5361,6 +5401,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_levels_step_the_budget),
 		cmocka_unit_test(test_pressure_min_budget_is_the_floor),
 		cmocka_unit_test(test_pressure_rate_limit_merges_into_one_action),
+		cmocka_unit_test(test_pressure_none_keeps_a_merged_action),
 		cmocka_unit_test(test_pressure_backoff_on_an_empty_cache),
 		cmocka_unit_test(test_pressure_backoff_bounds),
 		cmocka_unit_test(test_pressure_budget_grows_back_per_quiet_interval),

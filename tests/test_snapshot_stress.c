@@ -12,10 +12,10 @@
  *
  * test_snapshot_workingset: one thread keeps evicting and re-adding objects
  * with their shadows (most refaults activate); another reads
- * rcl_lruvec_workingset_stats().  Every snapshot must have activate <=
- * refault and restore <= refault: the invariant the all-modules stress test
- * checks, which failed once in CI when the counters were read in the order
- * they are incremented.
+ * rcl_lruvec_workingset_stats().  Every snapshot must have restore <=
+ * activate <= refault (a restore is an activated refault): the invariant the
+ * all-modules stress test checks, which failed once in CI when the counters
+ * were read in the order they are incremented.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -157,7 +157,7 @@ static void *ws_reader_main(void *arg)
 	while (!atomic_load(&done)) {
 		T_EQ(rcl_lruvec_workingset_stats(r->lv, &ws), 0);
 		r->reads++;
-		if (ws.activate > ws.refault || ws.restore > ws.refault ||
+		if (ws.activate > ws.refault || ws.restore > ws.activate ||
 		    ws.refault < r->last_refault)
 			r->bad++;
 		r->last_refault = ws.refault;

@@ -281,6 +281,32 @@ static void test_ws_restore_feeds_cost(void **state)
 	assert_true(rcl_lruvec_cost(&fx->lv, RCL_LRU_FILE) > cost0);
 }
 
+/*
+ * The workingset bit on a refault too far to activate: no restore and no
+ * cost (the kernel counts WORKINGSET_RESTORE only for a recent refault), so
+ * restore <= activate.
+ */
+static void test_ws_far_refault_of_an_active_object_is_no_restore(void **state)
+{
+	struct fixture *fx = *state;
+	struct rcl_workingset_stats ws;
+	uint64_t cost0;
+	unsigned out;
+
+	add(fx, 0, RCL_LRU_ADD_ACTIVE);
+	shrink_active(fx, 1);		/* unreferenced: deactivated */
+	shrink_inactive(fx, 1);
+	assert_int_equal(fx->nr_ws_flag, 1);
+	cost0 = rcl_lruvec_cost(&fx->lv, RCL_LRU_FILE);
+	out = add(fx, 0, 0);		/* distance 1, a workingset of 0 */
+	assert_int_equal(out, RCL_REFAULT_REFAULT);
+	assert_int_equal(rcl_lruvec_workingset_stats(&fx->lv, &ws), 0);
+	assert_int_equal(ws.refault, 1);
+	assert_int_equal(ws.activate, 0);
+	assert_int_equal(ws.restore, 0);
+	assert_int_equal(rcl_lruvec_cost(&fx->lv, RCL_LRU_FILE), cost0);
+}
+
 /* Another lruvec's shadow, or another type's: a refault, never activated. */
 static void test_ws_foreign_shadow_does_not_activate(void **state)
 {
@@ -904,6 +930,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(test_ws_restore_feeds_cost,
 						setup_kernel, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ws_far_refault_of_an_active_object_is_no_restore,
+			setup_kernel, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_ws_foreign_shadow_does_not_activate, setup_kernel,
 			teardown),

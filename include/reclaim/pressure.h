@@ -514,7 +514,10 @@ RCL_API int rcl_pressure_add_manual(struct rcl_pressure *p);
  *
  * Rate-limited like every source: the action runs now, in the caller, or
  * merges into the one due at the end of the source's wait (run by the next
- * dispatch or by the thread).
+ * dispatch or by the thread).  RCL_PRESSURE_NONE sets the source's level
+ * (rcl_pressure_stats()) to none; it does not cancel an action already
+ * merged: the events merged into it happened, and the rate limit only
+ * delays them.
  *
  * Context: any thread but the domain's reclaim callbacks and the
  * monitor's own callbacks (at any depth); runs reclaim (and so the

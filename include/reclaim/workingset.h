@@ -18,8 +18,8 @@
  *	activate if refault distance <= the objects on the active lists (and on
  *	the other types' inactive lists)
  *
- * Refaults of objects that had been active before (the workingset bit) count
- * as restores and feed the scan controller's cost model
+ * Activated refaults of objects that had been active before (the workingset
+ * bit) count as restores and feed the scan controller's cost model
  * (rcl_lruvec_note_cost()), so that a type whose working set is being
  * thrashed loses pressure to the others.
  *
@@ -84,7 +84,7 @@ static inline bool rcl_shadow_is_valid(uint64_t v)
 /* Outcome bits of rcl_lruvec_add_refault(). */
 #define RCL_REFAULT_REFAULT (1u << 0)  /**< the shadow was valid for this lruvec */
 #define RCL_REFAULT_ACTIVATE (1u << 1) /**< close enough: added to the active list (unless UNEVICTABLE) */
-#define RCL_REFAULT_RESTORE (1u << 2)  /**< it had been active before eviction */
+#define RCL_REFAULT_RESTORE (1u << 2)  /**< activated, and it had been active before eviction */
 
 /**
  * rcl_lruvec_add_refault() - add an object that was evicted before
@@ -122,7 +122,8 @@ RCL_API int rcl_lruvec_add_refault(struct rcl_lruvec *lv,
  * struct rcl_workingset_stats - refault counters of an lruvec
  * @refault: shadows passed back (the kernel's workingset_refault)
  * @activate: of which activated (workingset_activate)
- * @restore: of which had been active before (workingset_restore)
+ * @restore: of the activated, those that had been active before
+ *	(workingset_restore)
  * @nonresident_age: the eviction clock (evictions plus activations)
  */
 struct rcl_workingset_stats {
@@ -138,7 +139,7 @@ struct rcl_workingset_stats {
  * @out: receives them
  *
  * Context: lock-free.  While other threads add, the counters keep moving, but
- * every snapshot has activate <= refault and restore <= refault.
+ * every snapshot has restore <= activate <= refault.
  * Return: 0; -EINVAL for NULL or an uninitialised lruvec.
  */
 RCL_API int rcl_lruvec_workingset_stats(const struct rcl_lruvec *lv,
