@@ -1459,6 +1459,9 @@ static void op_add(const uint8_t *a, bool refault)
 			      outcome);
 		CHECK(!(outcome & (RCL_REFAULT_ACTIVATE | RCL_REFAULT_RESTORE)) ||
 		      (outcome & RCL_REFAULT_REFAULT), "outcome %#x", outcome);
+		/* A restore is an activated refault (the kernel's rule). */
+		CHECK(!(outcome & RCL_REFAULT_RESTORE) ||
+		      (outcome & RCL_REFAULT_ACTIVATE), "outcome %#x", outcome);
 		CHECK(e.refault - b.refault == !!(outcome & RCL_REFAULT_REFAULT),
 		      "refault counter");
 		CHECK(e.activate - b.activate == !!(outcome & RCL_REFAULT_ACTIVATE),
