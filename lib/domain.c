@@ -197,7 +197,14 @@ static void tree_link(struct rcl_domain *d)
 		;
 	*link = d;
 	d->parent->nr_children++;
+	/*
+	 * Sized again, now that a resize_stocks() of the tree walks it: one
+	 * that ran since rcl_domain_new() sized it from an ancestor's stock
+	 * may have shrunk that stock (a budget change).
+	 */
+	stock_size(d, atomic_load(&d->budget));
 	pthread_rwlock_unlock(&d->root->tree_lock);
+	atomic_fetch_add(&d->root->stock_gen, 1);
 }
 
 /*
@@ -1481,9 +1488,14 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 			sched_yield();
 	}
 
+	/*
+	 * Soft mode only: a strict charge fitted the budget its CAS was
+	 * checked against, and a budget lowered since is the budget
+	 * change's excess, not this charge's (rcl_domain_set_budget()).
+	 */
 	budget = atomic_load(&d->budget);
 	u += amount;
-	if (u > budget) {
+	if (d->mode != RCL_CHARGE_STRICT && u > budget) {
 		vm_add(d, VM_CHARGE_OVERSHOOTS, 1);
 		ev_add(d, EV_OOM, 1);
 		if (overshoot)
@@ -1601,6 +1613,43 @@ static __attribute__((noinline)) void over_high(struct rcl_domain *d,
  * charge if strict (an oom event), or is admitted over its budget if soft.
  * Whatever fails, nothing stays charged at any level.
  */
+/*
+ * Can a charge of @amount to child @d ever be counted?  Decided on the
+ * usage before any reclaim, at every level, as a root's charge decides it
+ * (flat_charge(), flat_commit()), so that no level is reclaimed for a charge
+ * a level above must refuse: -EOVERFLOW if some level's usage would wrap
+ * (tested again with the stocks back, as flat_commit() does), -ENOMEM
+ * (counted at that level) if a strict level's whole budget is smaller than
+ * @amount; else 0.
+ */
+static int tree_charge_hopeless(struct rcl_domain *d, uint64_t amount)
+{
+	struct rcl_domain *c;
+	bool drained = false;
+
+again:
+	for (c = d; c; c = c->parent) {
+		uint64_t u = atomic_load(&c->usage);
+
+		if (u + amount >= u)
+			continue;
+		if (drained || !atomic_load(&d->root->nr_stocks))
+			return -EOVERFLOW;
+		rcl__domain_drain_stocks(d->root);
+		drained = true;
+		goto again;
+	}
+	for (c = d; c; c = c->parent) {
+		if (c->mode == RCL_CHARGE_STRICT &&
+		    amount > atomic_load(&c->budget)) {
+			vm_add(c, VM_CHARGE_FAILURES, 1);
+			ev_add(c, EV_OOM, 1);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 			      uint64_t context, uint64_t *overshoot)
 {
@@ -1611,6 +1660,9 @@ static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 	uint64_t os = 0;
 	int err;
 
+	err = tree_charge_hopeless(d, amount);
+	if (err)
+		return err;
 	for (rounds = 0;; rounds++) {
 		err = 0;
 		for (c = d; c->parent; c = c->parent) {
@@ -1676,19 +1728,25 @@ static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 			continue;
 		}
 		/* It stays full. */
-		ev_add(c, EV_OOM, 1);
 		if (c->mode == RCL_CHARGE_STRICT) {
+			ev_add(c, EV_OOM, 1);
 			vm_add(c, VM_CHARGE_FAILURES, 1);
 			return -ENOMEM;
 		}
-		vm_add(c, VM_CHARGE_OVERSHOOTS, 1);
+		/* Admitted over its budget: counted once the charge is. */
 		forced |= 1u << c->depth;
+	}
+	for (c = d; c->parent; c = c->parent) {
+		if (forced & (1u << c->depth)) {
+			ev_add(c, EV_OOM, 1);
+			vm_add(c, VM_CHARGE_OVERSHOOTS, 1);
+		}
 	}
 	/* How far the charge left the most overcommitted level. */
 	for (c = d; c->parent; c = c->parent) {
 		uint64_t b = atomic_load(&c->budget), v = atomic_load(&c->usage);
 
-		if (v > b)
+		if (c->mode != RCL_CHARGE_STRICT && v > b)
 			os = RCL_MAX(os, v - b);
 	}
 	if (overshoot)
@@ -1850,18 +1908,32 @@ static bool reclaim_to(struct rcl_domain *d, uint64_t level)
 	return atomic_load(&d->usage) <= level;
 }
 
+/* Most walks of one resize_stocks() that other budget changes may undo. */
+#define RESIZE_STOCKS_ROUNDS 64
+
 /*
  * Size the stocks of @d's subtree again from their budgets, parents first
- * (a stock is no larger than any ancestor's).
+ * (a stock is no larger than any ancestor's).  The caller stored the new
+ * budget and bumped the root's stock_gen first.  Two budget changes at
+ * once may store their sizes in either order: a walk that read a budget
+ * before another change stored its own may end last, with sizes of the
+ * old budget; it sees that change's bump and walks again, reading the new
+ * budget.  Bounded: after RESIZE_STOCKS_ROUNDS walks, each undone by a
+ * later change, the last of those changes is still to walk.
  */
 static void resize_stocks(struct rcl_domain *d)
 {
 	struct rcl_domain *c;
+	unsigned g, rounds = 0;
 
-	pthread_rwlock_rdlock(&d->root->tree_lock);
-	for (c = d; c; c = tree_next(d, c))
-		stock_size(c, atomic_load(&c->budget));
-	pthread_rwlock_unlock(&d->root->tree_lock);
+	do {
+		g = atomic_load(&d->root->stock_gen);
+		pthread_rwlock_rdlock(&d->root->tree_lock);
+		for (c = d; c; c = tree_next(d, c))
+			stock_size(c, atomic_load(&c->budget));
+		pthread_rwlock_unlock(&d->root->tree_lock);
+	} while (atomic_load(&d->root->stock_gen) != g &&
+		 ++rounds < RESIZE_STOCKS_ROUNDS);
 }
 
 /*
@@ -1879,6 +1951,7 @@ static int child_set_budget(struct rcl_domain *d, uint64_t budget)
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
 	pthread_mutex_unlock(&d->lock);
+	atomic_fetch_add(&d->root->stock_gen, 1);
 	resize_stocks(d);
 	rcl__domain_drain_stocks(d);
 	rcl__domain_dirty_wake(d);
@@ -1904,6 +1977,7 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	reclaimer_cond_after_fork_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
+	atomic_fetch_add(&d->stock_gen, 1);
 	/*
 	 * Stocks sized for the old budget, and memory the headroom below
 	 * must count: take them all back before looking.

@@ -97,6 +97,10 @@ struct rcl_domain {
 	uint64_t stock_cfg;
 	atomic_ullong stock_cap;
 	atomic_uint stock_max;
+	/* The root's: bumped by each budget change in its tree and each
+	 * child linked, so that a resize_stocks() that read a budget older
+	 * than its last store sizes again. */
+	atomic_uint stock_gen;
 	/*
 	 * The tree (issue #17), read on every charge and uncharge too:
 	 * @parent, @root and @depth never change after rcl_domain_new(); a

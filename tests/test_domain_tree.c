@@ -11,7 +11,9 @@
  * so that every figure is exact and reproducible; no test reads a clock.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -420,6 +422,104 @@ static void test_tree_soft_child_overshoots(void **state)
 	assert_int_equal(rcl_domain_free(r), 0);
 }
 
+/*
+ * A charge that an ancestor must refuse whatever is reclaimed (larger than
+ * a strict level's whole budget) evicts nothing at any level, as a root's
+ * charge does (rcl_domain_charge(): "then nothing is evicted for it"): the
+ * full child was reclaimed first, before the root's test.
+ */
+static void test_tree_hopeless_charge_evicts_nothing(void **state)
+{
+	struct rcl_domain *r = root(MiB, 0), *a;
+	struct rcl_vmstat vs;
+	struct tcache c;
+
+	(void)state;
+	a = child(r, 2 * MiB, 0, 0);	/* a child budget above its parent's */
+	tc_init(&c, a, 256);
+	tc_fill(&c, MiB - 4 * OBJ);
+	assert_int_equal(rcl_domain_charge(a, MiB + OBJ, RCL_CTX_CAPABLE, NULL),
+			 -ENOMEM);
+	assert_int_equal(atomic_load(&c.evicted), 0);
+	assert_int_equal(rcl_domain_usage(a), MiB - 4 * OBJ);
+	assert_int_equal(rcl_domain_usage(r), MiB - 4 * OBJ);
+	assert_int_equal(events(r).oom, 1);
+	assert_int_equal(rcl_domain_vmstat(r, &vs), 0);
+	assert_int_equal(vs.charge_failures, 1);
+	/* Full at its own budget too, and still hopeless: nothing evicted. */
+	assert_int_equal(rcl_domain_set_budget(a, MiB - 4 * OBJ), 0);
+	assert_int_equal(rcl_domain_charge(a, MiB + OBJ, RCL_CTX_CAPABLE, NULL),
+			 -ENOMEM);
+	assert_int_equal(atomic_load(&c.evicted), 0);
+	assert_int_equal(events(a).max, 0);
+	tc_destroy(&c);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/*
+ * -EOVERFLOW is decided on the usage before any reclaim (domain.h): a child
+ * at its budget whose charge would wrap a soft root's usage evicts nothing.
+ */
+static void test_tree_overflow_evicts_nothing(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = UINT64_MAX,
+					 .mode = RCL_CHARGE_SOFT };
+	struct rcl_domain *r, *a;
+	struct tcache c;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&cfg, &r), 0);
+	a = child(r, 8 * OBJ, 0, 0);
+	tc_init(&c, a, 16);
+	tc_fill(&c, 8 * OBJ);
+	assert_int_equal(rcl_domain_charge(r, UINT64_MAX - 9 * OBJ, 0, NULL), 0);
+	assert_int_equal(rcl_domain_charge(a, 2 * OBJ, RCL_CTX_CAPABLE, NULL),
+			 -EOVERFLOW);
+	assert_int_equal(atomic_load(&c.evicted), 0);
+	assert_int_equal(rcl_domain_usage(a), 8 * OBJ);
+	assert_int_equal(rcl_domain_uncharge(r, UINT64_MAX - 9 * OBJ), 0);
+	tc_destroy(&c);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
+/*
+ * A soft child admits a charge over its budget only if the levels above
+ * take it: refused by a strict root, the child counts no overshoot and no
+ * oom event (both count admitted charges), and *overshoot is 0.
+ */
+static void test_tree_soft_child_counts_only_admitted_charges(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = 4 * OBJ,
+					 .mode = RCL_CHARGE_SOFT };
+	struct rcl_domain *r = root(64 * OBJ, 0), *a;
+	struct rcl_vmstat vs;
+	uint64_t os = 123;
+
+	(void)state;
+	cfg.parent = r;
+	assert_int_equal(rcl_domain_new(&cfg, &a), 0);
+	assert_int_equal(rcl_domain_charge(r, 62 * OBJ, 0, NULL), 0);
+	assert_int_equal(rcl_domain_charge(a, 8 * OBJ, 0, &os), -ENOMEM);
+	assert_int_equal(os, 0);
+	assert_int_equal(rcl_domain_usage(a), 0);
+	assert_int_equal(events(a).oom, 0);
+	assert_int_equal(rcl_domain_vmstat(a, &vs), 0);
+	assert_int_equal(vs.charge_overshoots, 0);
+	assert_int_equal(events(r).oom, 1);
+	/* With room above, the same charge is admitted and counted once. */
+	assert_int_equal(rcl_domain_uncharge(r, 62 * OBJ), 0);
+	assert_int_equal(rcl_domain_charge(a, 8 * OBJ, 0, &os), 0);
+	assert_int_equal(os, 4 * OBJ);
+	assert_int_equal(events(a).oom, 1);
+	assert_int_equal(rcl_domain_vmstat(a, &vs), 0);
+	assert_int_equal(vs.charge_overshoots, 1);
+	assert_int_equal(rcl_domain_uncharge(a, 8 * OBJ), 0);
+	assert_int_equal(rcl_domain_free(a), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
 /* Over limit_high, the charging thread reclaims its subtree back to it. */
 static void test_tree_limit_high_throttles(void **state)
 {
@@ -505,6 +605,82 @@ static void test_tree_stock_serves_children(void **state)
  * root (8 MiB), with and without stocks, give the same return codes, the
  * same usages once the stocks are drained, and the same events.
  */
+/*
+ * A child created while its root's budget shrinks: rcl_domain_new() sizes
+ * its stock from the root's before linking it, and the budget change's
+ * resize walks the tree without it.  The child's allocator holds its
+ * creation between the two (the shrinker registry's allocation) while the
+ * budget goes from 64 MiB to 4 MiB; the child's stock must still be sized
+ * from the new budget: a 1-byte charge takes a stock of at most budget/64.
+ */
+static sem_t link_in_alloc, link_resume;
+static atomic_int link_calls;
+
+static void *link_alloc(void *ctx, size_t n)
+{
+	(void)ctx;
+	if (atomic_fetch_add(&link_calls, 1) == 1) {
+		/* 0: the domain; 1: its shrinker registry */
+		T_EQ(sem_post(&link_in_alloc), 0);
+		T_EQ(sem_wait(&link_resume), 0);
+	}
+	return malloc(n);
+}
+
+static void link_free(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
+}
+
+static const struct rcl_allocator link_allocator = { link_alloc, link_free,
+						     NULL };
+
+struct link_arg {
+	struct rcl_domain *root, *child;
+};
+
+static void *link_child_main(void *arg)
+{
+	struct link_arg *la = arg;
+	struct rcl_domain_config cfg = { .parent = la->root,
+					 .allocator = &link_allocator };
+
+	T_EQ(rcl_domain_new(&cfg, &la->child), 0);
+	return NULL;
+}
+
+static void test_tree_child_created_during_a_budget_change(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = 64 * MiB,
+					 .charge_stock = MiB };
+	struct link_arg la = { 0 };
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(sem_init(&link_in_alloc, 0, 0), 0);
+	assert_int_equal(sem_init(&link_resume, 0, 0), 0);
+	atomic_store(&link_calls, 0);
+	assert_int_equal(rcl_domain_new(&cfg, &la.root), 0);
+	assert_int_equal(pthread_create(&t, NULL, link_child_main, &la), 0);
+	assert_int_equal(sem_wait(&link_in_alloc), 0);
+	assert_int_equal(rcl_domain_set_budget(la.root, 4 * MiB), 0);
+	assert_int_equal(sem_post(&link_resume), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_non_null(la.child);
+
+	assert_int_equal(rcl_domain_charge(la.child, 1, RCL_CTX_CAPABLE, NULL),
+			 0);
+	assert_true(rcl_domain_usage(la.root) <= 1 + 4 * MiB / 64);
+	assert_int_equal(rcl_domain_drain_stocks(la.root), 0);
+	assert_int_equal(rcl_domain_usage(la.root), 1);
+	assert_int_equal(rcl_domain_uncharge(la.child, 1), 0);
+	assert_int_equal(rcl_domain_free(la.child), 0);
+	assert_int_equal(rcl_domain_free(la.root), 0);
+	sem_destroy(&link_in_alloc);
+	sem_destroy(&link_resume);
+}
+
 static void test_tree_stock_outcomes_match_unstocked(void **state)
 {
 	struct rcl_domain *r[2], *a[2], *b[2];
@@ -1042,9 +1218,13 @@ int main(void)
 		cmocka_unit_test(test_tree_charge_from_direct_shrink_does_not_nest),
 		cmocka_unit_test(test_tree_max_reclaims_the_subtree_only),
 		cmocka_unit_test(test_tree_soft_child_overshoots),
+		cmocka_unit_test(test_tree_hopeless_charge_evicts_nothing),
+		cmocka_unit_test(test_tree_overflow_evicts_nothing),
+		cmocka_unit_test(test_tree_soft_child_counts_only_admitted_charges),
 		cmocka_unit_test(test_tree_limit_high_throttles),
 		cmocka_unit_test(test_tree_stock_serves_children),
 		cmocka_unit_test(test_tree_stock_outcomes_match_unstocked),
+		cmocka_unit_test(test_tree_child_created_during_a_budget_change),
 		cmocka_unit_test(test_tree_refusals),
 		cmocka_unit_test(test_tree_effective_protection_overcommitted),
 		cmocka_unit_test(test_tree_recursive_protection),
