@@ -1414,6 +1414,7 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 {
 	unsigned long long u;
 	uint64_t budget = atomic_load(&d->budget), room, low;
+	bool drained = false;
 
 	/*
 	 * Unstocked.  A charge that would leave less headroom than low
@@ -1425,8 +1426,10 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 		u = atomic_load(&d->usage);
 		low = atomic_load(&d->wlow);
 		if (u + amount < u || u + amount + low < u + amount ||
-		    u + amount + low > budget)
+		    u + amount + low > budget) {
 			rcl__domain_drain_stocks(d);
+			drained = true;
+		}
 	}
 	/*
 	 * A charge that can never be counted evicts nothing either; tested
@@ -1449,16 +1452,30 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 	 * commits.
 	 */
 	u = atomic_load(&d->usage);
-	do {
+	for (;;) {
 		if (u + amount < u)
 			return -EOVERFLOW;
 		if (d->mode == RCL_CHARGE_STRICT &&
 		    u + amount > atomic_load(&d->budget)) {
+			/*
+			 * Other threads' charges may have filled the room
+			 * since the test above chose not to take the stocks
+			 * back: a refusal is decided without them, once.
+			 */
+			if (d->stock_cfg && !drained &&
+			    atomic_load(&d->nr_stocks)) {
+				rcl__domain_drain_stocks(d);
+				drained = true;
+				u = atomic_load(&d->usage);
+				continue;
+			}
 			vm_add(d, VM_CHARGE_FAILURES, 1);
 			ev_add(d, EV_OOM, 1);
 			return -ENOMEM;
 		}
-	} while (!atomic_compare_exchange_weak(&d->usage, &u, u + amount));
+		if (atomic_compare_exchange_weak(&d->usage, &u, u + amount))
+			break;
+	}
 
 	room = headroom(d);
 	low = atomic_load(&d->wlow);
