@@ -34,6 +34,7 @@
 
 #include <reclaim/workingset.h>
 
+#include "domain_internal.h"
 #include "internal.h"
 #include "refusal.h"
 
@@ -604,6 +605,14 @@ int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg
 	a = cfg->allocator ? cfg->allocator : &rcl__std_allocator;
 	if (!a->alloc || !a->free)
 		return -EINVAL;
+	/*
+	 * Not from a callback of a reclaim pass (of any domain): a failure
+	 * half-way could not detach the shards it attached
+	 * (rcl_domain_detach() refuses there), and they would stay attached
+	 * to @d after their memory is freed.
+	 */
+	if (in_any_pass())
+		return RCL__REFUSE(-EDEADLK, "called from a callback of a reclaim pass: a failure could not detach the shards it attached");
 	quota = cfg->shadow_quota ? cfg->shadow_quota
 				  : RCL_OBJCACHE_SHADOW_QUOTA_DEFAULT;
 	if (quota > UINT64_MAX / nr_shards)

@@ -1012,6 +1012,70 @@ static bool ikey_eq(const struct rcl_objcache_node *n, const void *key,
 static const struct rcl_objcache_ops ikey_ops = { .hash = ikey_hash,
 						  .eq = ikey_eq };
 
+/*
+ * rcl_objcache_new() from a shrinker of its domain's reclaim pass is
+ * refused with nothing done: a failure there (here the domain's room for two
+ * lruvecs, with four shards asked) could not detach the shards it attached,
+ * which stayed attached after their memory was freed.
+ */
+static struct rcl_domain *new_in_pass_d;
+static int new_in_pass_ret = 1;
+static bool new_in_pass_done;
+
+static unsigned long new_in_pass_count(struct rcl_shrinker *s,
+				       struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return new_in_pass_done ? RCL_SHRINK_EMPTY : 1000;
+}
+
+static unsigned long new_in_pass_scan(struct rcl_shrinker *s,
+				      struct rcl_shrink_control *sc)
+{
+	(void)s;
+	if (!new_in_pass_done) {
+		struct rcl_objcache_config cfg = { .nr_shards = 4 };
+		struct rcl_objcache *c = NULL;
+
+		new_in_pass_done = true;
+		new_in_pass_ret = rcl_objcache_new(new_in_pass_d, &cfg, &c);
+		if (c)
+			abort();	/* written only on success */
+	}
+	sc->nr_scanned = sc->nr_to_scan;
+	return 0;
+}
+
+static void test_objcache_new_in_a_reclaim_pass_is_refused(void **state)
+{
+	static const struct rcl_shrinker_ops ops = {
+		.count_objects = new_in_pass_count,
+		.scan_objects = new_in_pass_scan,
+	};
+	struct rcl_domain_config dc = { .budget = 1 << 20, .max_lruvecs = 2 };
+	struct rcl_shrinker_config sc = { .ops = &ops };
+	struct rcl_objcache_config cc = { .nr_shards = 2 };
+	struct rcl_objcache *c = NULL;
+	struct rcl_shrinker *s;
+
+	(void)state;
+	assert_int_equal(rcl_domain_new(&dc, &new_in_pass_d), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(new_in_pass_d),
+					  &sc, &s),
+			 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	assert_true(rcl_domain_reclaim(new_in_pass_d, 100, RCL_CTX_CAPABLE,
+				       NULL) >= 0);
+	assert_true(new_in_pass_done);
+	assert_int_equal(new_in_pass_ret, -EDEADLK);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	/* Nothing was left attached: the domain's room is whole. */
+	assert_int_equal(rcl_objcache_new(new_in_pass_d, &cc, &c), 0);
+	assert_int_equal(rcl_objcache_destroy(c), 0);
+	assert_int_equal(rcl_domain_free(new_in_pass_d), 0);
+}
+
 static void test_objcache_application_keys(void **state)
 {
 	struct rcl_domain_config dc = { .budget = 1 << 20 };
@@ -1528,6 +1592,7 @@ int main(void)
 		cmocka_unit_test(test_objcache_flusher_thread_writes),
 		cmocka_unit_test(test_objcache_caches_share_a_domain),
 		cmocka_unit_test(test_objcache_application_keys),
+		cmocka_unit_test(test_objcache_new_in_a_reclaim_pass_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
