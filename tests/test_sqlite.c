@@ -735,6 +735,56 @@ static void test_rekey_onto_pinned_page_is_freed(void **state)
 }
 
 /*
+ * The lost page (pinned, out of the index after a rekey onto it) rekeyed in
+ * its turn: it leaves the lost list as it joins the index, so that neither
+ * list frees it twice or keeps it after it is freed.  Three endings: a
+ * destroy; an unpin then a truncate that covers it; a discarding unpin then
+ * a destroy (each freed it twice, or walked a freed page, before).
+ */
+static void test_rekey_of_a_lost_page(void **state)
+{
+	sqlite3_pcache_page *a, *b;
+	struct rcl_sqlite_stats s;
+	sqlite3_pcache *pc;
+	uint64_t u0;
+	int ending;
+
+	(void)state;
+	assert_int_equal(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &m), SQLITE_OK);
+	assert_int_equal(m.xInit(m.pArg), SQLITE_OK);
+	for (ending = 0; ending < 3; ending++) {
+		u0 = rcl_domain_usage(g_domain);
+		pc = m.xCreate(1024, 64, 1);
+		assert_non_null(pc);
+		a = m.xFetch(pc, 1, 2);
+		b = m.xFetch(pc, 2, 2);
+		assert_non_null(a);
+		assert_non_null(b);
+		m.xRekey(pc, a, 1, 2);		/* b is lost */
+		m.xRekey(pc, b, 2, 3);		/* and found at 3 */
+		assert_ptr_equal(m.xFetch(pc, 3, 0), b);	/* still pinned */
+		assert_int_equal(m.xPagecount(pc), 2);
+		switch (ending) {
+		case 0:
+			break;
+		case 1:
+			m.xUnpin(pc, b, 0);
+			m.xTruncate(pc, 3);
+			assert_int_equal(m.xPagecount(pc), 1);
+			break;
+		case 2:
+			m.xUnpin(pc, b, 1);
+			assert_int_equal(m.xPagecount(pc), 1);
+			break;
+		}
+		m.xDestroy(pc);
+		rcl_sqlite_stats(&s);
+		assert_int_equal(s.pages, 0);
+		assert_int_equal(rcl_domain_usage(g_domain), u0);
+	}
+}
+
+/*
  * The counters are striped by thread: a page pinned or allocated in one
  * thread and unpinned or freed in another leaves each stripe's level
  * wrapped, and the sums must still be exact.
@@ -1059,6 +1109,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_install_badinput),
 		cmocka_unit_test(test_methods),
 		cmocka_unit_test(test_rekey_onto_pinned_page_is_freed),
+		cmocka_unit_test(test_rekey_of_a_lost_page),
 		cmocka_unit_test(test_table_charge),
 		cmocka_unit_test(test_stats_across_threads),
 		cmocka_unit_test(test_stats_levels_of_one_moment),

@@ -1035,8 +1035,15 @@ static void rsq_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg,
 			(void)rsq_lru_off(c, q);
 		}
 	}
+	/*
+	 * @p itself may be a lost page (pinned, out of the index): SQLite
+	 * may rekey it; it leaves the lost list before it joins the index,
+	 * both lists being linked through hnext.
+	 */
 	if (p->hashed)
 		rsq_unlink(c, p);
+	else
+		rsq_unlose(c, p);
 	p->key = new_key;
 	rsq_link(c, p);
 	/* A shadow of either number describes another page's history. */
