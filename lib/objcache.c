@@ -913,6 +913,9 @@ int rcl_objcache_insert(struct rcl_objcache *c, struct rcl_objcache_node *node,
 	charge = weight + c->meta;
 	if (!charge)
 		return -EINVAL;
+	/* A token that rcl_objcache_get() cleared is no token. */
+	if (miss && !miss->__cache)
+		miss = NULL;
 	if (miss && miss->__cache != c)
 		return -EINVAL;
 	if (atomic_load_explicit(&node->__refs, memory_order_relaxed) ||

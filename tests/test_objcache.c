@@ -516,11 +516,26 @@ static void test_objcache_refault_insert_is_activated(void **state)
 		struct rcl_objcache_miss other = miss;
 		struct tobj *c = tobj_new("zz");
 
-		other.__cache = NULL;
+		other.__cache = (const struct rcl_objcache *)&other;
 		assert_int_equal(rcl_objcache_insert(f->c, &c->node, c->key, 2, 1,
 						     RCL_CTX_CAPABLE, &other,
 						     NULL), -EINVAL);
 		tobj_free(c);
+	}
+	/*
+	 * A token that a get cleared (its answer for a NULL cache, a bad key
+	 * or a pin overflow) is no token: the get-or-insert pattern meets the
+	 * insert's own answer, not -EINVAL.
+	 */
+	{
+		struct rcl_objcache_miss cleared;
+		struct tobj *c = tobj_new("zz");
+
+		memset(&cleared, 0, sizeof(cleared));
+		assert_int_equal(rcl_objcache_insert(f->c, &c->node, c->key, 2, 1,
+						     RCL_CTX_CAPABLE, &cleared,
+						     NULL), 0);
+		put(f, c);
 	}
 	put(f, a);
 	put(f, b);

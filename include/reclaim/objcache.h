@@ -522,8 +522,8 @@ RCL_API struct rcl_objcache_node *rcl_objcache_get(struct rcl_objcache *cache,
  * @context: the capability mask for the charge (RCL_CTX_MAY_BLOCK lets it
  *	reclaim in this thread, and RCL_CTX_CAPABLE is the usual value)
  * @miss: the token of the get that missed, or NULL (no refault check); a
- *	token of this cache filled for a key of another hash is taken as no
- *	token (one of another key with the same hash is taken as this key's:
+ *	token that the get cleared (zero-filled), and one of this cache filled
+ *	for a key of another hash, are taken as no token (one of another key with the same hash is taken as this key's:
  *	&struct rcl_objcache_miss)
  * @existing: if not NULL, receives the cached object on -EEXIST (pinned),
  *	NULL otherwise; if NULL, a lost race pins nothing (the insert drops the
