@@ -563,6 +563,24 @@ static void oc_teardown(struct rcl_objcache *c)
 	oc_free(c, c);
 }
 
+/*
+ * Attach again the shards below @n that a refused destroy detached; a
+ * shard whose slot was taken meanwhile (-ENOSPC) stays detached, and says
+ * so, for the next destroy and for new's undo.
+ */
+static void oc_reattach(struct rcl_objcache *c, unsigned n)
+{
+	unsigned j;
+
+	for (j = 0; j < n; j++) {
+		struct oc_shard *sj = &c->shards[j];
+
+		if (!sj->attached)
+			sj->attached = rcl_domain_attach(c->d, &sj->lv,
+							 c->partition) == 0;
+	}
+}
+
 static size_t oc_pow2(size_t v)
 {
 	size_t p = 1;
@@ -701,7 +719,7 @@ fail:
 
 int rcl_objcache_destroy(struct rcl_objcache *c)
 {
-	unsigned i, j;
+	unsigned i;
 	size_t b;
 	int err;
 
@@ -734,17 +752,7 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 			continue;
 		err = rcl_domain_detach(c->d, &c->shards[i].lv);
 		if (err) {
-			/* Put back what was detached; a shard whose slot
-			 * was taken meanwhile (-ENOSPC) stays detached, and
-			 * says so, for the next destroy and for new's undo. */
-			for (j = 0; j < i; j++) {
-				struct oc_shard *sj = &c->shards[j];
-
-				if (!sj->attached)
-					sj->attached = rcl_domain_attach(
-						c->d, &sj->lv,
-						c->partition) == 0;
-			}
+			oc_reattach(c, i);
 			if (err == -EDEADLK || err == -EBUSY)
 				return RCL__REFUSE(err, "called from a callback of the domain's reclaim pass, which it would wait for (rcl_domain_detach())");
 			return err;
@@ -752,8 +760,17 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 		c->shards[i].attached = false;
 	}
 	if (c->limit) {
+		/*
+		 * -EDEADLK from a callback (of another domain's pass, an
+		 * evict or a write callback) while the limit's shrinker runs
+		 * in another thread: it does not wait there.  Refused, the
+		 * shards attached again, nothing done.
+		 */
 		err = rcl_shadow_limit_free(c->limit);
-		RCL_ASSERT(err == 0);	/* never from its own callback */
+		if (err) {
+			oc_reattach(c, c->nr_shards);
+			return RCL__REFUSE(err, "called from a callback while the cache's shadow limit runs in another thread (rcl_shrinker_free())");
+		}
 		c->limit = NULL;
 	}
 	for (i = 0; i < c->nr_shards; i++) {

@@ -479,8 +479,11 @@ RCL_API int rcl_objcache_new(struct rcl_domain *d,
  * Context: any thread, not concurrently with any other call on @cache;
  * may sleep.  Not from a callback: from an evict or shrinker callback of
  * the domain's reclaim it returns -EDEADLK with nothing done (the detach
- * would wait for its own pass); from the cache's own callbacks or the
- * flusher's write callback it is undefined (the caller's contract).
+ * would wait for its own pass), and so it does from a callback of another
+ * domain's pass or another lruvec's evict callback while the cache's
+ * shadow limit is running in another thread (rcl_shrinker_free()); from
+ * the cache's own callbacks or the flusher's write callback it is
+ * undefined (the caller's contract).
  * Return: 0; -EBUSY (pinned objects); -EDEADLK; -EINVAL for a pointer that
  * is not a live cache (detected when its memory still holds one).
  */
