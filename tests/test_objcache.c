@@ -1062,6 +1062,21 @@ static unsigned long new_in_pass_scan(struct rcl_shrinker *s,
 	return 0;
 }
 
+/* The same from an evict callback of an lruvec shrunk by hand (no pass). */
+static enum rcl_evict_status new_in_evict(struct rcl_lru_node *node,
+					  struct rcl_evict_control *ctl)
+{
+	struct rcl_objcache_config cfg = { .nr_shards = 1 };
+	struct rcl_objcache *c = NULL;
+
+	(void)node;
+	(void)ctl;
+	new_in_pass_ret = rcl_objcache_new(new_in_pass_d, &cfg, &c);
+	if (c)
+		abort();
+	return RCL_EVICT_BUSY;
+}
+
 static void test_objcache_new_in_a_reclaim_pass_is_refused(void **state)
 {
 	static const struct rcl_shrinker_ops ops = {
@@ -1088,6 +1103,26 @@ static void test_objcache_new_in_a_reclaim_pass_is_refused(void **state)
 	/* Nothing was left attached: the domain's room is whole. */
 	assert_int_equal(rcl_objcache_new(new_in_pass_d, &cc, &c), 0);
 	assert_int_equal(rcl_objcache_destroy(c), 0);
+	{
+		static const struct rcl_lruvec_ops lops = { .evict =
+								    new_in_evict };
+		struct rcl_lruvec_config lc = { .ops = &lops };
+		struct rcl_lru_shrink_control lsc = { .type = RCL_LRU_FILE,
+						      .nr_to_scan = 1 };
+		struct rcl_lruvec lv;
+		struct rcl_lru_node n;
+
+		assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+		rcl_lru_node_init(&n);
+		assert_int_equal(rcl_lruvec_add(&lv, &n, RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH),
+				 0);
+		new_in_pass_ret = 1;
+		assert_int_equal(rcl_lruvec_shrink_inactive(&lv, &lsc), 0);
+		assert_int_equal(new_in_pass_ret, -EDEADLK);
+		assert_int_equal(rcl_lruvec_del(&lv, &n), 0);
+		rcl_lruvec_destroy(&lv);
+	}
 	assert_int_equal(rcl_domain_free(new_in_pass_d), 0);
 }
 

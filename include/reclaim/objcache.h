@@ -447,17 +447,17 @@ RCL_API void rcl_objcache_node_init(struct rcl_objcache_node *node);
  * RCL_OBJCACHE_NO_SHADOWS, creates a shadow limit in @d's registry with a
  * quota of @cfg->shadow_quota per shard.  Several caches may share @d.
  *
- * Context: any thread, but not from a callback (evict or shrinker) of a
- * reclaim pass of any domain: a failure half-way there could not detach
- * the shards it attached.
+ * Context: any thread, but not from a callback of a reclaim pass of any
+ * domain, an evict callback or a write callback: a failure half-way there
+ * could not undo what it attached (the shards, the shadow limit).
  * Return: 0; -EINVAL for NULL arguments, @nr_shards not a power of two or
  * above RCL_OBJCACHE_MAX_SHARDS, @nr_buckets above the maximum, an
  * @lru_type other than 0 and 1, an unknown flag, only one of
  * @ops->hash and @ops->eq, an allocator without both callbacks, a
  * @meta_charge above UINT32_MAX, or a partition out of range for @d;
  * -ENOMEM; -ENOSPC if the domain (or the process) has no room for
- * @nr_shards more lruvecs; -EDEADLK (nothing done) from a callback of a
- * reclaim pass; as rcl_lruvec_init(), rcl_domain_attach() and
+ * @nr_shards more lruvecs; -EDEADLK (nothing done) from those callbacks;
+ * as rcl_lruvec_init(), rcl_domain_attach() and
  * rcl_shadow_limit_new().  Nothing is left behind on failure.
  */
 RCL_API int rcl_objcache_new(struct rcl_domain *d,
