@@ -875,6 +875,15 @@ static int psi_poll_locked(struct rcl_pressure *p, struct psrc *s,
 	if (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt) !=
 	    PSI_READ_DELTA)
 		return -1;
+	/*
+	 * A tick brought forward (memory.events changed) reads every source;
+	 * a few milliseconds are too short to rate a stall share over (1 ms
+	 * of stall in 5 would read as 20 %).  Under half the interval it is
+	 * no reading, and the baseline stays, so the next tick rates the
+	 * whole time since.
+	 */
+	if (dt < p->interval / 2000)
+		return -1;
 	psi_rebase(s, &cur, now);
 	if (s->mode == RCL_PSOURCE_SYSTEMD_PSI_POLL)
 		return (int)sd_level(s, dsome, dfull, dt);
