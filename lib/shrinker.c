@@ -375,6 +375,17 @@ static void all_regs_child(void)
 					atomic_store(&c->refs[i].n[j], 0);
 		}
 		atomic_store(&reg->nr_freeing, 0);
+		/*
+		 * The parent's threads waiting in rcl_shrinker_free() on
+		 * @released (or holding @lock) are not in the child, but the
+		 * condition still counts them: glibc's pthread_cond_destroy()
+		 * in the child's rcl_shrinker_registry_free() would wait for
+		 * them for ever.  The child is one thread, and no thread holds
+		 * either across a fork() (its callbacks run without @lock):
+		 * both start afresh, as a domain's conditions do (cond_fresh()).
+		 */
+		(void)pthread_mutex_init(&reg->lock, NULL);
+		(void)pthread_cond_init(&reg->released, NULL);
 	}
 	for (f = tls_frames; f; f = f->up) {
 		int slot = atomic_load(&f->s->slot);

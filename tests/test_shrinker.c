@@ -1322,6 +1322,90 @@ static void test_shrinker_fork_child_frees_without_parent_pins(void **state)
 }
 
 /*
+ * fork() while a thread waits in rcl_shrinker_free() for another thread's
+ * scan: the registry's condition still counted the parent's waiter in the
+ * child, and glibc's pthread_cond_destroy() in the child's
+ * rcl_shrinker_registry_free() waited for it for ever (a review's
+ * reproducer).  The test knows the freer waits once S is out of the walks
+ * (its count is no longer called) and another registration, which takes
+ * the registry lock that the wait releases, has returned.
+ */
+static atomic_ulong fk_counts;
+
+static unsigned long fk_count_n(struct rcl_shrinker *sh,
+				struct rcl_shrink_control *sc)
+{
+	atomic_fetch_add(&fk_counts, 1);
+	return fk_count(sh, sc);
+}
+
+static const struct rcl_shrinker_ops fk_ops_n = {
+	.count_objects = fk_count_n,
+	.scan_objects = fk_scan,
+};
+
+static void *free_thread(void *arg)
+{
+	T_EQ(rcl_shrinker_free(arg), 0);
+	return NULL;
+}
+
+static void test_shrinker_fork_while_a_free_waits(void **state)
+{
+	struct rcl_shrinker_config sc = { .ops = &fk_ops_n, .name = "fk" };
+	struct rcl_shrinker_config tc = { .ops = &fk_ops, .name = "other" };
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_DEFAULT, 1);
+	struct rcl_shrinker *s, *other;
+	pthread_t t, f;
+	unsigned long c0;
+	unsigned i;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	assert_int_equal(sem_init(&fk_in_scan, 0, 0), 0);
+	assert_int_equal(sem_init(&fk_release, 0, 0), 0);
+	assert_int_equal(rcl_shrinker_new(reg, &sc, &s), 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	atomic_store(&fk_mode, 1);
+	assert_int_equal(pthread_create(&t, NULL, shrink_thread, s), 0);
+	assert_int_equal(sem_wait(&fk_in_scan), 0);
+	assert_int_equal(pthread_create(&f, NULL, free_thread, s), 0);
+	/* Until a walk no longer counts S: the freer took it out. */
+	for (i = 0; i < 1000000; i++) {
+		c0 = atomic_load(&fk_counts);
+		(void)rcl_shrinker_registry_shrink(reg, 0, 0, 0, NULL);
+		if (atomic_load(&fk_counts) == c0)
+			break;
+		sched_yield();
+	}
+	assert_int_equal(atomic_load(&fk_counts), c0);
+	/* Takes the registry lock: the freer is in its wait. */
+	assert_int_equal(rcl_shrinker_new(reg, &tc, &other), 0);
+	assert_int_equal(rcl_shrinker_register(other), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(10);
+		/* S: the parent's freer is not here; its walker neither. */
+		T_EQ(rcl_shrinker_free(s), 0);
+		T_EQ(rcl_shrinker_free(other), 0);
+		T_EQ(rcl_shrinker_registry_free(reg), 0);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ASSERT_CHILD_EXITED_OK(st);
+	sem_post(&fk_release);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(pthread_join(f, NULL), 0);
+	assert_int_equal(rcl_shrinker_free(other), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	sem_destroy(&fk_in_scan);
+	sem_destroy(&fk_release);
+}
+
+/*
  * The registry's allocator is the application's, and may reclaim when
  * memory is short, through this very registry: called with the registry
  * lock held (a new slot chunk), its walk took the lock again while a free
@@ -1791,6 +1875,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_free_from_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_free_from_evict_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_fork_child_frees_without_parent_pins),
+		cmocka_unit_test(test_shrinker_fork_while_a_free_waits),
 		cmocka_unit_test(test_shrinker_register_allocator_may_walk),
 		cmocka_unit_test(test_shrinker_modern_stop_defers_then_drains),
 		cmocka_unit_test(test_shrinker_nr_scanned_is_honoured),
