@@ -271,6 +271,15 @@ static void all_domains_child(void)
 	unsigned i;
 
 	for (d = all_domains; d; d = d->all_next) {
+		/*
+		 * The parent's flusher thread is not in the child, nor are the
+		 * requests it owned: the lock-free filters of a dirtying would
+		 * see them busy for ever and never take flock, where
+		 * flusher_after_fork_locked() drops them.  The child is one
+		 * thread here: plain reads of the thread's fields are safe.
+		 */
+		if (d->fl_running && d->fl_pid != getpid())
+			atomic_store(&d->flush_busy, false);
 		for (i = 0; i < d->max_lruvecs; i++)
 			atomic_store(&d->slots[i].pins, 0);
 		atomic_store(&d->nr_detaching, 0);

@@ -182,7 +182,7 @@ struct rcl_domain {
 	bool inflight, pending;
 	struct rcl_flush_request cur, pend;
 	uint64_t seq;
-	atomic_bool flush_busy;		/* inflight || pending */
+	atomic_bool flush_busy;		/* a flush-all in flight or pending */
 	/* The library's flusher thread (under flock). */
 	bool fl_running, fl_work;
 	atomic_bool fl_stop;		/* also read between batches */

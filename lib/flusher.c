@@ -177,7 +177,8 @@ void rcl__domain_dirtied(struct rcl_domain *d)
 /* Called under the lruvec lock (wblock is a leaf). */
 void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n)
 {
-	atomic_fetch_add(&d->written, n);
+	if (n)
+		atomic_fetch_add(&d->written, n);
 	if (atomic_load(&d->nr_throttled) || atomic_load(&d->nr_dirty_waiters))
 		wb_broadcast(d);
 }
@@ -315,12 +316,27 @@ RCL_API int rcl_domain_dirty_stats(const struct rcl_domain *d,
  */
 static void wb_skip_free(struct rcl_domain *d, struct wb_skip *sk);
 
+/*
+ * flush_busy (flock held): a request that writes everything is in flight
+ * or pending, so that a background request would add nothing to it and the
+ * lock-free filters skip asking.  A bounded one (rcl_domain_flush() of a
+ * number, RCL_FLUSH_PROPORTIONAL) does not cover the dirt that reaches the
+ * background threshold: the request is asked for, and merges into the
+ * pending one.
+ */
+static void busy_update_locked(struct rcl_domain *d)
+{
+	atomic_store(&d->flush_busy,
+		     (d->inflight && !d->cur.nr_to_write) ||
+			     (d->pending && !d->pend.nr_to_write));
+}
+
 static void flusher_after_fork_locked(struct rcl_domain *d)
 {
 	if (d->fl_running && d->fl_pid != getpid()) {
 		if (!atomic_load(&d->fl_stop)) {
 			d->inflight = d->pending = false;
-			atomic_store(&d->flush_busy, false);
+			busy_update_locked(d);
 		}
 		/*
 		 * What the thread had allocated for a request under way is
@@ -399,7 +415,7 @@ void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
 		d->pend.reason = reason;
 		vm_add(d, VM_FLUSH_COALESCED, 1);
 	}
-	atomic_store(&d->flush_busy, true);
+	busy_update_locked(d);
 	pthread_mutex_unlock(&d->flock);
 	if (now)
 		deliver(d, &req, to_thread);
@@ -430,8 +446,8 @@ RCL_API int rcl_domain_flush_done(struct rcl_domain *d,
 		}
 	} else {
 		d->inflight = false;
-		atomic_store(&d->flush_busy, false);
 	}
+	busy_update_locked(d);
 	pthread_mutex_unlock(&d->flock);
 	if (now && (to_thread || d->fops))
 		deliver(d, &next, to_thread);
@@ -796,8 +812,22 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 		if (rcl__thread_create(&d->fl_thread, flusher_main, d) != 0) {
 			err = -EAGAIN;
 		} else {
+			/*
+			 * A request pending for the application's flusher was
+			 * never delivered to anyone: the thread takes it (the
+			 * one in flight was, and is dropped: its
+			 * rcl_domain_flush_done() finds nothing).
+			 */
+			bool owed = d->pending;
+
 			d->inflight = d->pending = false;
-			atomic_store(&d->flush_busy, false);
+			if (owed) {
+				d->inflight = true;
+				d->cur = d->pend;
+				d->cur.seq = ++d->seq;
+				d->fl_work = true;
+			}
+			busy_update_locked(d);
 			d->fl_running = true;
 			d->fl_pid = getpid();
 		}
@@ -849,7 +879,7 @@ RCL_API int rcl_domain_flusher_stop(struct rcl_domain *d)
 	t = d->fl_thread;
 	/* The thread's requests: it serves none after this batch. */
 	d->inflight = d->pending = false;
-	atomic_store(&d->flush_busy, false);
+	busy_update_locked(d);
 	pthread_cond_broadcast(&d->fcond);
 	pthread_mutex_unlock(&d->flock);
 	/* Idle now: a throttled writer may ask again (the application). */

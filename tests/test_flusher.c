@@ -1996,6 +1996,18 @@ static void test_flusher_dirty_rekick(void **state)
 	assert_int_equal(mock_ack(&m, 2), 0);
 	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
 	assert_int_equal(atomic_load(&b.done), 0);
+	/*
+	 * A write that fails is no progress: not asked again (a flusher
+	 * whose every write fails was asked in a loop until the timeout).
+	 */
+	wb_start(&c, 1);
+	wb_end(&c, 1, -EIO);		/* still 220 */
+	/* Time for the woken waiter to ask, if it would (the bug did). */
+	for (i = 0; i < 2000 && mock_n(&m) == 3; i++)
+		sched_yield();
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(mock_n(&m), 3);
+	assert_int_equal(atomic_load(&b.done), 0);
 	/* A write ends while idle: asked again, once. */
 	wb_start(&c, 1);
 	wb_end(&c, 1, 0);		/* 210 */
@@ -2685,6 +2697,93 @@ static void test_flusher_thread_background(void **state)
 }
 
 /*
+ * A request pending for the application's flusher when the library's
+ * thread starts was delivered to no one: the thread takes it (it was
+ * dropped with the one in flight, and the dirty objects stayed dirty).
+ * Budget 1000, weight 1: 10 dirty, below the background threshold.
+ */
+static void test_flusher_thread_takes_the_pending_request(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d;
+	struct fcache c;
+	struct wctx w;
+	struct mock m;
+	unsigned i;
+
+	(void)state;
+	mock_init(&m);
+	d = dom_make(1000, fc, &m, RCL_FLUSH_ALL, 0);
+	fc_init(&c, d, 20, 1, false, true);
+	fc_fill(&c, 20);
+	for (i = 0; i < 10; i++)
+		set_dirty(&c, i);
+	assert_int_equal(mock_n(&m), 0);
+	assert_int_equal(rcl_domain_flush(d, 1), 0);	/* in flight */
+	assert_int_equal(rcl_domain_flush(d, 0), 0);	/* pending */
+	assert_int_equal(mock_n(&m), 1);
+	wctx_init(&w, W_FLUSHER);
+	assert_int_equal(rcl_domain_flusher_start(d, &wops, &w, 0), 0);
+	WAIT_FLUSHER_IDLE(fc, &w, 10, 1);
+	DOM_STATS(d, 0, 0, 0, 0);
+	assert_int_equal(vmstat(d).writes_flusher, 10);
+	/* The application's request in flight was dropped at the start. */
+	assert_int_equal(mock_ack(&m, 0), -ENOENT);
+	assert_int_equal(mock_n(&m), 1);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+}
+
+/*
+ * A bounded request in flight (rcl_domain_flush() of one object) does not
+ * cover the dirt that reaches the background threshold meanwhile: the
+ * background request is queued behind it, not dropped by the lock-free
+ * filter (then nothing flushed the domain, above its threshold, until the
+ * next set_dirty()).  Budget 1000, weight 10: background at 100.
+ */
+static void test_flusher_background_queues_behind_a_bounded_request(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d;
+	struct fcache c;
+	struct mock m;
+	unsigned i;
+
+	(void)state;
+	mock_init(&m);
+	d = dom_make(1000, fc, &m, RCL_FLUSH_ALL, 0);
+	fc_init(&c, d, 40, 10, false, true);
+	fc_fill(&c, 40);
+	set_dirty(&c, 0);
+	assert_int_equal(rcl_domain_flush(d, 1), 0);
+	assert_int_equal(mock_n(&m), 1);
+	REQ_EQ(&m, 0, 1, RCL_FLUSH_SYNC, 1);
+	for (i = 1; i < 15; i++)
+		set_dirty(&c, i);		/* 150 */
+	assert_int_equal(mock_n(&m), 1);	/* pending behind it */
+	wb_start(&c, 0);
+	wb_end(&c, 0, 0);			/* the one object, served */
+	assert_int_equal(mock_ack(&m, 0), 0);
+	assert_int_equal(mock_n(&m), 2);
+	REQ_EQ(&m, 1, 0, RCL_FLUSH_BACKGROUND, 2);
+	/* A flush of everything in flight: the filter skips asking. */
+	assert_int_equal(vmstat(d).flush_requests, 2);
+	set_dirty(&c, 15);
+	assert_int_equal(vmstat(d).flush_requests, 2);
+	assert_int_equal(mock_ack(&m, 1), 0);
+	for (i = 1; i < 16; i++) {
+		wb_start(&c, i);
+		wb_end(&c, i, 0);
+	}
+	DOM_STATS(d, 0, 0, 0, 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+	mock_fini(&m);
+}
+
+/*
  * Objects dirtied while still pending in this thread's add batch: the
  * flusher thread drains the batches when the lists run out, and writes them.
  */
@@ -3158,6 +3257,64 @@ static void test_flusher_fork_child_requests_reach_the_ops(void **state)
 	assert_int_equal(rcl_domain_flusher_stop(d), 0);
 	ASSERT_CHILD_EXITED_OK(st);
 	assert_int_equal(mock_n(&m), 0);
+	fc_destroy(&c, true);
+	dom_free(d, NULL);
+	mock_fini(&m);
+}
+
+/*
+ * The same fork, and in the child the dirt that reaches the background
+ * threshold: the lock-free filter of a dirtying saw the parent thread's
+ * request busy for ever (inherited flush_busy) and asked nothing, so no
+ * background request ever reached the ops in the child (a review's
+ * reproducer).  Budget 100, weight 1: background at 10.
+ */
+static void test_flusher_fork_child_background_reaches_the_ops(void **state)
+{
+	static const struct rcl_writeback_ops hold = { .write = forkwb_hold };
+	struct rcl_domain *d;
+	struct fcache c;
+	struct mock m;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	mock_init(&m);
+	d = dom_make(100, NULL, &m, RCL_FLUSH_ALL, 0);
+	atomic_store(&forkwb_entered, 0);
+	atomic_store(&forkwb_release, 0);
+	fc_init(&c, d, 12, 1, false, true);
+	fc_fill(&c, 12);
+	set_dirty(&c, 0);
+	assert_int_equal(rcl_domain_flusher_start(d, &hold, NULL, 1), 0);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(atomic_load(&forkwb_entered));	/* the thread's request */
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rcl_flush_request r;
+		unsigned i;
+		int ok;
+
+		alarm(20);
+		for (i = 1; i <= 10; i++)
+			T_EQ(rcl_lruvec_set_dirty(&c.lv, &O(&c, i)->lru), 0);
+		ok = mock_n(&m) == 1;
+		if (ok) {
+			r = mock_req(&m, 0);
+			ok = r.reason == RCL_FLUSH_BACKGROUND &&
+			     r.nr_to_write == 0;
+		}
+		if (!ok)
+			fprintf(stderr, "child: %u wakeups\n", mock_n(&m));
+		ok = ok && mock_ack(&m, 0) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&forkwb_release, 1);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	ASSERT_CHILD_EXITED_OK(st);
 	fc_destroy(&c, true);
 	dom_free(d, NULL);
 	mock_fini(&m);
@@ -3817,6 +3974,8 @@ int main(void)
 		cmocka_unit_test(test_flusher_thread_write_error_does_not_stop_request),
 		cmocka_unit_test(test_flusher_thread_serves_reclaim),
 		cmocka_unit_test(test_flusher_thread_background),
+		cmocka_unit_test(test_flusher_thread_takes_the_pending_request),
+		cmocka_unit_test(test_flusher_background_queues_behind_a_bounded_request),
 		cmocka_unit_test(test_flusher_thread_pending_dirty),
 		cmocka_unit_test(test_flusher_writeback_all),
 		cmocka_unit_test(test_flusher_writeback_all_error),
@@ -3825,6 +3984,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_thread_concurrent_stop),
 		cmocka_unit_test(test_flusher_fork_child_during_a_batch),
 		cmocka_unit_test(test_flusher_fork_child_requests_reach_the_ops),
+		cmocka_unit_test(test_flusher_fork_child_background_reaches_the_ops),
 		cmocka_unit_test(test_flusher_fork_child_while_skip_set_grows),
 		cmocka_unit_test(test_flusher_fork_child_new_thread_then_flush),
 		cmocka_unit_test(test_flusher_thread_errors),
