@@ -624,14 +624,15 @@ int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg
 	if (!a->alloc || !a->free)
 		return -EINVAL;
 	/*
-	 * Not from a callback of a reclaim pass (of any domain), an evict
-	 * callback or a write callback: a failure half-way could not detach
+	 * Not from a callback of a reclaim pass (of any domain), an evict,
+	 * shrinker or write callback: a failure half-way could not detach
 	 * the shards it attached or free its shadow limit there
 	 * (rcl_domain_detach() and rcl_shrinker_free() refuse), and they
 	 * would stay registered after their memory is freed.
 	 */
-	if (in_any_pass() || rcl__tls_evict_frames || rcl__tls_writing)
-		return RCL__REFUSE(-EDEADLK, "called from a reclaim, evict or write callback: a failure could not undo what it attached");
+	if (in_any_pass() || rcl__in_holding_callback() ||
+	    rcl__shrinker_in_callback())
+		return RCL__REFUSE(-EDEADLK, "called from a reclaim, evict, shrinker or write callback: a failure could not undo what it attached");
 	quota = cfg->shadow_quota ? cfg->shadow_quota
 				  : RCL_OBJCACHE_SHADOW_QUOTA_DEFAULT;
 	if (quota > UINT64_MAX / nr_shards)

@@ -1123,6 +1123,24 @@ static void test_objcache_new_in_a_reclaim_pass_is_refused(void **state)
 		assert_int_equal(rcl_lruvec_del(&lv, &n), 0);
 		rcl_lruvec_destroy(&lv);
 	}
+	/* And from a shrinker of a registry the application shrinks itself. */
+	{
+		struct rcl_shrinker_registry *reg;
+
+		assert_int_equal(rcl_shrinker_registry_new(NULL, &reg), 0);
+		assert_int_equal(rcl_shrinker_new(reg, &sc, &s), 0);
+		assert_int_equal(rcl_shrinker_register(s), 0);
+		new_in_pass_done = false;
+		new_in_pass_ret = 1;
+		assert_int_equal(rcl_shrinker_registry_shrink(reg, 0, 0,
+							      RCL_CTX_CAPABLE,
+							      NULL),
+				 0);
+		assert_true(new_in_pass_done);
+		assert_int_equal(new_in_pass_ret, -EDEADLK);
+		assert_int_equal(rcl_shrinker_free(s), 0);
+		assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	}
 	assert_int_equal(rcl_domain_free(new_in_pass_d), 0);
 }
 

@@ -448,8 +448,8 @@ RCL_API void rcl_objcache_node_init(struct rcl_objcache_node *node);
  * quota of @cfg->shadow_quota per shard.  Several caches may share @d.
  *
  * Context: any thread, but not from a callback of a reclaim pass of any
- * domain, an evict callback or a write callback: a failure half-way there
- * could not undo what it attached (the shards, the shadow limit).
+ * domain, nor an evict, shrinker or write callback: a failure half-way
+ * there could not undo what it attached (the shards, the shadow limit).
  * Return: 0; -EINVAL for NULL arguments, @nr_shards not a power of two or
  * above RCL_OBJCACHE_MAX_SHARDS, @nr_buckets above the maximum, an
  * @lru_type other than 0 and 1, an unknown flag, only one of
