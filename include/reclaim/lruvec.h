@@ -434,7 +434,12 @@ struct rcl__lru_list {
  * @weight_freed: their weight
  * @rotated: nodes put back to the inactive list by reclaim (BUSY answers)
  * @activated: nodes moved inactive -> active (second touch, ACTIVATE
- *	answers, and isolation finding a queued activation) (pgactivate)
+ *	answers, and isolation finding a queued activation) (pgactivate);
+ *	not a node whose second touch came while its add was still pending
+ *	in a per-thread batch: it lands on the active list when the batch is
+ *	drained, was never on the inactive one, and is not counted (nor does
+ *	it age the workingset clock, where the kernel's folio_mark_accessed()
+ *	ages it for a folio in its lru_add batch too)
  * @deactivated: nodes moved active -> inactive (pgdeactivate)
  * @refill_scanned: nodes examined on the active list (pgrefill)
  * @active_rotated: referenced active nodes given another trip on the active list
