@@ -95,9 +95,12 @@
  * the warning elsewhere.
  *
  * Synchronization.  Every function is thread-safe.  No library lock is held
- * while a callback runs, and the reclaim path takes no lock at all: walkers
- * pin each shrinker's registry slot with an atomic count, so any number of
- * threads can shrink at once, and registration never waits for them.
+ * while a callback runs, and the reclaim path takes no lock in the common
+ * case: walkers pin each shrinker's registry slot with an atomic count, so
+ * any number of threads can shrink at once, and registration never waits
+ * for them.  A walker takes the registry lock only briefly to wake an
+ * rcl_shrinker_free() that waits for its pin, and to pin a shrinker whose
+ * slot a free is clearing.
  *
  * ==================================  =========================================
  * function                            locks taken
@@ -420,8 +423,9 @@ struct rcl_shrink_result {
  *
  * Shrinkers registered or freed during the walk may or may not be visited.
  *
- * Context: any thread, including shrinker callbacks; takes no lock; calls
- * the callbacks.
+ * Context: any thread, including shrinker callbacks; takes no lock but
+ * briefly the registry's, when a free waits (Synchronization); calls the
+ * callbacks.
  * Return: 0; -EINVAL for NULL @reg, a partition or priority out of range.
  */
 RCL_API int rcl_shrinker_registry_shrink(struct rcl_shrinker_registry *reg,
@@ -521,7 +525,8 @@ RCL_API int rcl_shrinker_free(struct rcl_shrinker *shrinker);
  * @context: the capability mask
  * @res: if not NULL, the results are added to it
  *
- * Context: any thread; takes no lock; calls the callbacks.
+ * Context: any thread; takes no lock but briefly the registry's, when a
+ * free waits (Synchronization); calls the callbacks.
  * Return: 0; -EINVAL for NULL or out-of-range arguments; -ENOENT if the
  * shrinker is not registered.
  */
