@@ -271,15 +271,7 @@ static void all_domains_child(void)
 	unsigned i;
 
 	for (d = all_domains; d; d = d->all_next) {
-		/*
-		 * The parent's flusher thread is not in the child, nor are the
-		 * requests it owned: the lock-free filters of a dirtying would
-		 * see them busy for ever and never take flock, where
-		 * flusher_after_fork_locked() drops them.  The child is one
-		 * thread here: plain reads of the thread's fields are safe.
-		 */
-		if (d->fl_running && d->fl_pid != getpid())
-			atomic_store(&d->flush_busy, false);
+		rcl__domain_flusher_atfork_child(d);
 		for (i = 0; i < d->max_lruvecs; i++)
 			atomic_store(&d->slots[i].pins, 0);
 		atomic_store(&d->nr_detaching, 0);
@@ -1939,12 +1931,12 @@ static bool reclaim_to(struct rcl_domain *d, uint64_t level)
 
 /*
  * Size the stocks of @d's subtree again from their budgets, parents first
- * (a stock is no larger than any ancestor's).  The caller stored the new
- * budget and bumped the root's stock_gen first.  Two budget changes at
- * once may store their sizes in either order: a walk that read a budget
- * before another change stored its own may end last, with sizes of the
- * old budget; it sees that change's bump and walks again, reading the new
- * budget.  Bounded: after RESIZE_STOCKS_ROUNDS walks, each undone by a
+ * (a stock is no larger than any ancestor's), after the caller stored the
+ * new budget.  Each call first bumps the root's stock_gen.  Two budget
+ * changes at once may store their sizes in either order: a walk that read
+ * a budget before another change stored its own may end last, with sizes
+ * of the old budget; it sees that change's bump and walks again, reading
+ * the new budget.  Bounded: after RESIZE_STOCKS_ROUNDS walks, each undone by a
  * later change, the last of those changes is still to walk.
  */
 static void resize_stocks(struct rcl_domain *d)
@@ -1952,6 +1944,7 @@ static void resize_stocks(struct rcl_domain *d)
 	struct rcl_domain *c;
 	unsigned g, rounds = 0;
 
+	atomic_fetch_add(&d->root->stock_gen, 1);
 	do {
 		g = atomic_load(&d->root->stock_gen);
 		pthread_rwlock_rdlock(&d->root->tree_lock);
@@ -1977,7 +1970,6 @@ static int child_set_budget(struct rcl_domain *d, uint64_t budget)
 	atomic_store(&d->budget, budget);
 	store_watermarks(d, &wm);
 	pthread_mutex_unlock(&d->lock);
-	atomic_fetch_add(&d->root->stock_gen, 1);
 	resize_stocks(d);
 	rcl__domain_drain_stocks(d);
 	rcl__domain_dirty_wake(d);
@@ -2003,7 +1995,6 @@ RCL_API int rcl_domain_set_budget(struct rcl_domain *d, uint64_t budget)
 	reclaimer_cond_after_fork_locked(d);
 	bg = d->running;
 	pthread_mutex_unlock(&d->lock);
-	atomic_fetch_add(&d->stock_gen, 1);
 	/*
 	 * Stocks sized for the old budget, and memory the headroom below
 	 * must count: take them all back before looking.

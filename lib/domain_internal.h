@@ -97,9 +97,9 @@ struct rcl_domain {
 	uint64_t stock_cfg;
 	atomic_ullong stock_cap;
 	atomic_uint stock_max;
-	/* The root's: bumped by each budget change in its tree and each
-	 * child linked, so that a resize_stocks() that read a budget older
-	 * than its last store sizes again. */
+	/* The root's: bumped by each resize_stocks() in its tree and each
+	 * child linked, so that a resize that read a budget older than its
+	 * last store sizes again. */
 	atomic_uint stock_gen;
 	/*
 	 * The tree (issue #17), read on every charge and uncharge too:
@@ -512,6 +512,12 @@ bool rcl__domain_wake_reclaimer(struct rcl_domain *d);
 /* Ask for @nr objects (0: all) to be written; merges into a pending request. */
 void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
 			       enum rcl_flush_reason reason);
+/*
+ * In a fork()'s child, from the atfork handler (one thread, no lock): the
+ * parent's flusher thread and its requests are not here, so the lock-free
+ * filters must not see them busy.
+ */
+void rcl__domain_flusher_atfork_child(struct rcl_domain *d);
 /* Reclaim met only writeback: sleep until writes progress (at most 100 ms). */
 void rcl__domain_throttle_writeback(struct rcl_domain *d);
 /* The dirty weight fell or its limit rose: wake rcl_domain_balance_dirty(). */

@@ -352,6 +352,18 @@ static void flusher_after_fork_locked(struct rcl_domain *d)
 }
 
 /*
+ * The lock-free filters (rcl__domain_dirtied(), rcl_domain_balance_dirty())
+ * would see the parent thread's requests busy for ever and never take
+ * flock, where flusher_after_fork_locked() drops them.  The child is one
+ * thread here: plain reads of the thread's fields are safe.
+ */
+void rcl__domain_flusher_atfork_child(struct rcl_domain *d)
+{
+	if (d->fl_running && d->fl_pid != getpid())
+		atomic_store(&d->flush_busy, false);
+}
+
+/*
  * Requests go to the library's flusher thread (under flock): it runs and no
  * stop has begun.  A stopping thread serves none (it checks fl_stop between
  * batches and quits), so they go where they go without a thread.

@@ -34,7 +34,6 @@
 
 #include <reclaim/workingset.h>
 
-#include "domain_internal.h"
 #include "internal.h"
 #include "refusal.h"
 
@@ -630,8 +629,7 @@ int rcl_objcache_new(struct rcl_domain *d, const struct rcl_objcache_config *cfg
 	 * (rcl_domain_detach() and rcl_shrinker_free() refuse), and they
 	 * would stay registered after their memory is freed.
 	 */
-	if (in_any_pass() || rcl__in_holding_callback() ||
-	    rcl__shrinker_in_callback())
+	if (rcl__in_holding_callback() || rcl__shrinker_in_callback())
 		return RCL__REFUSE(-EDEADLK, "called from a reclaim, evict, shrinker or write callback: a failure could not undo what it attached");
 	quota = cfg->shadow_quota ? cfg->shadow_quota
 				  : RCL_OBJCACHE_SHADOW_QUOTA_DEFAULT;

@@ -1267,6 +1267,26 @@ static void *shrink_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * The fork tests' start: a new registered shrinker of @cfg in @reg, and a
+ * thread @t inside its scan, held there until fk_release is posted.
+ */
+static struct rcl_shrinker *fk_start_in_scan(struct rcl_shrinker_registry *reg,
+					     const struct rcl_shrinker_config *cfg,
+					     pthread_t *t)
+{
+	struct rcl_shrinker *s;
+
+	assert_int_equal(sem_init(&fk_in_scan, 0, 0), 0);
+	assert_int_equal(sem_init(&fk_release, 0, 0), 0);
+	assert_int_equal(rcl_shrinker_new(reg, cfg, &s), 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	atomic_store(&fk_mode, 1);
+	assert_int_equal(pthread_create(t, NULL, shrink_thread, s), 0);
+	assert_int_equal(sem_wait(&fk_in_scan), 0);
+	return s;
+}
+
 static void test_shrinker_fork_child_frees_without_parent_pins(void **state)
 {
 	struct rcl_shrinker_config sc = { .ops = &fk_ops, .name = "fk" };
@@ -1279,15 +1299,8 @@ static void test_shrinker_fork_child_frees_without_parent_pins(void **state)
 
 	(void)state;
 	fk_parent = getpid();
-	assert_int_equal(sem_init(&fk_in_scan, 0, 0), 0);
-	assert_int_equal(sem_init(&fk_release, 0, 0), 0);
-	assert_int_equal(rcl_shrinker_new(reg, &sc, &s), 0);
-	assert_int_equal(rcl_shrinker_register(s), 0);
-
 	/* Another thread inside S's scan at the fork. */
-	atomic_store(&fk_mode, 1);
-	assert_int_equal(pthread_create(&t, NULL, shrink_thread, s), 0);
-	assert_int_equal(sem_wait(&fk_in_scan), 0);
+	s = fk_start_in_scan(reg, &sc, &t);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -1364,13 +1377,7 @@ static void test_shrinker_fork_while_a_free_waits(void **state)
 	int st;
 
 	(void)state;
-	assert_int_equal(sem_init(&fk_in_scan, 0, 0), 0);
-	assert_int_equal(sem_init(&fk_release, 0, 0), 0);
-	assert_int_equal(rcl_shrinker_new(reg, &sc, &s), 0);
-	assert_int_equal(rcl_shrinker_register(s), 0);
-	atomic_store(&fk_mode, 1);
-	assert_int_equal(pthread_create(&t, NULL, shrink_thread, s), 0);
-	assert_int_equal(sem_wait(&fk_in_scan), 0);
+	s = fk_start_in_scan(reg, &sc, &t);
 	assert_int_equal(pthread_create(&f, NULL, free_thread, s), 0);
 	/* Until a walk no longer counts S: the freer took it out. */
 	for (i = 0; i < 1000000; i++) {
