@@ -827,8 +827,9 @@ struct shrink_args {
 };
 
 /*
- * Scan @total objects in batches, the kernel's loop: whole batches, and a
- * sub-batch remainder only while total >= freeable (@sub_batch).  Returns the
+ * Scan @total objects in batches, the kernel's loop since v3.14 (Davydov,
+ * "mm: vmscan: shrink all slab objects if tight on memory"): whole batches,
+ * and a sub-batch remainder only while total >= freeable.  Returns the
  * objects scanned; *freed and *stopped are set.  With a goal, the loop also
  * ends after the call that met it (a.goal->met is then set).
  */
@@ -836,14 +837,14 @@ static unsigned long scan_loop(struct rcl_shrinker *s,
 			       struct rcl_shrink_control *sc,
 			       const struct shrink_args *a,
 			       unsigned long total, unsigned long freeable,
-			       unsigned long batch, bool sub_batch,
-			       unsigned long *freed, bool *stopped)
+			       unsigned long batch, unsigned long *freed,
+			       bool *stopped)
 {
 	unsigned long scanned = 0;
 
 	*freed = 0;
 	*stopped = false;
-	while (total >= batch || (sub_batch && total >= freeable && total)) {
+	while (total >= batch || (total >= freeable && total)) {
 		unsigned long n = RCL_MIN(batch, total), ret, done;
 
 		sc->nr_to_scan = n;
@@ -1048,7 +1049,7 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, a, total, freeable, s->batch, true,
+		scanned = scan_loop(s, &sc, a, total, freeable, s->batch,
 				    &freed, &stopped);
 		next = sat_add(nr, delta);
 		next = next > scanned ? next - scanned : 0;
@@ -1070,7 +1071,11 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, a, total, freeable, s->batch, false,
+		/*
+		 * The clamp keeps total below freeable, and so a cache smaller
+		 * than a batch unscanned, unless delta >= freeable / 4.
+		 */
+		scanned = scan_loop(s, &sc, a, total, freeable, s->batch,
 				    &freed, &stopped);
 		/* Put back what is left of the (clamped) target. */
 		next = total - RCL_MIN(scanned, total);
@@ -1112,7 +1117,7 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, a, total, freeable, eb, true, &freed,
+		scanned = scan_loop(s, &sc, a, total, freeable, eb, &freed,
 				    &stopped);
 		next = nr + d_fp;
 		next = next > (scanned << FP_SHIFT) ? next - (scanned << FP_SHIFT)

@@ -404,13 +404,56 @@ static void test_shrinker_2014_clamps_and_puts_back(void **state)
 	shrink(s, 6, RCL_CTX_CAPABLE, &res);
 	assert_int_equal(res.scanned, 49920);
 	assert_int_equal(backlog(s, 0), 80);
-	/* No sub-batch remainder in 2014: 100 objects at priority 0 (delta
-	 * 200 >= F/4, so no clamp; total = min(280, 200) = 200) -> one batch. */
+	/* 100 objects at priority 0 (delta 200 >= F/4, so no clamp; total =
+	 * min(280, 200) = 200) -> one batch; the 72 left are below F, so no
+	 * sub-batch call. */
 	m.objects = 100;
 	memset(&res, 0, sizeof(res));
 	shrink(s, 0, RCL_CTX_CAPABLE, &res);
 	assert_int_equal(res.scanned, 128);
 	assert_int_equal(backlog(s, 0), 72);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/*
+ * v3.14+ (Davydov, "mm: vmscan: shrink all slab objects if tight on memory",
+ * 0b1fb40a3b12, so in v3.16): a cache smaller than its batch is scanned,
+ * with nr_to_scan = min(batch, total), once total >= freeable; the 2014
+ * clamp makes that possible only while delta >= freeable / 4.
+ */
+static void test_shrinker_2014_sub_batch_when_tight(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_2014, 1);
+	struct model m = { .objects = 60 };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 128, 0);
+	int i;
+
+	(void)state;
+	/* Priority 2: delta = (60 >> 2) * 4 / 2 = 30 >= 15, total 30 < 60. */
+	shrink(s, 2, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(m.scans, 0);
+	assert_int_equal(backlog(s, 0), 30);
+	/* Again: total = 30 + 30 = 60 >= freeable: one call of 60. */
+	shrink(s, 2, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(m.scans, 1);
+	assert_int_equal(m.last_nr_to_scan, 60);
+	assert_int_equal(m.scanned_total, 60);
+	assert_int_equal(backlog(s, 0), 0);
+	/* Priority 1: delta = 30 * 4 / 2 = 60 = freeable: one call of 60. */
+	shrink(s, 1, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(m.scans, 2);
+	assert_int_equal(m.last_nr_to_scan, 60);
+	assert_int_equal(backlog(s, 0), 0);
+	/*
+	 * Priority 3: delta = (60 >> 3) * 4 / 2 = 14 < 15, so total is
+	 * clamped to 30 < freeable: never scanned, the backlog stays 30.
+	 */
+	for (i = 0; i < 10; i++)
+		shrink(s, 3, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(m.scans, 2);
+	assert_int_equal(backlog(s, 0), 30);
 	assert_int_equal(rcl_shrinker_free(s), 0);
 	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
 }
@@ -1890,6 +1933,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_batch_sizes),
 		cmocka_unit_test(test_shrinker_empty_is_not_zero),
 		cmocka_unit_test(test_shrinker_2014_clamps_and_puts_back),
+		cmocka_unit_test(test_shrinker_2014_sub_batch_when_tight),
 		cmocka_unit_test(test_shrinker_small_cache_is_not_starved),
 		cmocka_unit_test(test_shrinker_windup_first_capable_call),
 		cmocka_unit_test(test_shrinker_default_damping_grid),

@@ -282,8 +282,11 @@ struct rcl_shrinker_ops {
  *	delta - scanned, 0), 2 * freeable).
  * @RCL_SHRINK_POLICY_KERNEL_2014: "kernel-2014", the 2014 form (v3.16-v4.9):
  *	the whole backlog plus delta, clamped to freeable / 2 when delta <
- *	freeable / 4 and to 2 * freeable always, scanned in whole batches, the
- *	unscanned remainder put back.  Its delta is the modern priority-based
+ *	freeable / 4 and to 2 * freeable always, scanned in batches of @batch,
+ *	a sub-batch remainder only when total >= freeable (so a cache smaller
+ *	than its batch is scanned, min(@batch, total) in one call, only when
+ *	delta >= freeable / 4: the kernel's "tight on memory" rule, since
+ *	v3.14), the unscanned remainder put back.  Its delta is the modern priority-based
  *	one, since there is no LRU ratio here.
  */
 enum rcl_shrink_policy {
