@@ -6,8 +6,8 @@
  * lifecycle errors, the trace hook, the debug entry points and allocation
  * failures, and where deferred work lives between calls of different
  * threads (a calling thread's sub-batch remainder, the shared backlog, the
- * remainders of threads that exited).  The shrinkers are models whose
- * callbacks follow a script.
+ * remainders of threads that exited, or that a fork() child does not
+ * have).  The shrinkers are models whose callbacks follow a script.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -1822,6 +1822,85 @@ static void test_shrinker_empty_drops_every_remainder(void **state)
 }
 
 /*
+ * fork() while another thread holds a remainder on its stripe: that thread
+ * is not in the child, so its key destructor never gives the stripe up
+ * there.  Its remainder was still counted by rcl_shrinker_backlog() but no
+ * call in the child ever claimed it (a review's finding); the child's
+ * handler orphans the stripe, so the child's next call takes it over, as
+ * after an exit.
+ */
+static sem_t fh_held, fh_release;
+
+static void *fh_hold_thread(void *arg)
+{
+	/* 312.5 -> scans 256, keeps 56.5 on this thread's stripe. */
+	T_EQ(rcl_shrinker_shrink(arg, 0, SB_PRIO, RCL_CTX_CAPABLE, NULL), 0);
+	sem_post(&fh_held);
+	while (sem_wait(&fh_release) != 0)
+		;
+	return NULL;
+}
+
+static void test_shrinker_fork_child_claims_other_threads_remainders(void **state)
+{
+	struct sb_trace t = { 0 };
+	struct rcl_shrinker_registry *reg = sb_registry(&t);
+	struct rcl_shrinker_config cfg = { .ops = &sb_atomic_ops, .seeks = 2 };
+	struct rcl_shrinker *s;
+	unsigned long b;
+	pthread_t h;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	assert_int_equal(sem_init(&fh_held, 0, 0), 0);
+	assert_int_equal(sem_init(&fh_release, 0, 0), 0);
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	assert_int_equal(pthread_create(&h, NULL, fh_hold_thread, s), 0);
+	assert_int_equal(sem_wait(&fh_held), 0);
+	assert_int_equal(backlog(s, 0), 56);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rcl_shrink_result res = { 0 };
+
+		alarm(10);
+		/* 56.5 taken over + 312.5 = 369: 2 batches, 113 kept. */
+		T_EQ(rcl_shrinker_shrink(s, 0, SB_PRIO, RCL_CTX_CAPABLE, &res), 0);
+		T_EQ(t.n, 2);
+		T_EQ(t.claimed[1], 56);
+		T_EQ(res.scanned, 256);
+		T_EQ(rcl_shrinker_backlog(s, 0, &b), 0);
+		T_EQ(b, 113);
+		/* Its own 113 + 312.5 = 425.5: 3 batches, 41.5 kept. */
+		res = (struct rcl_shrink_result){ 0 };
+		T_EQ(rcl_shrinker_shrink(s, 0, SB_PRIO, RCL_CTX_CAPABLE, &res), 0);
+		T_EQ(t.claimed[2], 113);
+		T_EQ(res.scanned, 384);
+		T_EQ(rcl_shrinker_backlog(s, 0, &b), 0);
+		T_EQ(b, 41);
+		T_EQ(rcl_shrinker_free(s), 0);
+		T_EQ(rcl_shrinker_registry_free(reg), 0);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ASSERT_CHILD_EXITED_OK(st);
+	/* The parent: the thread lives, its remainder stays its own. */
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(t.claimed[1], 0);
+	sem_post(&fh_release);
+	assert_int_equal(pthread_join(h, NULL), 0);
+	/* It exited: this thread's 56.5 and its 56.5. */
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(t.claimed[2], 113);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	sem_destroy(&fh_held);
+	sem_destroy(&fh_release);
+}
+
+/*
  * A partition-aware shrinker keeps a remainder per partition on each
  * stripe: a call at one partition does not claim another's.
  */
@@ -1926,6 +2005,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_free_from_evict_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_fork_child_frees_without_parent_pins),
 		cmocka_unit_test(test_shrinker_fork_while_a_free_waits),
+		cmocka_unit_test(test_shrinker_fork_child_claims_other_threads_remainders),
 		cmocka_unit_test(test_shrinker_register_allocator_may_walk),
 		cmocka_unit_test(test_shrinker_modern_stop_defers_then_drains),
 		cmocka_unit_test(test_shrinker_nr_scanned_is_honoured),

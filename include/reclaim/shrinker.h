@@ -35,8 +35,9 @@
  * of the backlog's cap.  It is not lost: rcl_shrinker_backlog() counts it,
  * an RCL_SHRINK_EMPTY count drops it, rcl_shrinker_free() drops it with the
  * rest, and when the thread exits, the next calls on the shrinker, from any
- * thread, take it over.  A single thread sees exactly the kernel's
- * arithmetic.
+ * thread, take it over (in a child after fork(), the next calls there take
+ * over what the parent's other threads held).  A single thread sees exactly
+ * the kernel's arithmetic.
  *
  * Ownership.  A registry is created with rcl_shrinker_registry_new() and
  * freed with rcl_shrinker_registry_free().  Shrinkers are allocated by the
