@@ -23,9 +23,10 @@
  * call; only larger remainders and work that a context refused (STOP), the
  * real backlog, go to the shared word.  Readers add the stripes in.  A
  * thread owns its stripe while it lives (a pthread key gives it back at
- * exit); the stripe of a thread that exited is *orphaned*, and every call
- * takes over the orphaned stripes' remainders of the shrinker it visits
- * until a new thread owns the stripe (and so takes them over itself).
+ * exit); the stripe of a thread that exited (or, in a child after fork(),
+ * that is not in the child) is *orphaned*, and every call takes over the
+ * orphaned stripes' remainders of the shrinker it visits until a new thread
+ * owns the stripe (and so takes them over itself).
  *
  * Concurrency.  The kernel walks its shrinker list under RCU and pins each
  * shrinker with a refcount.  User space has no RCU, and a registry mutex per
@@ -343,6 +344,14 @@ RCL_API const char *rcl_shrink_policy_name(enum rcl_shrink_policy policy)
  * (one per callback frame it is inside: each callback runs under its
  * walk's pin of the shrinker's slot), as the domains do with their slot
  * pins.  Registries are listed under all_regs_lock, held across the fork.
+ *
+ * The stripes that the other threads owned are nobody's in the child
+ * either, and their key destructors never run there: without more, their
+ * remainders would be counted by rcl_shrinker_backlog() but claimed by no
+ * call, and the stripes never owned again.  The child orphans them, as
+ * those threads' exits would have: every call then takes their remainders
+ * over, until a new thread owns the stripe (and takes them over itself).
+ * Two atomic operations, no lock and no allocation.
  */
 static pthread_mutex_t all_regs_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t all_regs_once = PTHREAD_ONCE_INIT;
@@ -362,7 +371,14 @@ static void all_regs_child(void)
 {
 	struct rcl_shrinker_registry *reg;
 	const struct cb_frame *f;
-	unsigned k, i, j;
+	unsigned k, i, j, mine = 0, others;
+
+	/* Orphan first, then give up, as stripe_release() does. */
+	if (tls_stripe && tls_stripe_owned)
+		mine = 1u << (tls_stripe - 1);
+	others = atomic_load(&stripes_owned) & ~mine;
+	atomic_fetch_or(&stripes_orphaned, others);
+	atomic_fetch_and(&stripes_owned, ~others);
 
 	for (reg = all_regs; reg; reg = reg->all_next) {
 		for (k = 0; k < MAX_CHUNKS; k++) {
@@ -827,8 +843,9 @@ struct shrink_args {
 };
 
 /*
- * Scan @total objects in batches, the kernel's loop: whole batches, and a
- * sub-batch remainder only while total >= freeable (@sub_batch).  Returns the
+ * Scan @total objects in batches, the kernel's loop since v3.14 (Davydov,
+ * "mm: vmscan: shrink all slab objects if tight on memory"): whole batches,
+ * and a sub-batch remainder only while total >= freeable.  Returns the
  * objects scanned; *freed and *stopped are set.  With a goal, the loop also
  * ends after the call that met it (a.goal->met is then set).
  */
@@ -836,14 +853,14 @@ static unsigned long scan_loop(struct rcl_shrinker *s,
 			       struct rcl_shrink_control *sc,
 			       const struct shrink_args *a,
 			       unsigned long total, unsigned long freeable,
-			       unsigned long batch, bool sub_batch,
-			       unsigned long *freed, bool *stopped)
+			       unsigned long batch, unsigned long *freed,
+			       bool *stopped)
 {
 	unsigned long scanned = 0;
 
 	*freed = 0;
 	*stopped = false;
-	while (total >= batch || (sub_batch && total >= freeable && total)) {
+	while (total >= batch || (total >= freeable && total)) {
 		unsigned long n = RCL_MIN(batch, total), ret, done;
 
 		sc->nr_to_scan = n;
@@ -1048,7 +1065,7 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, a, total, freeable, s->batch, true,
+		scanned = scan_loop(s, &sc, a, total, freeable, s->batch,
 				    &freed, &stopped);
 		next = sat_add(nr, delta);
 		next = next > scanned ? next - scanned : 0;
@@ -1070,7 +1087,11 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, a, total, freeable, s->batch, false,
+		/*
+		 * The clamp keeps total below freeable, and so a cache smaller
+		 * than a batch unscanned, unless delta >= freeable / 4.
+		 */
+		scanned = scan_loop(s, &sc, a, total, freeable, s->batch,
 				    &freed, &stopped);
 		/* Put back what is left of the (clamped) target. */
 		next = total - RCL_MIN(scanned, total);
@@ -1112,7 +1133,7 @@ static void do_shrink(struct rcl_shrinker *s, const struct shrink_args *a,
 		ev.freeable = freeable;
 		ev.total_scan = total;
 		trace_event(s, a, &ev, RCL_SHRINK_TRACE_START);
-		scanned = scan_loop(s, &sc, a, total, freeable, eb, true, &freed,
+		scanned = scan_loop(s, &sc, a, total, freeable, eb, &freed,
 				    &stopped);
 		next = nr + d_fp;
 		next = next > (scanned << FP_SHIFT) ? next - (scanned << FP_SHIFT)

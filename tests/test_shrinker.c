@@ -6,8 +6,8 @@
  * lifecycle errors, the trace hook, the debug entry points and allocation
  * failures, and where deferred work lives between calls of different
  * threads (a calling thread's sub-batch remainder, the shared backlog, the
- * remainders of threads that exited).  The shrinkers are models whose
- * callbacks follow a script.
+ * remainders of threads that exited, or that a fork() child does not
+ * have).  The shrinkers are models whose callbacks follow a script.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -404,13 +404,56 @@ static void test_shrinker_2014_clamps_and_puts_back(void **state)
 	shrink(s, 6, RCL_CTX_CAPABLE, &res);
 	assert_int_equal(res.scanned, 49920);
 	assert_int_equal(backlog(s, 0), 80);
-	/* No sub-batch remainder in 2014: 100 objects at priority 0 (delta
-	 * 200 >= F/4, so no clamp; total = min(280, 200) = 200) -> one batch. */
+	/* 100 objects at priority 0 (delta 200 >= F/4, so no clamp; total =
+	 * min(280, 200) = 200) -> one batch; the 72 left are below F, so no
+	 * sub-batch call. */
 	m.objects = 100;
 	memset(&res, 0, sizeof(res));
 	shrink(s, 0, RCL_CTX_CAPABLE, &res);
 	assert_int_equal(res.scanned, 128);
 	assert_int_equal(backlog(s, 0), 72);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+}
+
+/*
+ * v3.14+ (Davydov, "mm: vmscan: shrink all slab objects if tight on memory",
+ * 0b1fb40a3b12, so in v3.16): a cache smaller than its batch is scanned,
+ * with nr_to_scan = min(batch, total), once total >= freeable; the 2014
+ * clamp makes that possible only while delta >= freeable / 4.
+ */
+static void test_shrinker_2014_sub_batch_when_tight(void **state)
+{
+	struct rcl_shrinker_registry *reg =
+		new_registry(RCL_SHRINK_POLICY_KERNEL_2014, 1);
+	struct model m = { .objects = 60 };
+	struct rcl_shrinker *s = new_shrinker(reg, &m, 2, 128, 0);
+	int i;
+
+	(void)state;
+	/* Priority 2: delta = (60 >> 2) * 4 / 2 = 30 >= 15, total 30 < 60. */
+	shrink(s, 2, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(m.scans, 0);
+	assert_int_equal(backlog(s, 0), 30);
+	/* Again: total = 30 + 30 = 60 >= freeable: one call of 60. */
+	shrink(s, 2, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(m.scans, 1);
+	assert_int_equal(m.last_nr_to_scan, 60);
+	assert_int_equal(m.scanned_total, 60);
+	assert_int_equal(backlog(s, 0), 0);
+	/* Priority 1: delta = 30 * 4 / 2 = 60 = freeable: one call of 60. */
+	shrink(s, 1, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(m.scans, 2);
+	assert_int_equal(m.last_nr_to_scan, 60);
+	assert_int_equal(backlog(s, 0), 0);
+	/*
+	 * Priority 3: delta = (60 >> 3) * 4 / 2 = 14 < 15, so total is
+	 * clamped to 30 < freeable: never scanned, the backlog stays 30.
+	 */
+	for (i = 0; i < 10; i++)
+		shrink(s, 3, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(m.scans, 2);
+	assert_int_equal(backlog(s, 0), 30);
 	assert_int_equal(rcl_shrinker_free(s), 0);
 	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
 }
@@ -1779,6 +1822,85 @@ static void test_shrinker_empty_drops_every_remainder(void **state)
 }
 
 /*
+ * fork() while another thread holds a remainder on its stripe: that thread
+ * is not in the child, so its key destructor never gives the stripe up
+ * there.  Its remainder was still counted by rcl_shrinker_backlog() but no
+ * call in the child ever claimed it (a review's finding); the child's
+ * handler orphans the stripe, so the child's next call takes it over, as
+ * after an exit.
+ */
+static sem_t fh_held, fh_release;
+
+static void *fh_hold_thread(void *arg)
+{
+	/* 312.5 -> scans 256, keeps 56.5 on this thread's stripe. */
+	T_EQ(rcl_shrinker_shrink(arg, 0, SB_PRIO, RCL_CTX_CAPABLE, NULL), 0);
+	sem_post(&fh_held);
+	while (sem_wait(&fh_release) != 0)
+		;
+	return NULL;
+}
+
+static void test_shrinker_fork_child_claims_other_threads_remainders(void **state)
+{
+	struct sb_trace t = { 0 };
+	struct rcl_shrinker_registry *reg = sb_registry(&t);
+	struct rcl_shrinker_config cfg = { .ops = &sb_atomic_ops, .seeks = 2 };
+	struct rcl_shrinker *s;
+	unsigned long b;
+	pthread_t h;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	assert_int_equal(sem_init(&fh_held, 0, 0), 0);
+	assert_int_equal(sem_init(&fh_release, 0, 0), 0);
+	assert_int_equal(rcl_shrinker_new(reg, &cfg, &s), 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	assert_int_equal(pthread_create(&h, NULL, fh_hold_thread, s), 0);
+	assert_int_equal(sem_wait(&fh_held), 0);
+	assert_int_equal(backlog(s, 0), 56);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rcl_shrink_result res = { 0 };
+
+		alarm(10);
+		/* 56.5 taken over + 312.5 = 369: 2 batches, 113 kept. */
+		T_EQ(rcl_shrinker_shrink(s, 0, SB_PRIO, RCL_CTX_CAPABLE, &res), 0);
+		T_EQ(t.n, 2);
+		T_EQ(t.claimed[1], 56);
+		T_EQ(res.scanned, 256);
+		T_EQ(rcl_shrinker_backlog(s, 0, &b), 0);
+		T_EQ(b, 113);
+		/* Its own 113 + 312.5 = 425.5: 3 batches, 41.5 kept. */
+		res = (struct rcl_shrink_result){ 0 };
+		T_EQ(rcl_shrinker_shrink(s, 0, SB_PRIO, RCL_CTX_CAPABLE, &res), 0);
+		T_EQ(t.claimed[2], 113);
+		T_EQ(res.scanned, 384);
+		T_EQ(rcl_shrinker_backlog(s, 0, &b), 0);
+		T_EQ(b, 41);
+		T_EQ(rcl_shrinker_free(s), 0);
+		T_EQ(rcl_shrinker_registry_free(reg), 0);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ASSERT_CHILD_EXITED_OK(st);
+	/* The parent: the thread lives, its remainder stays its own. */
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(t.claimed[1], 0);
+	sem_post(&fh_release);
+	assert_int_equal(pthread_join(h, NULL), 0);
+	/* It exited: this thread's 56.5 and its 56.5. */
+	shrink(s, SB_PRIO, RCL_CTX_CAPABLE, NULL);
+	assert_int_equal(t.claimed[2], 113);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	sem_destroy(&fh_held);
+	sem_destroy(&fh_release);
+}
+
+/*
  * A partition-aware shrinker keeps a remainder per partition on each
  * stripe: a call at one partition does not claim another's.
  */
@@ -1883,6 +2005,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_free_from_evict_callback_does_not_wait),
 		cmocka_unit_test(test_shrinker_fork_child_frees_without_parent_pins),
 		cmocka_unit_test(test_shrinker_fork_while_a_free_waits),
+		cmocka_unit_test(test_shrinker_fork_child_claims_other_threads_remainders),
 		cmocka_unit_test(test_shrinker_register_allocator_may_walk),
 		cmocka_unit_test(test_shrinker_modern_stop_defers_then_drains),
 		cmocka_unit_test(test_shrinker_nr_scanned_is_honoured),
@@ -1890,6 +2013,7 @@ int main(void)
 		cmocka_unit_test(test_shrinker_batch_sizes),
 		cmocka_unit_test(test_shrinker_empty_is_not_zero),
 		cmocka_unit_test(test_shrinker_2014_clamps_and_puts_back),
+		cmocka_unit_test(test_shrinker_2014_sub_batch_when_tight),
 		cmocka_unit_test(test_shrinker_small_cache_is_not_starved),
 		cmocka_unit_test(test_shrinker_windup_first_capable_call),
 		cmocka_unit_test(test_shrinker_default_damping_grid),

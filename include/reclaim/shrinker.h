@@ -35,8 +35,9 @@
  * of the backlog's cap.  It is not lost: rcl_shrinker_backlog() counts it,
  * an RCL_SHRINK_EMPTY count drops it, rcl_shrinker_free() drops it with the
  * rest, and when the thread exits, the next calls on the shrinker, from any
- * thread, take it over.  A single thread sees exactly the kernel's
- * arithmetic.
+ * thread, take it over (in a child after fork(), the next calls there take
+ * over what the parent's other threads held).  A single thread sees exactly
+ * the kernel's arithmetic.
  *
  * Ownership.  A registry is created with rcl_shrinker_registry_new() and
  * freed with rcl_shrinker_registry_free().  Shrinkers are allocated by the
@@ -282,8 +283,11 @@ struct rcl_shrinker_ops {
  *	delta - scanned, 0), 2 * freeable).
  * @RCL_SHRINK_POLICY_KERNEL_2014: "kernel-2014", the 2014 form (v3.16-v4.9):
  *	the whole backlog plus delta, clamped to freeable / 2 when delta <
- *	freeable / 4 and to 2 * freeable always, scanned in whole batches, the
- *	unscanned remainder put back.  Its delta is the modern priority-based
+ *	freeable / 4 and to 2 * freeable always, scanned in batches of @batch,
+ *	a sub-batch remainder only when total >= freeable (so a cache smaller
+ *	than its batch is scanned, min(@batch, total) in one call, only when
+ *	delta >= freeable / 4: the kernel's "tight on memory" rule, since
+ *	v3.14), the unscanned remainder put back.  Its delta is the modern priority-based
  *	one, since there is no LRU ratio here.
  */
 enum rcl_shrink_policy {
