@@ -166,7 +166,8 @@ struct rcl_domain {
 	 */
 	pthread_mutex_t wblock;
 	pthread_cond_t wbcond;
-	atomic_ullong written;
+	atomic_ullong written;	/* writes that succeeded */
+	atomic_ullong wb_ended;	/* writebacks that ended, failed or not */
 	atomic_uint nr_throttled;
 	atomic_uint nr_dirty_waiters;
 	/* The flusher thread's batches: odd while one is under writeback. */

@@ -174,11 +174,17 @@ void rcl__domain_dirtied(struct rcl_domain *d)
 		rcl__domain_flush_request(d, 0, RCL_FLUSH_BACKGROUND);
 }
 
-/* Called under the lruvec lock (wblock is a leaf). */
-void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n)
+/*
+ * One object's writeback ended, written (@ok) or failed.  Called under the
+ * lruvec lock (wblock is a leaf).  The reclaim throttle counts every end, as
+ * the kernel's does; rcl_domain_balance_dirty() counts only the writes that
+ * succeeded as progress.
+ */
+void rcl__domain_writeback_done(struct rcl_domain *d, bool ok)
 {
-	if (n)
-		atomic_fetch_add(&d->written, n);
+	atomic_fetch_add(&d->wb_ended, 1);
+	if (ok)
+		atomic_fetch_add(&d->written, 1);
 	if (atomic_load(&d->nr_throttled) || atomic_load(&d->nr_dirty_waiters))
 		wb_broadcast(d);
 }
@@ -194,7 +200,8 @@ static uint64_t deadline_in(const struct rcl_domain *d, uint64_t ns)
 /*
  * reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): a batch took only objects
  * under writeback, so reclaim is outrunning it.  Wait until 32 objects per
- * throttled reclaimer have been written since this one started waiting, or
+ * throttled reclaimer have ended writeback (written or failed: the kernel
+ * counts every folio_end_writeback()) since this one started waiting, or
  * 100 ms - or, beyond the kernel, until no object of the domain is under
  * writeback any more: then no completion can come, and the kernel's waiter
  * would sleep out its 100 ms for nothing (small flush requests, such as
@@ -209,10 +216,10 @@ void rcl__domain_throttle_writeback(struct rcl_domain *d)
 	vm_add(d, VM_WRITEBACK_THROTTLED, 1);
 	pthread_mutex_lock(&d->wblock);
 	wb_cond_after_fork_locked(d);
-	start = atomic_load(&d->written);
+	start = atomic_load(&d->wb_ended);
 	n = atomic_fetch_add(&d->nr_throttled, 1) + 1;
 	deadline = deadline_in(d, 100 * RCL_NSEC_PER_MSEC);
-	while (atomic_load(&d->written) - start <
+	while (atomic_load(&d->wb_ended) - start <
 		       (uint64_t)RCL_SCAN_CHUNK *
 			       RCL_MAX(n, atomic_load(&d->nr_throttled)) &&
 	       atomic_load(&d->dirty[2])) {

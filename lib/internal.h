@@ -354,7 +354,7 @@ struct rcl_domain;
 void rcl__domain_dirty_delta(struct rcl_domain *d, int64_t dn, int64_t dw,
 			     int64_t wn, int64_t ww);
 void rcl__domain_dirtied(struct rcl_domain *d);
-void rcl__domain_writeback_done(struct rcl_domain *d, uint64_t n);
+void rcl__domain_writeback_done(struct rcl_domain *d, bool ok);
 /*
  * Keep @d alive for a call made after dropping the lock of an lruvec that
  * found it attached (get under that lock): rcl_domain_free() waits for it,

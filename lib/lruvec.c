@@ -1194,13 +1194,12 @@ RCL_API int rcl_lruvec_writeback_end(struct rcl_lruvec *lv,
 	 */
 	d = atomic_load_explicit(&lv->__domain, memory_order_relaxed);
 	/*
-	 * A failed write is no progress: the waiters are woken (the weight
-	 * under writeback fell) but do not count it as written, or
-	 * rcl_domain_balance_dirty() would ask a flusher that fails every
-	 * write again and again until its timeout.
+	 * A failed write is no progress for rcl_domain_balance_dirty(), or it
+	 * would ask a flusher that fails every write again and again until
+	 * its timeout; it still ends a writeback for the reclaim throttle.
 	 */
 	if (d)
-		rcl__domain_writeback_done(d, error ? 0 : 1);
+		rcl__domain_writeback_done(d, !error);
 	wake_waiters_locked(lv);	/* rcl_lruvec_del_wait() */
 	rcl__lruvec_unlock(lv);
 	return 0;

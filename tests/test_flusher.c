@@ -2339,6 +2339,44 @@ static void test_flusher_throttle_writeback(void **state)
 }
 
 /*
+ * Failed writes end writebacks too: 32 of them release a throttled reclaimer
+ * (as 32 successes do; the kernel counts every end), though they are no
+ * progress for rcl_domain_balance_dirty().  Ten more stay in flight, so the
+ * "nothing under writeback" rule does not release it instead.
+ */
+static void test_flusher_throttle_writeback_failed_writes(void **state)
+{
+	struct rcl_fake_clock *fc = fclock_new();
+	struct rcl_domain *d = dom_make(HUGE_BUDGET, fc, NULL, RCL_FLUSH_ALL, 0);
+	struct rcl_thr r = { 0 };
+	struct rcl_vmstat v;
+	struct fcache c;
+	pthread_t t;
+	unsigned i;
+
+	(void)state;
+	thr_cache(&c, d, 2, 40);
+	thr_start(&r, &t, d, fc, 1);
+	assert_int_equal(vmstat(d).writeback_throttled, 1);
+	/* 31 failed completions: it still waits. */
+	wb_end(&c, 0, -EIO);
+	for (i = 8192 - 40; i < 8192 - 10; i++)
+		wb_end(&c, i, -EIO);
+	WAIT_FOR(rcl_fake_clock_waiters(fc) == 1);
+	assert_int_equal(atomic_load(&r.done), 0);
+	/* The 32nd, failed too: it goes on, with no timeout. */
+	wb_end(&c, 1, -EIO);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	v = vmstat(d);
+	assert_int_equal(v.writeback_throttled, 1);
+	assert_int_equal(v.writeback_throttle_timeouts, 0);
+	for (i = 8192 - 10; i < 8192; i++)
+		wb_end(&c, i, 0);
+	fc_destroy(&c, true);
+	dom_free(d, fc);
+}
+
+/*
  * Fewer than 32 objects in flight: the throttled reclaimer goes on when the
  * last of them completes, not after 100 ms (the kernel's waiter would sleep
  * out the timeout, since 32 completions cannot come).
@@ -3967,6 +4005,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_dirty_thresholds_clamped),
 		cmocka_unit_test(test_flusher_dirty_thresholds_zero),
 		cmocka_unit_test(test_flusher_throttle_writeback),
+		cmocka_unit_test(test_flusher_throttle_writeback_failed_writes),
 		cmocka_unit_test(test_flusher_throttle_writeback_drained),
 		cmocka_unit_test(test_flusher_throttle_writeback_detached),
 		cmocka_unit_test(test_flusher_throttle_writeback_two),

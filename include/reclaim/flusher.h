@@ -75,7 +75,7 @@
  *
  * Throttling.  A reclaim batch that took only objects under writeback waits
  * (on the domain's clock) until 32 x (number of throttled reclaimers) objects
- * have finished writeback since it started waiting - the kernel's
+ * have finished writeback, written or failed, since it started waiting - the kernel's
  * reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK) rule - or 100 ms, or (beyond
  * the kernel) until no object of the domain is under writeback any more:
  * with fewer than 32 in flight, the kernel's waiter sleeps out the 100 ms.
