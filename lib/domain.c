@@ -26,9 +26,10 @@
  *
  * Calls between modules:
  * - domain.c -> vmscan.c: a charge below min reclaims directly, below low
- *   it wakes the reclaimer (rcl__domain_direct_reclaim(),
- *   rcl__domain_goal_objects(), rcl__domain_wake_reclaimer()); vmscan.c
- *   calls nothing back, only the inline helpers of lib/domain_internal.h.
+ *   (or refused, below high) it wakes the reclaimer
+ *   (rcl__domain_direct_reclaim(), rcl__domain_goal_objects(),
+ *   rcl__domain_wake_reclaimer()); vmscan.c calls nothing back, only the
+ *   inline helpers of lib/domain_internal.h.
  * - domain.c <-> flusher.c: the budget and detach wake the dirty throttle
  *   (rcl__domain_dirty_wake()), and the writer drains pending adds with
  *   rcl__domain_drain_all(); lib/flusher.c explains why that circle stays.
@@ -1407,6 +1408,40 @@ static void charge_reclaim(struct rcl_domain *d, uint64_t amount,
 }
 
 /*
+ * A strict charge of @amount was refused by @d's budget: wake the tree's
+ * background reclaimer (the root's) if the root's charge would have left
+ * its headroom below low, as an admitted charge does.  That always holds
+ * when the root refused; when a child level did, the root's charge never
+ * came, and the kernel's page allocation, which wakes kswapd, comes before
+ * the memcg charge.  The kernel's allocator slow path likewise wakes kswapd
+ * (wake_all_kswapds()) before it fails an allocation that may not block.
+ * Not at or above high: the reclaimer reclaims towards high, not for the
+ * charge's size, so its run would have nothing to do.  Decided without
+ * stocks, as every wakeup is (a root's refusal has taken them back
+ * already).  One wakeup request per refusal, coalesced and filtered
+ * (pending, hopeless, none running) by rcl__domain_wake_reclaimer().
+ */
+static void refused_wake(struct rcl_domain *d, uint64_t amount)
+{
+	struct rcl_domain *r = d->root;
+	bool drained = false;
+
+	for (;;) {
+		uint64_t room = headroom(r);
+
+		if (room >= atomic_load(&r->whigh) ||
+		    (room >= amount &&
+		     room - amount >= atomic_load(&r->wlow)))
+			return;
+		if (drained || !atomic_load(&r->nr_stocks))
+			break;
+		rcl__domain_drain_stocks(r);
+		drained = true;
+	}
+	rcl__domain_wake_reclaimer(r);
+}
+
+/*
  * A root's unstocked charge: drain the stocks if it is tight, reclaim,
  * commit.  0; -ENOMEM, -EOVERFLOW.
  */
@@ -1472,6 +1507,7 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 			}
 			vm_add(d, VM_CHARGE_FAILURES, 1);
 			ev_add(d, EV_OOM, 1);
+			refused_wake(d, amount);
 			return -ENOMEM;
 		}
 		if (atomic_compare_exchange_weak(&d->usage, &u, u + amount))
@@ -1749,6 +1785,7 @@ static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 		if (c->mode == RCL_CHARGE_STRICT) {
 			ev_add(c, EV_OOM, 1);
 			vm_add(c, VM_CHARGE_FAILURES, 1);
+			refused_wake(c, amount);
 			return -ENOMEM;
 		}
 		/* Admitted over its budget: counted once the charge is. */

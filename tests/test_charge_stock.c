@@ -760,6 +760,48 @@ static void test_wakeup_sees_stocked_memory(void **state)
 	assert_int_equal(rcl_domain_free(d), 0);
 }
 
+/*
+ * A child's refusal wakes the root's reclaimer only if the root's charge
+ * would have left its headroom below low: decided without the stocks, so
+ * another thread's stock of the root (16384) does not make it wake.
+ */
+static void test_refusal_wakeup_sees_stocked_memory(void **state)
+{
+	struct rcl_domain *r = dom_new(1u << 20, RCL_CHARGE_STRICT, 16384);
+	struct rcl_domain_config cfg = { .budget = 65536 };
+	struct rcl_domain *u = NULL;
+	uint64_t low, x;
+	struct agent a;
+
+	(void)state;
+	cfg.parent = r;
+	assert_int_equal(rcl_domain_new(&cfg, &u), 0);
+	low = wmarks(r).low;
+	assert_int_equal(low, 11509);
+	assert_int_equal(rcl_domain_reclaimer_start(r), 0);
+	agent_start(&a);
+	assert_int_equal(charge(&a, r, 1000, NULL), 0);
+	assert_int_equal(rcl_domain_usage(r), 1000 + 16384);
+	/* u full; the root's headroom low + 100 counting the stock. */
+	assert_int_equal(charge(NULL, u, 65536, NULL), 0);
+	x = (1u << 20) - 1000 - 16384 - 65536 - low - 100;
+	assert_int_equal(charge(NULL, r, x, NULL), 0);
+	assert_int_equal(rcl_domain_usage(r), (1u << 20) - low - 100);
+	assert_int_equal(vmstat(r).kswapd_wakeups, 0);
+	/* u refuses 1000: with the stock counted, the root would have been
+	 * left below low; without it, 16384 above. */
+	assert_int_equal(rcl_domain_charge(u, 1000, 0, NULL), -ENOMEM);
+	assert_int_equal(vmstat(u).charge_failures, 1);
+	assert_int_equal(vmstat(r).kswapd_wakeups, 0);
+	assert_int_equal(rcl_domain_reclaimer_stop(r), 0);
+	agent_stop(&a);
+	assert_int_equal(drained_usage(r), 1000 + 65536 + x);
+	assert_int_equal(rcl_domain_uncharge(u, 65536), 0);
+	assert_int_equal(rcl_domain_uncharge(r, 1000 + x), 0);
+	assert_int_equal(rcl_domain_free(u), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Concurrency (TSan)                                                         */
 /* ------------------------------------------------------------------------- */
@@ -1135,6 +1177,7 @@ int main(void)
 		cmocka_unit_test(test_wrap_tested_after_stocks_as_unstocked),
 		cmocka_unit_test(test_reclaim_sees_stocked_memory),
 		cmocka_unit_test(test_wakeup_sees_stocked_memory),
+		cmocka_unit_test(test_refusal_wakeup_sees_stocked_memory),
 		cmocka_unit_test(test_stock_drained_in_a_pass_is_no_progress),
 		cmocka_unit_test(test_fork_child_not_held_by_parent_window),
 		cmocka_unit_test(test_concurrent_large_charge_fits_as_unstocked),

@@ -1003,6 +1003,107 @@ static void test_domain_reclaimer_never_spins(void **state)
 	hopeless_teardown(&e);
 }
 
+/*
+ * A strict charge that is refused wakes the background reclaimer, as the
+ * kernel's allocator slow path wakes kswapd (wake_all_kswapds()) before it
+ * fails an allocation that may not block: a caller whose charges are all
+ * refused waits for no other charge to wake it.  Only while the headroom is
+ * below high (the reclaimer reclaims towards high, whatever the charge's
+ * size), one wakeup per refusal at most, and none while hopeless.
+ */
+static void test_domain_refused_charge_wakes_reclaimer(void **state)
+{
+	struct hopeless_env e;
+	struct rcl_watermarks wm;
+	struct rcl_vmstat v;
+	uint64_t amount, w, f;
+	unsigned i;
+
+	(void)state;
+	hopeless_setup(&e);
+	wm = wmarks(e.d);
+	/* A run that frees nothing (all busy) leaves headroom 1000 < low
+	 * and the reclaimer asleep. */
+	amount = headroom(e.d) - 1000;
+	assert_int_equal(rcl_domain_charge(e.d, amount, 0, NULL), 0);
+	wait_idle(e.d, e.fc);
+	v = vmstat(e.d);
+	assert_int_equal(v.kswapd_wakeups, 1);
+	assert_int_equal(v.kswapd_failures, 1);
+	assert_int_equal(headroom(e.d), 1000);
+
+	/* (a) Reclaimable now: a non-blocking charge of 1001 is refused, and
+	 * wakes the reclaimer, once; it brings the headroom back to high. */
+	atomic_store(&e.c.mode, EV_FREE);
+	assert_int_equal(rcl_domain_charge(e.d, 1001, 0, NULL), -ENOMEM);
+	v = vmstat(e.d);
+	assert_int_equal(v.charge_failures, 1);
+	assert_int_equal(v.allocstall, 0);
+	assert_int_equal(v.kswapd_wakeups, 2);
+	wait_idle(e.d, e.fc);
+	assert_int_equal(vmstat(e.d).kswapd_wakeups, 2);
+	assert_true(headroom(e.d) >= wm.high);
+	assert_int_equal(rcl_domain_charge(e.d, 1001, 0, NULL), 0);
+	assert_int_equal(rcl_domain_uncharge(e.d, 1001), 0);
+	wait_idle(e.d, e.fc);
+
+	/* (b) Headroom 1500, between low and high: a charge of 1600 that may
+	 * not block is refused and wakes it too; then it fits. */
+	w = headroom(e.d) - 1500;
+	assert_int_equal(rcl_domain_charge(e.d, w, 0, NULL), 0);
+	amount += w;
+	w = vmstat(e.d).kswapd_wakeups;		/* 1500 is above low */
+	assert_int_equal(rcl_domain_charge(e.d, 1600, 0, NULL), -ENOMEM);
+	assert_int_equal(vmstat(e.d).kswapd_wakeups, w + 1);
+	wait_idle(e.d, e.fc);
+	assert_true(headroom(e.d) >= wm.high);
+	assert_int_equal(rcl_domain_charge(e.d, 1600, 0, NULL), 0);
+	assert_int_equal(rcl_domain_uncharge(e.d, 1600), 0);
+	wait_idle(e.d, e.fc);
+
+	/* (c) Headroom at or above high: the reclaimer would have nothing to
+	 * do, so a refusal wakes nothing. */
+	assert_true(headroom(e.d) >= wm.high);
+	w = vmstat(e.d).kswapd_wakeups;
+	f = vmstat(e.d).charge_failures;
+	assert_int_equal(rcl_domain_charge(e.d, headroom(e.d) + 1, 0, NULL),
+			 -ENOMEM);
+	wait_idle(e.d, e.fc);
+	v = vmstat(e.d);
+	assert_int_equal(v.kswapd_wakeups, w);
+	assert_int_equal(v.charge_failures, f + 1);
+
+	/* (d) Nothing reclaimable, headroom 1000: refusals, blocking or not,
+	 * wake it once each until it is hopeless, then never. */
+	atomic_store(&e.c.mode, EV_BUSY);
+	w = headroom(e.d) - 1000;
+	assert_int_equal(rcl_domain_charge(e.d, w, 0, NULL), 0);
+	amount += w;
+	wait_idle(e.d, e.fc);
+	v = vmstat(e.d);
+	w = v.kswapd_wakeups;
+	f = v.kswapd_failures;
+	for (i = 0; i < 4 * RCL_MAX_RECLAIM_RETRIES; i++) {
+		uint64_t before = vmstat(e.d).kswapd_wakeups;
+
+		assert_int_equal(rcl_domain_charge(e.d, 1001,
+						   i % 2 ? RCL_CTX_CAPABLE : 0,
+						   NULL),
+				 -ENOMEM);
+		assert_true(vmstat(e.d).kswapd_wakeups <= before + 1);
+		wait_idle(e.d, e.fc);
+	}
+	v = vmstat(e.d);
+	assert_int_equal(v.kswapd_hopeless, 1);
+	/* The charge to 1000 above woke the first of the 16 failed runs. */
+	assert_int_equal(v.kswapd_wakeups - w, RCL_MAX_RECLAIM_RETRIES - 1);
+	assert_int_equal(v.kswapd_failures - f, RCL_MAX_RECLAIM_RETRIES - 1);
+
+	assert_int_equal(rcl_domain_uncharge(e.d, amount), 0);
+	tc_check(&e.c);
+	hopeless_teardown(&e);
+}
+
 static void make_hopeless(struct hopeless_env *e)
 {
 	uint64_t h0 = vmstat(e->d).kswapd_hopeless;
@@ -3581,6 +3682,7 @@ int main(void)
 		cmocka_unit_test(test_domain_strict_refuses_huge_charge),
 		cmocka_unit_test(test_domain_nothing_reclaimable_is_bounded),
 		cmocka_unit_test(test_domain_reclaimer_never_spins),
+		cmocka_unit_test(test_domain_refused_charge_wakes_reclaimer),
 		cmocka_unit_test(test_domain_hopeless_is_revived_by_changes),
 		cmocka_unit_test(test_domain_set_budget_reclaims_in_caller),
 		cmocka_unit_test(test_domain_set_budget_halved_reaches_high),

@@ -1068,6 +1068,108 @@ static void test_tree_root_reclaimer_serves_the_tree(void **state)
 	rcl_fake_clock_free(fc);
 }
 
+/* Wait until the root's reclaimer sleeps with no wakeup pending. */
+static void tree_wait_idle(struct rcl_domain *r, struct rcl_fake_clock *fc)
+{
+	struct rcl_vmstat v;
+	unsigned long i;
+
+	for (i = 0; i < 20000000ul; i++) {
+		rcl_domain_vmstat(r, &v);
+		if (v.pageoutrun == v.kswapd_wakeups &&
+		    rcl_fake_clock_waiters(fc) == 1)
+			return;
+		sched_yield();
+	}
+	fail_msg("the background reclaimer did not go idle");
+}
+
+static uint64_t wakeups(struct rcl_domain *r)
+{
+	struct rcl_vmstat v;
+
+	assert_int_equal(rcl_domain_vmstat(r, &v), 0);
+	return v.kswapd_wakeups;
+}
+
+/*
+ * A refused charge in a tree wakes the tree's reclaimer, the root's, as the
+ * root's own charge would: refused by the root's budget, while the root's
+ * headroom is below high; refused by a child's budget (no charge reached
+ * the root), if the root's charge would have left its headroom below low
+ * (the kernel's page allocation comes before the memcg charge) and it is
+ * below high.  Root 40 MiB: low 112.4 objects of 4 KiB, high 214.8.
+ */
+static void test_tree_refused_charge_wakes_root_reclaimer(void **state)
+{
+	struct rcl_domain_config cfg = { .budget = 40 * MiB };
+	struct rcl_fake_clock *fc = NULL;
+	struct rcl_domain *r, *u, *o;
+	struct rcl_watermarks wm;
+	struct tcache cu, co;
+	uint64_t room;
+
+	(void)state;
+	assert_int_equal(rcl_fake_clock_new(0, &fc), 0);
+	cfg.clock = rcl_fake_clock_clock(fc);
+	assert_int_equal(rcl_domain_new(&cfg, &r), 0);
+	u = child(r, 8 * MiB, 0, 0);
+	o = child(r, 0, 0, 0);
+	tc_init(&cu, u, 8 * MiB / OBJ);
+	tc_init(&co, o, 40 * MiB / OBJ);
+	assert_int_equal(rcl_domain_watermarks(r, &wm), 0);
+	assert_int_equal(rcl_domain_reclaimer_start(r), 0);
+	tree_wait_idle(r, fc);
+	/* u full; the root's headroom 150 objects, between low and high. */
+	tc_fill(&cu, 8 * MiB);
+	tc_fill(&co, 40 * MiB - 8 * MiB - 150 * OBJ);
+	room = rcl_domain_budget(r) - rcl_domain_usage(r);
+	assert_int_equal(room, 150 * OBJ);
+	assert_true(room >= wm.low && room < wm.high);
+	assert_int_equal(wakeups(r), 0);
+
+	/* u refuses 10 objects that the root had room for above low: the
+	 * root's charge would not have woken it, nor does the refusal. */
+	assert_int_equal(rcl_domain_charge(u, 10 * OBJ, 0, NULL), -ENOMEM);
+	assert_int_equal(events(u).oom, 1);
+	assert_int_equal(wakeups(r), 0);
+	/* 40 would have left the root 110, below low: one wakeup. */
+	assert_int_equal(rcl_domain_charge(u, 40 * OBJ, 0, NULL), -ENOMEM);
+	assert_int_equal(events(u).oom, 2);
+	assert_int_equal(events(r).oom, 0);
+	assert_int_equal(wakeups(r), 1);
+	tree_wait_idle(r, fc);
+	room = rcl_domain_budget(r) - rcl_domain_usage(r);
+	assert_true(room >= wm.high);
+
+	/* At or above high the reclaimer has nothing to do: a refusal by
+	 * the root's budget wakes nothing. */
+	assert_int_equal(rcl_domain_charge(o, room + OBJ, 0, NULL), -ENOMEM);
+	assert_int_equal(events(r).oom, 1);
+	assert_int_equal(wakeups(r), 1);
+
+	/* Below high, the root's refusal of o's charge wakes it; then the
+	 * charge fits. */
+	tc_fill(&co, (co.next + room / OBJ - 150) * OBJ);
+	assert_int_equal(rcl_domain_budget(r) - rcl_domain_usage(r), 150 * OBJ);
+	assert_int_equal(wakeups(r), 1);
+	assert_int_equal(rcl_domain_charge(o, 160 * OBJ, 0, NULL), -ENOMEM);
+	assert_int_equal(events(r).oom, 2);
+	assert_int_equal(wakeups(r), 2);
+	tree_wait_idle(r, fc);
+	assert_true(rcl_domain_budget(r) - rcl_domain_usage(r) >= wm.high);
+	assert_int_equal(rcl_domain_charge(o, 160 * OBJ, 0, NULL), 0);
+	assert_int_equal(rcl_domain_uncharge(o, 160 * OBJ), 0);
+
+	assert_int_equal(rcl_domain_reclaimer_stop(r), 0);
+	tc_destroy(&cu);
+	tc_destroy(&co);
+	assert_int_equal(rcl_domain_free(u), 0);
+	assert_int_equal(rcl_domain_free(o), 0);
+	assert_int_equal(rcl_domain_free(r), 0);
+	rcl_fake_clock_free(fc);
+}
+
 /* ------------------------------------------------------------------------- */
 /* The kernel's test_memcg_protection()                                       */
 /* ------------------------------------------------------------------------- */
@@ -1231,6 +1333,7 @@ int main(void)
 		cmocka_unit_test(test_tree_min_and_low_order),
 		cmocka_unit_test(test_tree_goal_share_counts_only_the_lruvecs_lists),
 		cmocka_unit_test(test_tree_root_reclaimer_serves_the_tree),
+		cmocka_unit_test(test_tree_refused_charge_wakes_root_reclaimer),
 		cmocka_unit_test(test_tree_memcg_protection_min),
 		cmocka_unit_test(test_tree_memcg_protection_low),
 	};

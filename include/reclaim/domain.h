@@ -35,7 +35,17 @@
  *   strict mode, or is admitted and reported as overshoot in soft mode.
  *   Reclaim comes before the charge is committed, and strict mode commits
  *   by compare-and-swap only what fits: its usage never exceeds the budget,
- *   not even for an instant.
+ *   not even for an instant.  A refused charge, whether its context may
+ *   block or not, wakes the background reclaimer (if started) as an
+ *   admitted one below low does, as the kernel's allocator slow path wakes
+ *   kswapd before it fails an allocation: so a caller whose charges may
+ *   not block is not refused on and on while the reclaimer sleeps.  Not
+ *   while the headroom is at or above high (the reclaimer reclaims towards
+ *   high, whatever the size of the charge, so it would have nothing to
+ *   do: only direct reclaim, or uncharges, make room for such a charge),
+ *   nor for a charge larger than the whole budget or one that would wrap
+ *   usage around.  One refusal makes at most one wakeup request, which
+ *   the pending one absorbs, and a hopeless domain ignores (below).
  *
  * Default watermarks (rcl_domain_set_budget() recomputes them):
  * min = budget / 1024 (the kernel's min_free_kbytes is about 0.1 % to 0.4 %
@@ -148,6 +158,13 @@
  *   there), as memcg's try_charge() does; if that cannot make room, a
  *   strict level fails the charge with -ENOMEM (an ``oom`` event; nothing
  *   stays charged at any level) and a soft one admits it as overshoot.
+ *   A refusal wakes the tree's background reclaimer, the root's (a child
+ *   has none), as a refusal by a root's budget does, when the root's
+ *   headroom is below high; for one by a child level, only if the root's
+ *   charge would have left the root's headroom below low (the kernel
+ *   allocates the page, waking kswapd, before it charges the memcg):
+ *   that reclaimer works for the root's watermarks, and a child's budget
+ *   is relieved only by direct reclaim, as memory.max is.
  *   Budget 0 at creation means no limit of its own (UINT64_MAX);
  * - limit_high (memory.high): a charge that leaves a level above it counts
  *   a ``high`` event and, if the context may block, the charging thread
@@ -192,9 +209,11 @@
  * watermark), and each level counts the stocks of its subtree against its
  * own bound.  Before a charge finds a child level full, and before
  * limit_high reclaim, the stocks of that level's subtree are taken back
- * (memcg's drain_all_stock()), so that, as for a root, every charge's
- * outcome is the one it has without stocks; a child's charge without a
- * stock takes one compare-and-swap per child level, then the root's.
+ * (memcg's drain_all_stock()), and when a child level's refusal would
+ * wake the root's reclaimer, the whole tree's are, before it decides; so
+ * that, as for a root, every charge's outcome is the one it has without
+ * stocks; a child's charge without a stock takes one compare-and-swap per
+ * child level, then the root's.
  *
  * The parent is given at creation and never changes, so a tree cannot
  * have a cycle; depth is at most RCL_DOMAIN_MAX_DEPTH (a root is at depth
@@ -460,7 +479,11 @@ RCL_API struct rcl_shrinker_registry *rcl_domain_registry(struct rcl_domain *d);
  * every stock), or is larger than the whole budget (then nothing is evicted
  * for it); -EOVERFLOW if usage would wrap around 64 bits (decided on the
  * usage before any reclaim: nothing is evicted for it).  Nothing is
- * charged on failure.
+ * charged on failure.  An -ENOMEM, also without RCL_CTX_MAY_BLOCK, wakes
+ * the background reclaimer (the root's) while the root's headroom is below
+ * high, for a child level's refusal only if the root's charge would have
+ * left it below low; not for a charge larger than a whole budget (see the
+ * DOC above: "fails with -ENOMEM", and "Trees of domains").
  *
  * Bad input: *@overshoot is 0 on failure.
  */
