@@ -358,6 +358,18 @@ void rcl__tbatch_drain_all(struct rcl_lruvec *lv)
 	pthread_mutex_unlock(&registry_lock);
 }
 
+unsigned rcl__tbatch_count(void)
+{
+	struct rcl__tbatch *b;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&registry_lock);
+	for (b = registry_head.reg_next; b != &registry_head; b = b->reg_next)
+		n++;
+	pthread_mutex_unlock(&registry_lock);
+	return n;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Public API                                                                 */
 /* ------------------------------------------------------------------------- */
