@@ -19,7 +19,14 @@
  * thread that exits drains its batch from a pthread key destructor, under the
  * registry lock, so no walker can miss entries that are about to move.
  *
- * Lock order: registry > batch > lruvec.
+ * That destructor does not run for a batch first made from another key's
+ * destructor in the last round of them (a value set then is never
+ * destroyed).  So the owner also holds a robust mutex from the batch's
+ * birth to its destructor: a drain of all batches that finds it
+ * owner-dead applies the dead thread's entries and frees its batch.
+ *
+ * Lock order: registry > batch > lruvec.  The owner mutex is outside it:
+ * everyone only ever trylocks it.
  *
  * Circle: lib/lruvec.c queues entries here (rcl__tbatch_*), and a drain
  * applies each one back through rcl__lruvec_apply_locked(), under the
@@ -49,6 +56,13 @@ struct rcl__tbatch {
 	/* registry links, under registry_lock */
 	struct rcl__tbatch *reg_next;
 	struct rcl__tbatch *reg_prev;
+	/*
+	 * Robust, held by the owner until its key destructor: EOWNERDEAD to
+	 * a trylock means the thread ended without it (batch_reap_dead()).
+	 * @owned: it is held (false if it could not be made).
+	 */
+	pthread_mutex_t owner;
+	bool owned;
 };
 
 /* ------------------------------------------------------------------------- */
@@ -152,6 +166,43 @@ static void batch_apply(struct rcl__tbatch *b, struct rcl_lruvec *only)
 	b->nr = keep;
 }
 
+/*
+ * Take @b->owner for the calling thread, which is creating @b.  A trylock,
+ * as every other take of it: nobody can hold a new mutex, and a lock
+ * checker (TSan) orders no lock before one only ever trylocked, so holding
+ * it for the thread's life makes no cycle with the locks the caller holds
+ * now and takes later.
+ */
+static void batch_own(struct rcl__tbatch *b)
+{
+	pthread_mutexattr_t attr;
+
+	if (pthread_mutexattr_init(&attr) != 0)
+		return;
+	if (pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) == 0 &&
+	    pthread_mutex_init(&b->owner, &attr) == 0) {
+		if (pthread_mutex_trylock(&b->owner) == 0)
+			b->owned = true;
+		else
+			pthread_mutex_destroy(&b->owner);
+	}
+	pthread_mutexattr_destroy(&attr);
+}
+
+/*
+ * Let go of @b->owner before @b is freed: a held robust mutex is on its
+ * holder's robust list, which the kernel writes through at that thread's
+ * exit.  (In a fork child the unlock fails, EPERM: the owner is a thread of
+ * the parent, and the child's list does not hold it.)
+ */
+static void batch_disown(struct rcl__tbatch *b)
+{
+	if (b->owned) {
+		pthread_mutex_unlock(&b->owner);
+		pthread_mutex_destroy(&b->owner);
+	}
+}
+
 static void batch_destructor(void *arg)
 {
 	struct rcl__tbatch *b = arg;
@@ -168,7 +219,37 @@ static void batch_destructor(void *arg)
 		tls_batch = NULL;
 		tls_batch_gone = true;
 	}
+	batch_disown(b);
 	rcl__free(b);
+}
+
+/*
+ * With the registry lock held: if @b's thread has ended without its key
+ * destructor, apply its entries, unlink it and free it.  True if it did.
+ */
+static bool batch_reap_dead(struct rcl__tbatch *b)
+{
+	if (!b->owned)
+		return false;
+	switch (pthread_mutex_trylock(&b->owner)) {
+	case EOWNERDEAD:
+		/* Ours now, on our robust list: batch_disown() takes it off. */
+		break;
+	case 0:
+		/* Unheld: cannot be, as its owner frees it on letting go. */
+		pthread_mutex_unlock(&b->owner);
+		return false;
+	default:
+		return false;	/* EBUSY: the owner lives */
+	}
+	batch_lock(b);
+	batch_apply(b, NULL);
+	b->reg_prev->reg_next = b->reg_next;
+	b->reg_next->reg_prev = b->reg_prev;
+	batch_unlock(b);
+	batch_disown(b);
+	rcl__free(b);
+	return true;
 }
 
 /* fork(): no registry or batch lock may stay held by a thread the child lacks. */
@@ -208,7 +289,9 @@ static struct rcl__tbatch *batch_create(void)
 	if (!b)
 		return NULL;
 	atomic_init(&b->lock, 0);
+	batch_own(b);
 	if (pthread_setspecific(batch_key, b) != 0) {
+		batch_disown(b);
 		rcl__free(b);
 		return NULL;
 	}
@@ -347,15 +430,30 @@ void rcl__tbatch_purge(struct rcl_lru_node *node)
 
 void rcl__tbatch_drain_all(struct rcl_lruvec *lv)
 {
-	struct rcl__tbatch *b;
+	struct rcl__tbatch *b, *next;
 
 	pthread_mutex_lock(&registry_lock);
-	for (b = registry_head.reg_next; b != &registry_head; b = b->reg_next) {
+	for (b = registry_head.reg_next; b != &registry_head; b = next) {
+		next = b->reg_next;
+		if (batch_reap_dead(b))
+			continue;
 		batch_lock(b);
 		batch_apply(b, lv);
 		batch_unlock(b);
 	}
 	pthread_mutex_unlock(&registry_lock);
+}
+
+unsigned rcl__tbatch_count(void)
+{
+	struct rcl__tbatch *b;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&registry_lock);
+	for (b = registry_head.reg_next; b != &registry_head; b = b->reg_next)
+		n++;
+	pthread_mutex_unlock(&registry_lock);
+	return n;
 }
 
 /* ------------------------------------------------------------------------- */

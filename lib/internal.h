@@ -320,6 +320,8 @@ bool rcl__tbatch_del_pending_local(struct rcl_lruvec *lv,
 				   struct rcl_lru_node *node);
 /* Drain every batch's entries for @lv (NULL: everything). */
 void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
+/* How many batches the registry holds (for tests). */
+unsigned rcl__tbatch_count(void);
 
 /* Workingset (lib/workingset.c): the shadow of an eviction now, the clock. */
 /* The shadow of an eviction now, @ahead ticks not yet added to the clock. */

@@ -24,6 +24,7 @@
 #include <reclaim/reclaim.h>
 
 #include "lru_check.h"
+#include "../lib/internal.h"
 #include "test_util.h"
 
 #define NOBJ 64
@@ -262,6 +263,78 @@ static void test_lruvec_add_from_a_later_key_destructor_is_listed(void **state)
 		assert_int_equal(rcl_lruvec_del(&late_lv, &late_nodes[i]), 0);
 	assert_int_equal(rcl_lruvec_del(&late_lv, &extra), 0);
 	assert_int_equal(rcl_lruvec_destroy(&late_lv), 0);
+}
+
+/*
+ * A thread whose FIRST add is made from an application's key destructor in
+ * the last round (PTHREAD_DESTRUCTOR_ITERATIONS), from a key newer than the
+ * library's batch key: its batch is made after glibc passed the batch key
+ * in that round, and a value set in the last round is never destroyed.
+ * No key destructor drains that batch; the node stays pending until a drain
+ * of all batches.
+ */
+#ifndef PTHREAD_DESTRUCTOR_ITERATIONS
+#define PTHREAD_DESTRUCTOR_ITERATIONS 4
+#endif
+static struct rcl_lruvec last_lv;
+static struct rcl_lru_node last_node;
+static pthread_key_t last_key;
+static int last_calls, last_errors;
+
+static void last_destructor(void *arg)
+{
+	(void)arg;
+	/* Ask for another round until the last one, and add only then. */
+	if (++last_calls < PTHREAD_DESTRUCTOR_ITERATIONS) {
+		if (pthread_setspecific(last_key, (void *)1) != 0)
+			last_errors++;
+		return;
+	}
+	if (rcl_lruvec_add(&last_lv, &last_node, RCL_LRU_FILE, 1, 0) != 0)
+		last_errors++;
+}
+
+static void *last_main(void *arg)
+{
+	(void)arg;
+	/* No batched call before the destructors: no batch yet. */
+	if (pthread_setspecific(last_key, (void *)1) != 0)
+		last_errors++;
+	return NULL;
+}
+
+static void test_lruvec_first_add_in_the_last_destructor_round(void **state)
+{
+	struct rcl_lru_node extra;
+	pthread_t t;
+	unsigned before;
+
+	(void)state;
+	if (!LATE_DESTRUCTORS)
+		skip();
+	assert_int_equal(rcl_lruvec_init(&last_lv, NULL), 0);
+	/* The library's batch key exists before the application's. */
+	rcl_lru_node_init(&extra);
+	rcl_lru_node_init(&last_node);
+	assert_int_equal(rcl_lruvec_add(&last_lv, &extra, RCL_LRU_FILE, 1, 0), 0);
+	assert_int_equal(pthread_key_create(&last_key, last_destructor), 0);
+	before = rcl__tbatch_count();
+	last_calls = last_errors = 0;
+	assert_int_equal(pthread_create(&t, NULL, last_main, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(last_errors, 0);
+	assert_int_equal(last_calls, PTHREAD_DESTRUCTOR_ITERATIONS);
+	print_message("after the exit: node flags %#x, batches %u (before %u)\n",
+		      rcl_lru_node_flags(&last_node), rcl__tbatch_count(), before);
+	/* Not lost: a drain of all batches lists it ... */
+	assert_int_equal(rcl_lruvec_drain(&last_lv), 0);
+	assert_true(rcl_lru_node_flags(&last_node) & RCL_LRU_F_LISTED);
+	/* ... and frees the dead thread's batch. */
+	assert_int_equal(rcl__tbatch_count(), before);
+	assert_int_equal(pthread_key_delete(last_key), 0);
+	assert_int_equal(rcl_lruvec_del(&last_lv, &last_node), 0);
+	assert_int_equal(rcl_lruvec_del(&last_lv, &extra), 0);
+	assert_int_equal(rcl_lruvec_destroy(&last_lv), 0);
 }
 
 static void test_lruvec_init_defaults(void **state)
@@ -2103,6 +2176,7 @@ int main(void)
 		cmocka_unit_test(test_lruvec_node_is_at_most_24_bytes),
 		cmocka_unit_test(test_lruvec_zeroed_node_is_idle),
 		cmocka_unit_test(test_lruvec_add_from_a_later_key_destructor_is_listed),
+		cmocka_unit_test(test_lruvec_first_add_in_the_last_destructor_round),
 		cmocka_unit_test(test_lruvec_container_of),
 		cmocka_unit_test(test_lruvec_version),
 		cmocka_unit_test(test_lruvec_init_defaults),

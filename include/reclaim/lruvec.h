@@ -35,6 +35,13 @@
  * exits.  Until then a node is *pending*: it belongs to its lruvec (del, and a
  * second add, behave as for a listed node) but is not yet counted in the
  * lists.  Use %RCL_LRU_ADD_NOBATCH, or a drain, when counts must be exact.
+ * Thread exit drains from a pthread key destructor.  Adds and activations
+ * from the application's key destructors that run after it go unbatched.
+ * The one batch no destructor drains is one a thread first makes from a key
+ * destructor in the last round of them (PTHREAD_DESTRUCTOR_ITERATIONS, where
+ * a value set is never destroyed): its nodes stay pending after the thread
+ * is gone, until the next rcl_lruvec_drain() or rcl_lruvec_destroy() (any
+ * lruvec), which lists them and frees that batch.
  *
  * Object lifetime.  Once rcl_lruvec_del() has returned 0 the library holds no
  * reference to the node: it is on no list, in no thread's batch, and not
@@ -1105,7 +1112,9 @@ RCL_API void rcl_lru_drain_local(void);
  *
  * Afterwards no batch refers to @lv and rcl_lruvec_count() is exact (until
  * the next add).  Costs one lock round per live thread that has used the
- * library: use it for explicit drain points, not on a hot path.
+ * library: use it for explicit drain points, not on a hot path.  It also
+ * lists the nodes of, and frees, any batch whose thread ended without
+ * draining it (see "Per-thread batching" above), whatever lruvec they are on.
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL or an uninitialised lruvec.
