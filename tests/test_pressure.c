@@ -3967,6 +3967,34 @@ static void test_pressure_systemd_psi_file_polled(void **state)
 	psi_tick(&f, &t, 1000000, 0, SEC, 0, RCL_PRESSURE_NONE);
 	assert_int_equal(rcl_pressure_free(f.p), 0);
 
+	/*
+	 * Text after the window, which the kernel's sscanf() ignores: the
+	 * trigger's own threshold (25 % full), not systemd's default (10 %
+	 * some, which 100 % some would reach).  Before, such a value was
+	 * refused and the default used.
+	 */
+	{
+		static const char *const tails[] = {
+			/* "full 500000 2000000\r\n" */
+			"ZnVsbCA1MDAwMDAgMjAwMDAwMA0K",
+			/* "full 500000 2000000 # 25 %\0" */
+			"ZnVsbCA1MDAwMDAgMjAwMDAwMCAjIDI1ICUA",
+		};
+
+		for (unsigned i = 0; i < 2; i++) {
+			fx_monitor(&f);
+			src = rcl_pressure_add_systemd(f.p, path, tails[i]);
+			assert_int_equal(src, 0);
+			assert_int_equal(sinfo(f.p, src).mode,
+					 RCL_PSOURCE_SYSTEMD_PSI_POLL);
+			psi_tick(&f, &t, 1000000, 249999, SEC, 0,
+				 RCL_PRESSURE_NONE);
+			psi_tick(&f, &t, 0, 250000, SEC, 1,
+				 RCL_PRESSURE_SEVERE);
+			assert_int_equal(rcl_pressure_free(f.p), 0);
+		}
+	}
+
 	/* From the environment: systemd's own trigger, 10 % some. */
 	fx_monitor(&f);
 	unset_sd_env();

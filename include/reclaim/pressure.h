@@ -95,7 +95,12 @@
  *   procfs or cgroup2, is polled: its totals on the timer against the
  *   trigger's own threshold, or systemd's default of 100 ms per 1 s
  *   (mode RCL_PSOURCE_SYSTEMD_PSI_POLL, fallback_errno ENODATA, EINVAL,
- *   EACCES, ..., ENOTSUP).  systemd has one level: SEVERE.
+ *   EACCES, ..., ENOTSUP).  The trigger's threshold is read as the
+ *   kernel reads a trigger (sscanf(buf, "some %u %u")): "some" or "full",
+ *   the stall and the window in microseconds after any whitespace, and
+ *   whatever follows them ignored; the default is used only for data that
+ *   is not such a trigger (a number missing, signed or above UINT32_MAX,
+ *   a stall of 0 or above the window).  systemd has one level: SEVERE.
  * - A PSI trigger's descriptor (rcl_pressure_add_psi()'s or systemd's)
  *   that reports an error has nothing left to wait on (its cgroup was
  *   removed): the source turns RCL_PSOURCE_OFF, fallback_errno ENODEV.
