@@ -20,7 +20,8 @@
  *   single scan) must give the same return value and value;
  * - PSI: a parsed file is one or two whole lines, and each total equals
  *   the digits after its line's "total=";
- * - triggers: 0 < stall <= window, and the kind is the input's first word;
+ * - triggers: 0 < stall <= window <= UINT32_MAX, and the kind is the
+ *   input's first four bytes;
  * - /proc/self/cgroup, mountinfo, the cgroup directory, base64: an output
  *   size is honoured exactly (the length + 1 works, the length alone is
  *   -ENAMETOOLONG or -E2BIG), a failure for size alone turns into success
@@ -196,33 +197,42 @@ static void fuzz_psi(const char *buf, size_t len)
 		      t == p.full_total_us, "full total");
 }
 
-/* Spaces first: the kind, then the two numbers, then the tail. */
+/*
+ * As the kernel reads it, string-based: a C string of the input up to its
+ * first NUL, the kind, then strspn() runs of the kernel's whitespace and
+ * of digits, twice; the rest is never looked at.  Numbers above the
+ * kernel's u32 are refused.
+ */
 static int trigger_oracle(const char *buf, size_t len, bool *full,
 			  uint64_t *stall, uint64_t *window)
 {
-	const char *sp;
-	size_t s, w, e;
+	static const char ws[] = " \t\n\v\f\r\xa0", dig[] = "0123456789";
+	char *s = xalloc(len + 1);
+	const char *p;
+	size_t n;
+	int rc = -EINVAL;
 
-	if (len < 5 || (memcmp(buf, "some ", 5) && memcmp(buf, "full ", 5)))
-		return -EINVAL;
-	*full = buf[0] == 'f';
-	sp = memchr(buf + 5, ' ', len - 5);
-	if (!sp)
-		return -EINVAL;
-	s = (size_t)(sp - buf);
-	for (w = e = s + 1; e < len && is_dig(buf[e]); e++)
-		;
-	if (!all_digits(buf + 5, s - 5) || e == w)
-		return -EINVAL;
-	if (!dec_value(buf + 5, s - 5, stall) ||
-	    !dec_value(buf + w, e - w, window))
-		return -EINVAL;
-	if (e < len && buf[e] == '\n')
-		e++;
-	for (; e < len; e++)
-		if (buf[e])
-			return -EINVAL;
-	return *stall && *window && *stall <= *window ? 0 : -EINVAL;
+	if (len)
+		memcpy(s, buf, len);
+	s[len] = '\0';
+	if (strncmp(s, "some", 4) && strncmp(s, "full", 4))
+		goto out;
+	*full = s[0] == 'f';
+	p = s + 4;
+	p += strspn(p, ws);
+	n = strspn(p, dig);
+	if (!n || !dec_value(p, n, stall))
+		goto out;
+	p += n;
+	p += strspn(p, ws);
+	n = strspn(p, dig);
+	if (!n || !dec_value(p, n, window))
+		goto out;
+	if (*stall && *window <= UINT32_MAX && *stall <= *window)
+		rc = 0;
+out:
+	free(s);
+	return rc;
 }
 
 static void fuzz_trigger(const char *buf, size_t len)
@@ -254,8 +264,10 @@ static void fuzz_trigger(const char *buf, size_t len)
 	CHECK(t.stall > 0 && t.window > 0, "zero stall or window");
 	CHECK(t.stall <= t.window, "stall %llu > window %llu",
 	      (unsigned long long)t.stall, (unsigned long long)t.window);
-	CHECK(len >= 5 && memcmp(buf, t.full ? "full " : "some ", 5) == 0,
+	CHECK(len >= 4 && memcmp(buf, t.full ? "full" : "some", 4) == 0,
 	      "kind");
+	CHECK(t.window <= UINT32_MAX, "window %llu beyond u32",
+	      (unsigned long long)t.window);
 	CHECK(t.full == wfull && t.stall == ws && t.window == ww,
 	      "oracle: %llu %llu", (unsigned long long)ws,
 	      (unsigned long long)ww);

@@ -144,6 +144,11 @@ seed("psi-some-only", "PSI",
 
 seed("trigger-systemd", "TRIGGER", SYSTEMD)
 seed("trigger-newline", "TRIGGER", b"full 150000 1000000\n")
+# Read as the kernel's sscanf() reads it: text after the window, runs of
+# whitespace, and a number beyond the kernel's u32 (refused).
+seed("trigger-trailing-text", "TRIGGER", b"some 200000 2000000 # 10 %\n\0")
+seed("trigger-whitespace", "TRIGGER", b"full\t150000  \xa01000000\r\n")
+seed("trigger-u32-wrap", "TRIGGER", b"some 101 4294967397\0")
 
 seed("cg-current", "CG_U64", b"123\n")
 seed("cg-max", "CG_U64", b"max\n")

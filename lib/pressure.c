@@ -112,6 +112,7 @@ struct psrc {
 	int file;		/* PSI file polled; v1 pressure_level; v2 events */
 	int dir;		/* a cgroup's directory */
 	unsigned version;	/* cgroup */
+	unsigned depth;		/* v2: ancestors whose limits count */
 	char path[256];
 
 	/* PSI polling: the last totals and when they were read. */
@@ -961,13 +962,54 @@ static int trigger_totals_locked(struct rcl_pressure *p, struct psrc *s,
 }
 
 /*
+ * The v2 limits of @s's @s->depth ancestors (p->lock held): *@lim lowered
+ * to the lowest memory.max or memory.high among them.  Each is its
+ * parent's "..", from the cgroup's own directory: no path is built, and
+ * cg_depth() counted them up to the mount's root, so none is above it.
+ * A file missing at an ancestor (the root has neither) is no limit there.
+ * Return: 0 or a negative errno (*@lim then unchanged).
+ */
+static int cg_ancestors_locked(struct rcl_pressure *p, struct psrc *s,
+			       uint64_t *lim)
+{
+	static const char *const names[2] = { "memory.max", "memory.high" };
+	uint64_t l = *lim, v;
+	int cur = s->dir, err = 0;
+	unsigned i, j;
+
+	for (i = 0; i < s->depth && !err; i++) {
+		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		err = up < 0 ? -errno : 0;
+		if (cur != s->dir)
+			close(cur);
+		cur = up;
+		for (j = 0; j < 2 && !err; j++) {
+			err = read_u64_at(p, cur, names[j], &v);
+			if (err == -ENOENT)
+				err = 0;
+			else if (!err && v < l)
+				l = v;
+		}
+	}
+	if (cur >= 0 && cur != s->dir)
+		close(cur);
+	if (!err)
+		*lim = l;
+	return err;
+}
+
+/*
  * Read a cgroup's usage, working set and limit (p->lock held): 0 or a
- * negative errno; the outputs only on success.
+ * negative errno; the outputs only on success.  The limit is the
+ * cgroup's effective one: the lowest of its own and its ancestors' (v2:
+ * cg_ancestors_locked(); v1: the kernel's hierarchical_memory_limit).
  */
 static int cg_read_locked(struct rcl_pressure *p, struct psrc *s,
 			  uint64_t *usage, uint64_t *ws, uint64_t *limit)
 {
-	uint64_t u, inact, lim, high;
+	uint64_t u, inact, lim, high, hier;
+	ssize_t n;
 	int err;
 
 	if (s->version == 2) {
@@ -979,20 +1021,38 @@ static int cg_read_locked(struct rcl_pressure *p, struct psrc *s,
 			err = read_u64_at(p, s->dir, "memory.max", &lim);
 		if (!err)
 			err = read_u64_at(p, s->dir, "memory.high", &high);
+		if (!err && high < lim)
+			lim = high;
+		if (!err)
+			err = cg_ancestors_locked(p, s, &lim);
 		if (err)
 			return err;
-		if (high < lim)
-			lim = high;
 	} else {
 		err = read_u64_at(p, s->dir, "memory.usage_in_bytes", &u);
-		if (!err)
-			err = read_key_at(p, s->dir, "memory.stat",
-					  "total_inactive_file", &inact);
-		if (!err)
-			err = read_u64_at(p, s->dir, "memory.limit_in_bytes",
-					  &lim);
 		if (err)
 			return err;
+		n = read_at(p, s->dir, "memory.stat");
+		if (n < 0)
+			return (int)n;
+		err = rcl__cg_parse_keyed(p->buf, (size_t)n,
+					  "total_inactive_file", &inact);
+		if (err)
+			return err;
+		/*
+		 * The limit the kernel enforces, the ancestors' included
+		 * (memcg1_stat_format()); absent from a kernel without it.
+		 */
+		err = rcl__cg_parse_keyed(p->buf, (size_t)n,
+					  "hierarchical_memory_limit", &hier);
+		if (err == -ENOENT)
+			hier = UINT64_MAX;
+		else if (err)
+			return err;
+		err = read_u64_at(p, s->dir, "memory.limit_in_bytes", &lim);
+		if (err)
+			return err;
+		if (hier < lim)
+			lim = hier;
 		/* v1 says "no limit" with a huge number (PAGE_COUNTER_MAX). */
 		if (lim >= (1ull << 62))
 			lim = UINT64_MAX;
@@ -1804,9 +1864,12 @@ out:
 	return err;
 }
 
-/* The process's own memory cgroup: @dir and @version, or a negative errno. */
+/*
+ * The process's own memory cgroup: @dir and @version, and for v2 the
+ * cgroup2 mount point in @mnt2 (of PATH_MAX bytes); or a negative errno.
+ */
 static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
-			   unsigned *version)
+			   unsigned *version, char *mnt2)
 {
 	char v2[PATH_MAX], v1[PATH_MAX], mnt[PATH_MAX], root[PATH_MAX];
 	char *buf;
@@ -1834,6 +1897,7 @@ static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
 		snprintf(f, sizeof(f), "%s/memory.current", dir);
 		if (!access(f, R_OK)) {
 			*version = 2;
+			memcpy(mnt2, mnt, strlen(mnt) + 1);
 			err = 0;
 			goto out;
 		}
@@ -1853,6 +1917,70 @@ static int find_own_cgroup(struct rcl_pressure *p, char *dir, size_t size,
 out:
 	p->alloc.free(p->alloc.ctx, buf);
 	return err;
+}
+
+/*
+ * The first cgroup2 mount point of /proc/self/mountinfo into @mnt (of
+ * PATH_MAX bytes), for a directory the application named; "" when there
+ * is none or it cannot be read: its ancestors are then not looked at.
+ */
+static void find_cgroup2_mount(struct rcl_pressure *p, char *mnt)
+{
+	char root[PATH_MAX];
+	char *buf;
+	size_t n;
+
+	mnt[0] = '\0';
+	if (read_proc(p, "/proc/self/mountinfo", &buf, &n))
+		return;
+	if (rcl__mountinfo_find(buf, n, 2, mnt, PATH_MAX, root, sizeof(root)))
+		mnt[0] = '\0';
+	p->alloc.free(p->alloc.ctx, buf);
+}
+
+/* Most ancestors of a v2 cgroup whose limits are read. */
+#define CG_DEPTH_MAX 64
+
+/*
+ * How many ancestors of the v2 cgroup @dfd count: those up to the root
+ * of the cgroup2 mount at @mnt, that root included.  Walks ".." from
+ * @dfd (directories only, no file read) until it meets the root (the
+ * same device and inode).  0 when @dfd is the root, when it is not below
+ * it (on another filesystem, or the walk reaches "/" or leaves the
+ * filesystem first), or when it is more than CG_DEPTH_MAX levels below
+ * it: nothing above @dfd is read then, and never anything above the root.
+ */
+static unsigned cg_depth(int dfd, const char *mnt)
+{
+	struct stat top, st, up_st;
+	unsigned n = 0;
+	int cur = dfd, up;
+
+	if (!mnt[0] || stat(mnt, &top) || fstat(dfd, &st) ||
+	    st.st_dev != top.st_dev)
+		return 0;
+	while (st.st_ino != top.st_ino) {
+		if (n == CG_DEPTH_MAX) {
+			n = 0;
+			break;
+		}
+		up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cur != dfd)
+			close(cur);
+		cur = up;
+		/* "/" is its own parent. */
+		if (cur < 0 || fstat(cur, &up_st) ||
+		    up_st.st_dev != top.st_dev ||
+		    up_st.st_ino == st.st_ino) {
+			n = 0;
+			break;
+		}
+		st = up_st;
+		n++;
+	}
+	if (cur >= 0 && cur != dfd)
+		close(cur);
+	return n;
 }
 
 /* v1 memory.pressure_level notifications: 0 or a positive errno. */
@@ -1906,7 +2034,8 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 {
 	/* Not a cancellation point (lib/internal.h): locks, I/O, callbacks. */
 	RCL__CANCEL_OFF_SCOPE();
-	char own[PATH_MAX];
+	char own[PATH_MAX], mnt2[PATH_MAX] = "";
+	bool named = dir != NULL;
 	uint64_t u, ws, lim;
 	struct psrc *s;
 	int idx, err, dfd;
@@ -1925,7 +2054,7 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 		goto out;
 	}
 	if (!dir) {
-		err = find_own_cgroup(p, own, sizeof(own), &version);
+		err = find_own_cgroup(p, own, sizeof(own), &version, mnt2);
 		if (err)
 			goto out;
 		dir = own;
@@ -1954,6 +2083,11 @@ RCL_API int rcl_pressure_add_cgroup(struct rcl_pressure *p, const char *dir,
 	}
 	s->dir = dfd;
 	s->version = version;
+	if (version == 2) {
+		if (named)
+			find_cgroup2_mount(p, mnt2);
+		s->depth = cg_depth(dfd, mnt2);
+	}
 	err = cg_read_locked(p, s, &u, &ws, &lim);
 	/* memory.events is read on every tick too: it must parse now. */
 	if (!err && version == 2) {

@@ -15,8 +15,9 @@
  * Line-oriented files must end in '\n' (the kernel always writes one):
  * without it, a read cut inside the last number ("total=12" of
  * "total=123") would parse as a smaller value.  Only the single-value
- * cgroup files (rcl__cg_parse_u64()) and the trigger (a value written to
- * the kernel, not read from it) may lack it, as their contracts say.
+ * cgroup files (rcl__cg_parse_u64()) may lack it, as their contract says.
+ * The trigger is no file the kernel wrote but a value written to it: it
+ * is read as the kernel reads it, whatever follows its numbers.
  *
  * When both a shape error and an overflow are present, the shape error
  * wins: -EBADMSG says "not the kernel's file", -ERANGE "the kernel's file
@@ -207,6 +208,31 @@ int rcl__psi_parse(const char *buf, size_t len, struct rcl__psi *out)
 	return 0;
 }
 
+/*
+ * The kernel's isspace() (lib/ctype.c): ' ', '\t' to '\r', and Latin-1's
+ * no-break space 0xa0, which its table marks as a space too.
+ */
+static bool is_kspace(char c)
+{
+	unsigned char u = (unsigned char)c;
+
+	return u == ' ' || (u >= '\t' && u <= '\r') || u == 0xa0;
+}
+
+static size_t skip_kspace(const char *buf, size_t len, size_t pos)
+{
+	while (pos < len && is_kspace(buf[pos]))
+		pos++;
+	return pos;
+}
+
+/*
+ * As psi_trigger_create() reads it: sscanf(buf, "some %u %u"), where a
+ * space in the format is any run of whitespace (none included), %u skips
+ * whitespace too and takes decimal digits, and nothing after the second
+ * number is looked at.  A NUL ends the kernel's string; it is neither a
+ * space nor a digit here, so it ends the scan at the same place.
+ */
 int rcl__psi_trigger_parse(const char *buf, size_t len, bool *full,
 			   uint64_t *stall_us, uint64_t *window_us)
 {
@@ -214,27 +240,27 @@ int rcl__psi_trigger_parse(const char *buf, size_t len, bool *full,
 	bool is_full, ovf_s, ovf_w;
 	size_t pos = 0, q;
 
-	if (eat(buf, len, &pos, "some "))
+	if (eat(buf, len, &pos, "some"))
 		is_full = false;
-	else if (eat(buf, len, &pos, "full "))
+	else if (eat(buf, len, &pos, "full"))
 		is_full = true;
 	else
 		return -EINVAL;
+	pos = skip_kspace(buf, len, pos);
 	q = scan_u64(buf, len, pos, &stall, &ovf_s);
-	if (q == pos || !eat_char(buf, len, &q, ' '))
+	if (q == pos)
 		return -EINVAL;
-	pos = q;
+	pos = skip_kspace(buf, len, q);
 	q = scan_u64(buf, len, pos, &window, &ovf_w);
 	if (q == pos)
 		return -EINVAL;
-	pos = q;
-	/* systemd's value ends in a NUL; a hand-written one in a newline. */
-	eat_char(buf, len, &pos, '\n');
-	for (; pos < len; pos++)
-		if (buf[pos] != '\0')
-			return -EINVAL;
-	/* A trigger is configuration: an overflow is just a bad value. */
-	if (ovf_s || ovf_w || stall == 0 || window == 0 || stall > window)
+	/*
+	 * The kernel's %u is 32 bits and would wrap a larger number: the
+	 * threshold it used would not be the one written.  A trigger is
+	 * configuration, so such a value is just a bad one.
+	 */
+	if (ovf_s || ovf_w || stall > UINT32_MAX || window > UINT32_MAX ||
+	    stall == 0 || window == 0 || stall > window)
 		return -EINVAL;
 	*full = is_full;
 	*stall_us = stall;

@@ -17,8 +17,8 @@
  * Lines: in the line-oriented files every line, the last included, ends
  * in '\n' (the kernel always writes it), so that a read cut inside the
  * last number is -EBADMSG rather than a smaller value.  Only
- * rcl__cg_parse_u64() and rcl__psi_trigger_parse() allow it to be
- * missing.
+ * rcl__cg_parse_u64() allows it to be missing; rcl__psi_trigger_parse()
+ * reads a value written to the kernel, as the kernel does.
  */
 #ifndef RECLAIM_PRESSURE_PARSE_H
 #define RECLAIM_PRESSURE_PARSE_H
@@ -48,13 +48,22 @@ struct rcl__psi {
 int rcl__psi_parse(const char *buf, size_t len, struct rcl__psi *out);
 
 /*
- * A PSI trigger as written to a PSI file: "some|full <stall us> <window
- * us>", one space apart, optionally followed by one newline and then any
- * number of NUL bytes (systemd's decoded $MEMORY_PRESSURE_WRITE ends in a
- * NUL).  The stall must be > 0 and at most the window; the window > 0.
- * (The kernel's own window limits, 500 ms to 10 s, are not checked here:
- * the kernel checks them.)  A trigger is configuration, not a
- * measurement: a number that does not fit 64 bits is -EINVAL too.
+ * A PSI trigger as written to a PSI file, read as the kernel reads it
+ * (psi_trigger_create(): sscanf(buf, "some %u %u"), or "full"): "some" or
+ * "full" at the start, then the stall and the window in microseconds,
+ * decimal digits each, each after any run of the kernel's whitespace
+ * (isspace() of lib/ctype.c: ' ', '\t' to '\r', 0xa0; the run may be
+ * empty).  Whatever follows the window is ignored, as the kernel ignores
+ * it: a newline, systemd's NUL (its decoded $MEMORY_PRESSURE_WRITE ends in
+ * one), any text.  A NUL before the window ends the kernel's string, and
+ * so the trigger.  The stall must be > 0 and at most the window; the
+ * window > 0.  (The kernel's own window limits, 500 ms to 10 s, are not
+ * checked here: the kernel checks them.  Nor is /proc/pressure's 32-byte
+ * write buffer, of which it reads the first 31 bytes; a cgroup's
+ * memory.pressure reads the whole write.)  A trigger is configuration,
+ * not a measurement: a number above UINT32_MAX (which the kernel's %u
+ * would wrap to another value) is -EINVAL too, and so are a sign and a
+ * missing number.
  * Return: 0; -EINVAL.
  */
 int rcl__psi_trigger_parse(const char *buf, size_t len, bool *full,

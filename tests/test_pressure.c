@@ -534,7 +534,9 @@ static void notify_and_check(struct fx *f, int src,
  * else @others plus the domain's own usage x @bpu (the domain's memory is
  * the cgroup's); usage = working set + @inactive.  v2: @max and @high
  * (UINT64_MAX writes "max"), the memory.events counters.  v1: @max is
- * memory.limit_in_bytes (V1_NO_LIMIT: none).
+ * memory.limit_in_bytes (V1_NO_LIMIT: none), @hier memory.stat's
+ * hierarchical_memory_limit (V1_NO_LIMIT by default; @no_hier: no such
+ * line, as in older kernels).
  */
 struct cg {
 	unsigned version;
@@ -543,6 +545,8 @@ struct cg {
 	uint64_t bpu;
 	uint64_t ws, others, inactive;
 	uint64_t max, high;
+	uint64_t hier;
+	bool no_hier;
 	uint64_t ev_high, ev_max, ev_oom, ev_oom_kill;
 };
 
@@ -571,16 +575,25 @@ static void cg_write_stat(const struct cg *c)
 			 "inactive_file %llu\nactive_file 0\nunevictable 0\n"
 			 "slab 0\nworkingset_refault_file 0\npgfault 1234\n",
 			 ws, in, ws, in);
+	else if (c->no_hier)
+		put_file(c->dir, "memory.stat",
+			 "cache %llu\nrss %llu\nmapped_file 0\n"
+			 "inactive_anon 0\nactive_anon 0\ninactive_file 7\n"
+			 "active_file 0\nunevictable 0\n"
+			 "total_cache %llu\ntotal_rss %llu\n"
+			 "total_inactive_anon 0\ntotal_active_anon %llu\n"
+			 "total_inactive_file %llu\ntotal_active_file 0\n",
+			 in, ws, in, ws, ws, in);
 	else
 		put_file(c->dir, "memory.stat",
 			 "cache %llu\nrss %llu\nmapped_file 0\n"
 			 "inactive_anon 0\nactive_anon 0\ninactive_file 7\n"
 			 "active_file 0\nunevictable 0\n"
-			 "hierarchical_memory_limit 9223372036854771712\n"
+			 "hierarchical_memory_limit %llu\n"
 			 "total_cache %llu\ntotal_rss %llu\n"
 			 "total_inactive_anon 0\ntotal_active_anon %llu\n"
 			 "total_inactive_file %llu\ntotal_active_file 0\n",
-			 in, ws, in, ws, ws, in);
+			 in, ws, (unsigned long long)c->hier, in, ws, ws, in);
 }
 
 static void cg_write(const struct cg *c)
@@ -617,6 +630,7 @@ static void cg_init_in(struct cg *c, const char *parent, const char *name,
 	c->bpu = bpu;
 	c->max = version == 2 ? UINT64_MAX : V1_NO_LIMIT;
 	c->high = UINT64_MAX;
+	c->hier = V1_NO_LIMIT;
 }
 
 static void cg_init(struct cg *c, struct fx *f, const char *name,
@@ -3008,6 +3022,61 @@ static void v1_signal(int efd)
 }
 
 /*
+ * v1: the limit is the lower of memory.limit_in_bytes and memory.stat's
+ * hierarchical_memory_limit, the kernel's effective limit with the
+ * ancestors' (a cgroup without a limit of its own under a limited parent
+ * saw no limit); a memory.stat without that line (older kernels) leaves
+ * the cgroup's own.  The levels use it.
+ */
+static void test_pressure_cgroup_v1_hierarchical_limit(void **state)
+{
+	struct fx f;
+	struct cg c;
+	struct rcl_memory_sample ms;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	fx_monitor(&f);
+	cg_init(&c, &f, "cg", 1, 1);
+	c.ws = 100 * MB;
+	c.hier = 400 * MB;
+	cg_write(&c);
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	assert_int_equal(src, 0);
+	assert_int_equal(sinfo(f.p, src).mode, RCL_PSOURCE_CGROUP_V1);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_limit_bytes, 400 * MB);
+	/* The lower of the two. */
+	c.max = 300 * MB;
+	cg_write(&c);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_limit_bytes, 300 * MB);
+	c.max = V1_NO_LIMIT;
+	c.hier = V1_NO_LIMIT;
+	cg_write(&c);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_limit_bytes, UINT64_MAX);
+	/* No such line: the cgroup's own limit. */
+	c.no_hier = true;
+	c.max = 250 * MB;
+	cg_write(&c);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_limit_bytes, 250 * MB);
+	c.max = V1_NO_LIMIT;
+	cg_write(&c);
+	assert_int_equal(rcl_pressure_memory(f.p, &ms), 0);
+	assert_int_equal(ms.cgroup_limit_bytes, UINT64_MAX);
+	/* The ancestors' limit makes the level: 100 of 105 MB = 95 %. */
+	c.no_hier = false;
+	c.hier = 105 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
  * v1 "low" only says that the kernel reclaims in the cgroup: it counts
  * (MODERATE) only with the working set at 90 % of the limit or more.  In a
  * cgroup with no limit (v1's 2^63 rounded to a page) the working set is
@@ -3502,6 +3571,165 @@ static void test_pressure_own_cgroup_with_a_long_mountinfo(void **state)
 	fx_fini(&f);
 }
 
+/* The limit rcl_pressure_memory() reads now. */
+static uint64_t cg_limit_now(struct rcl_pressure *p)
+{
+	struct rcl_memory_sample ms;
+
+	assert_int_equal(rcl_pressure_memory(p, &ms), 0);
+	return ms.cgroup_limit_bytes;
+}
+
+/*
+ * v2: the limit is the cgroup's effective one, the lowest memory.max or
+ * memory.high of the cgroup and of its ancestors up to the root of the
+ * cgroup2 mount (/proc/self/mountinfo's, from the seam here), that root
+ * included; a file missing at an ancestor is no limit there (the real
+ * root has neither); nothing above the mount is read.  A process in an
+ * unlimited child of a limited parent saw no limit at all.  The same for
+ * a directory named by the application, and the levels use the limit.
+ */
+static void test_pressure_cgroup_v2_limit_of_an_ancestor(void **state)
+{
+	struct fx f;
+	struct cg c;
+	char mnt[PATH_MAX], parent[PATH_MAX], mid[PATH_MAX], path[PATH_MAX];
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	make_subdir(proc_dir, sizeof(proc_dir), f.tmp, "proc");
+	make_subdir(mnt, sizeof(mnt), f.tmp, "cgroup2");
+	/* Above the mount: never read. */
+	put_file(f.tmp, "memory.max", "1000\n");
+	put_file(f.tmp, "memory.high", "1000\n");
+	make_subdir(parent, sizeof(parent), mnt, "limited.slice");
+	put_limit(parent, "memory.max", 300 * MB);
+	put_limit(parent, "memory.high", UINT64_MAX);
+	/* No limit files at all in the middle. */
+	make_subdir(mid, sizeof(mid), parent, "app.slice");
+	cg_init_in(&c, mid, "app.service", 2, f.d, 1);
+	c.ws = 100 * MB;
+	cg_write(&c);
+	put_file(proc_dir, "cgroup", "0::/limited.slice/app.slice/app.service\n");
+	put_mountinfo(proc_dir, 0, mnt);
+
+	fx_monitor(&f);
+	rcl__pressure_seam.open_proc = seam_open_proc;
+	src = rcl_pressure_add_cgroup(f.p, NULL, 0);
+	seam_off();
+	assert_int_equal(src, 0);
+	assert_string_equal(sinfo(f.p, src).path, c.dir);
+	assert_int_equal(cg_limit_now(f.p), 300 * MB);
+	/* A lower memory.high of the parent, a memory.max in the middle. */
+	put_limit(parent, "memory.high", 200 * MB);
+	assert_int_equal(cg_limit_now(f.p), 200 * MB);
+	put_limit(mid, "memory.max", 150 * MB);
+	assert_int_equal(cg_limit_now(f.p), 150 * MB);
+	/* The cgroup's own, when it is the lowest. */
+	c.max = 120 * MB;
+	cg_write(&c);
+	assert_int_equal(cg_limit_now(f.p), 120 * MB);
+	c.max = UINT64_MAX;
+	cg_write(&c);
+	assert_int_equal(cg_limit_now(f.p), 150 * MB);
+	/* The mount's root is read too (a namespace's root has limits). */
+	put_limit(mnt, "memory.max", 130 * MB);
+	assert_int_equal(cg_limit_now(f.p), 130 * MB);
+	path_of(path, sizeof(path), mnt, "memory.max");
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(cg_limit_now(f.p), 150 * MB);
+	/* The levels: 143 of 150 MB is 95 %. */
+	c.ws = 143 * MB;
+	cg_tick(&f, &c, 1, RCL_PRESSURE_SEVERE, FLOOR);
+	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* A directory the application names, in that mount. */
+	fx_monitor(&f);
+	rcl__pressure_seam.open_proc = seam_open_proc;
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	seam_off();
+	assert_int_equal(src, 0);
+	assert_int_equal(cg_limit_now(f.p), 150 * MB);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/* The parent's own cgroup as the mount's root: nothing above it. */
+	put_mountinfo(proc_dir, 0, parent);
+	put_limit(mnt, "memory.max", 1 * MB);
+	fx_monitor(&f);
+	rcl__pressure_seam.open_proc = seam_open_proc;
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	seam_off();
+	assert_int_equal(src, 0);
+	assert_int_equal(cg_limit_now(f.p), 150 * MB);
+	put_limit(mid, "memory.max", UINT64_MAX);
+	assert_int_equal(cg_limit_now(f.p), 200 * MB);
+	/* A mount the directory is not in: its own limit only. */
+	put_mountinfo(proc_dir, 0, proc_dir);
+	assert_int_equal(rcl_pressure_free(f.p), 0);
+	fx_monitor(&f);
+	rcl__pressure_seam.open_proc = seam_open_proc;
+	src = rcl_pressure_add_cgroup(f.p, c.dir, 0);
+	seam_off();
+	assert_int_equal(src, 0);
+	assert_int_equal(cg_limit_now(f.p), UINT64_MAX);
+	assert_int_equal(pstats(f.p).read_errors, 0);
+	fx_fini(&f);
+}
+
+/*
+ * The walk is bounded: a cgroup 64 levels below the mount's root reads
+ * its ancestors' limits, one 65 levels below reads only its own.
+ */
+static void test_pressure_cgroup_v2_ancestors_are_bounded(void **state)
+{
+	static const unsigned depths[] = { 64, 65 };
+	struct fx f;
+	struct cg c;
+	char mnt[PATH_MAX], dir[PATH_MAX], top[PATH_MAX];
+	char cg[4096], name[16];
+	unsigned k, i;
+	size_t n;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	make_subdir(proc_dir, sizeof(proc_dir), f.tmp, "proc");
+	make_subdir(mnt, sizeof(mnt), f.tmp, "cgroup2");
+	make_subdir(top, sizeof(top), mnt, "d");
+	put_limit(top, "memory.max", 300 * MB);
+	put_mountinfo(proc_dir, 0, mnt);
+	for (k = 0; k < 2; k++) {
+		/* top is level 1; the cgroup is level depths[k]. */
+		snprintf(dir, sizeof(dir), "%s", top);
+		n = (size_t)snprintf(cg, sizeof(cg), "0::/d");
+		for (i = 2; i < depths[k]; i++) {
+			size_t l = strlen(dir);
+
+			snprintf(dir + l, sizeof(dir) - l, "/d");
+			if (mkdir(dir, 0755))
+				assert_int_equal(errno, EEXIST);
+			n += (size_t)snprintf(cg + n, sizeof(cg) - n, "/d");
+		}
+		snprintf(cg + n, sizeof(cg) - n, "/cg%u\n", depths[k]);
+		snprintf(name, sizeof(name), "cg%u", depths[k]);
+		cg_init_in(&c, dir, name, 2, f.d, 1);
+		c.ws = 100 * MB;
+		cg_write(&c);
+		put_file(proc_dir, "cgroup", "%s", cg);
+		fx_monitor(&f);
+		rcl__pressure_seam.open_proc = seam_open_proc;
+		assert_int_equal(rcl_pressure_add_cgroup(f.p, NULL, 0), 0);
+		seam_off();
+		assert_int_equal(cg_limit_now(f.p),
+				 depths[k] <= 64 ? 300 * MB : UINT64_MAX);
+		if (k == 0)
+			assert_int_equal(rcl_pressure_free(f.p), 0);
+	}
+	fx_fini(&f);
+}
+
 /*
  * memory.events is one of the files the source reads (pressure.h), so one
  * that does not parse at creation is -EBADMSG like the others.
@@ -3966,6 +4194,34 @@ static void test_pressure_systemd_psi_file_polled(void **state)
 	assert_int_equal(sinfo(f.p, src).level, RCL_PRESSURE_SEVERE);
 	psi_tick(&f, &t, 1000000, 0, SEC, 0, RCL_PRESSURE_NONE);
 	assert_int_equal(rcl_pressure_free(f.p), 0);
+
+	/*
+	 * Text after the window, which the kernel's sscanf() ignores: the
+	 * trigger's own threshold (25 % full), not systemd's default (10 %
+	 * some, which 100 % some would reach).  Before, such a value was
+	 * refused and the default used.
+	 */
+	{
+		static const char *const tails[] = {
+			/* "full 500000 2000000\r\n" */
+			"ZnVsbCA1MDAwMDAgMjAwMDAwMA0K",
+			/* "full 500000 2000000 # 25 %\0" */
+			"ZnVsbCA1MDAwMDAgMjAwMDAwMCAjIDI1ICUA",
+		};
+
+		for (unsigned i = 0; i < 2; i++) {
+			fx_monitor(&f);
+			src = rcl_pressure_add_systemd(f.p, path, tails[i]);
+			assert_int_equal(src, 0);
+			assert_int_equal(sinfo(f.p, src).mode,
+					 RCL_PSOURCE_SYSTEMD_PSI_POLL);
+			psi_tick(&f, &t, 1000000, 249999, SEC, 0,
+				 RCL_PRESSURE_NONE);
+			psi_tick(&f, &t, 0, 250000, SEC, 1,
+				 RCL_PRESSURE_SEVERE);
+			assert_int_equal(rcl_pressure_free(f.p), 0);
+		}
+	}
 
 	/* From the environment: systemd's own trigger, 10 % some. */
 	fx_monitor(&f);
@@ -5429,6 +5685,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_v2_events),
 		cmocka_unit_test(test_pressure_cgroup_v2_events_fd_gone),
 		cmocka_unit_test(test_pressure_cgroup_v1),
+		cmocka_unit_test(test_pressure_cgroup_v1_hierarchical_limit),
 		cmocka_unit_test(test_pressure_cgroup_v1_low_needs_a_limit),
 		cmocka_unit_test(test_pressure_cgroup_budget_follows_the_limit),
 		cmocka_unit_test(test_pressure_container_budget_binds_below_the_floor),
@@ -5437,6 +5694,8 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_bad_files_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_file_of_16_kib_is_read),
 		cmocka_unit_test(test_pressure_own_cgroup_with_a_long_mountinfo),
+		cmocka_unit_test(test_pressure_cgroup_v2_limit_of_an_ancestor),
+		cmocka_unit_test(test_pressure_cgroup_v2_ancestors_are_bounded),
 		cmocka_unit_test(test_pressure_cgroup_bad_events_file_at_creation),
 		cmocka_unit_test(test_pressure_cgroup_bad_files_after_creation),
 		cmocka_unit_test(test_pressure_memory_sample),

@@ -593,11 +593,58 @@ static void test_pressure_parse_trigger_forms(void **state)
 	assert_true(full);
 	assert_int_equal(s, 150000);
 	assert_int_equal(w, 1000000);
-	/* stall == window is allowed; huge but 64-bit values are. */
+	/* stall == window is allowed; so is the kernel's largest %u. */
 	assert_int_equal(trig(S("some 5 5"), &full, &s, &w), 0);
-	assert_int_equal(trig(S("some 1 18446744073709551615"), &full, &s, &w),
-			 0);
-	assert_true(w == UINT64_MAX);
+	assert_int_equal(trig(S("some 1 4294967295"), &full, &s, &w), 0);
+	assert_true(w == UINT32_MAX);
+}
+
+/*
+ * The kernel reads a trigger with sscanf(buf, "some %u %u")
+ * (psi_trigger_create()): a space in the format is any run of whitespace,
+ * none included, and what follows the second number is never looked at.
+ * So does the parser: a $MEMORY_PRESSURE_WRITE with text after the window
+ * was refused, and the monitor polled against systemd's default threshold
+ * instead of the one the kernel's trigger used.
+ */
+static void test_pressure_parse_trigger_as_the_kernel_reads_it(void **state)
+{
+	static const struct {
+		const char *s;
+		size_t len;
+		bool full;
+		uint64_t stall, window;
+	} ok[] = {
+		{ S("some 200000 2000000 \0"), false, 200000, 2000000 },
+		{ S("some 200000 2000000\r\n"), false, 200000, 2000000 },
+		{ S("some 200000 2000000\n\n"), false, 200000, 2000000 },
+		{ S("some 200000 2000000\t\v\f"), false, 200000, 2000000 },
+		{ S("some 200000 2000000 # 10 %\n\0"), false, 200000, 2000000 },
+		{ S("some 200000 2000000 5"), false, 200000, 2000000 },
+		{ S("some 200000 2000000x"), false, 200000, 2000000 },
+		{ S("full 150000 1000000,500"), true, 150000, 1000000 },
+		/* After the string's NUL the kernel sees nothing at all. */
+		{ S("some 100 1000\0\n"), false, 100, 1000 },
+		{ S("some 100 1000\0x"), false, 100, 1000 },
+		/* Any run of whitespace where the format has a space. */
+		{ S("some  100   1000"), false, 100, 1000 },
+		{ S("some\t100\n1000"), false, 100, 1000 },
+		{ S("some\r\v\f100 1000"), false, 100, 1000 },
+		{ S("some\xa0" "100\xa0" "1000"), false, 100, 1000 },	/* lib/ctype.c */
+		{ S("some100 1000"), false, 100, 1000 },		/* none */
+		{ S("full00100 0001000"), true, 100, 1000 },
+	};
+	bool full;
+	uint64_t s, w;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (trig(ok[i].s, ok[i].len, &full, &s, &w) != 0)
+			fail_msg("\"%s\" refused", ok[i].s);
+		assert_int_equal(full, ok[i].full);
+		assert_int_equal(s, ok[i].stall);
+		assert_int_equal(w, ok[i].window);
+	}
 }
 
 static void test_pressure_parse_trigger_errors(void **state)
@@ -616,31 +663,42 @@ static void test_pressure_parse_trigger_errors(void **state)
 		{ S("some 0 1000") },		/* stall 0 */
 		{ S("some 100 0") },		/* window 0 */
 		{ S("some 2000 1000") },	/* stall > window */
-		{ S("some  100 1000") },
-		{ S("some 100  1000") },
-		{ S(" some 100 1000") },
-		{ S("some 100 1000 ") },
-		{ S("some 100 1000 5") },
-		{ S("some 100 1000\n\n") },
-		{ S("some 100 1000\0\n") },
-		{ S("some 100 1000\0x") },
-		{ S("some 100 1000\r\n") },
-		{ S("some -100 1000") },
+		{ S(" some 100 1000") },	/* the kind first, as in sscanf() */
+		{ S("\nsome 100 1000") },
+		{ S("some 100\0 1000") },	/* the kernel's string ends */
+		{ S("some\0 100 1000") },
+		{ S("some 100 x1000") },	/* the window missing */
+		{ S("some 100,1000") },
+		{ S("some 100 \n") },
+		{ S("some -100 1000") },	/* %u: no sign */
+		{ S("some 100 -1000") },
 		{ S("some +100 1000") },
-		{ S("some 0x10 1000") },
-		{ S("some\t100 1000") },
+		{ S("some 100 +1000") },
+		{ S("some 0x10 1000") },	/* base 10: "0", then no window */
+		{ S("some 100 0x10") },		/* window 0 */
+		{ S("some 0x64 1000") },
+		{ S("some\x85" "100 1000") },	/* not the kernel's space */
+		{ S("somex 100 1000") },
 		{ S("SOME 100 1000") },
 		{ S("none 100 1000") },
-		{ S("some 100 18446744073709551616") },	/* overflow */
+		{ S("Some 100 1000") },
+		{ S("sum 100 1000") },
+		/* Beyond the kernel's u32 (it would wrap: 4294967397 is 101). */
+		{ S("some 100 4294967296") },
+		{ S("some 101 4294967397") },
+		{ S("some 4294967296 4294967296") },
+		{ S("some 100 18446744073709551616") },	/* beyond 64 bits */
 		{ S("some 99999999999999999999999 1") },
+		{ S("some 1 18446744073709551615") },
 	};
 	bool full;
 	uint64_t s, w;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(trig(bad[i].s, bad[i].len, &full, &s, &w),
-				 -EINVAL);
+		if (trig(bad[i].s, bad[i].len, &full, &s, &w) != -EINVAL)
+			fail_msg("\"%s\" (%zu bytes) not refused", bad[i].s,
+				 bad[i].len);
 }
 
 /*
@@ -1522,6 +1580,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_parse_psi_errors),
 		cmocka_unit_test(test_pressure_parse_psi_prefixes),
 		cmocka_unit_test(test_pressure_parse_trigger_forms),
+		cmocka_unit_test(test_pressure_parse_trigger_as_the_kernel_reads_it),
 		cmocka_unit_test(test_pressure_parse_trigger_errors),
 		cmocka_unit_test(test_pressure_parse_trigger_prefixes),
 		cmocka_unit_test(test_pressure_parse_cg_u64_values),

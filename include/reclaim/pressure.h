@@ -64,10 +64,22 @@
  *   hierarchy), or a directory given.  Read on the timer: v2 memory.current,
  *   memory.high, memory.max, memory.stat (inactive_file), memory.events;
  *   v1 memory.usage_in_bytes, memory.limit_in_bytes, memory.stat
- *   (total_inactive_file).  The working set is usage minus inactive file
- *   pages (page cache the kernel drops at no cost): raw usage is never
- *   taken as pressure.  Levels: working set at 90 % of the limit (v2
- *   memory.high if set, else memory.max; v1 the limit) MODERATE, 95 %
+ *   (total_inactive_file, hierarchical_memory_limit); v2 also the
+ *   ancestors' memory.high and memory.max.  The working set is usage minus
+ *   inactive file pages (page cache the kernel drops at no cost): raw
+ *   usage is never taken as pressure.  The limit is the cgroup's effective one, its
+ *   ancestors' included (a cgroup without a limit of its own under a
+ *   limited parent is limited): v2 the lowest memory.high or memory.max
+ *   of the cgroup and of its ancestors up to the root of the cgroup2 mount
+ *   (/proc/self/mountinfo's first; for a directory given, only when it is
+ *   in that mount), that root included and nothing above it, at most 64
+ *   levels up (a cgroup deeper below the root has its own limit only); a
+ *   file missing at an ancestor (the root has neither) is no limit there.
+ *   v1 the lower of memory.limit_in_bytes and memory.stat's
+ *   hierarchical_memory_limit (the kernel's effective limit; a kernel
+ *   without that line: the cgroup's own).  Usage and working set stay
+ *   the cgroup's own: what its siblings hold under a limiting ancestor is
+ *   not counted.  Levels: working set at 90 % of the limit MODERATE, 95 %
  *   SEVERE, 98 % CRITICAL, unless the budget follows the cgroup
  *   (RCL_PRESSURE_FOLLOW_CGROUP: the budget already answers the working
  *   set, re-read every interval, and ratio levels would cut the cache a
@@ -95,7 +107,12 @@
  *   procfs or cgroup2, is polled: its totals on the timer against the
  *   trigger's own threshold, or systemd's default of 100 ms per 1 s
  *   (mode RCL_PSOURCE_SYSTEMD_PSI_POLL, fallback_errno ENODATA, EINVAL,
- *   EACCES, ..., ENOTSUP).  systemd has one level: SEVERE.
+ *   EACCES, ..., ENOTSUP).  The trigger's threshold is read as the
+ *   kernel reads a trigger (sscanf(buf, "some %u %u")): "some" or "full",
+ *   the stall and the window in microseconds after any whitespace, and
+ *   whatever follows them ignored; the default is used only for data that
+ *   is not such a trigger (a number missing, signed or above UINT32_MAX,
+ *   a stall of 0 or above the window).  systemd has one level: SEVERE.
  * - A PSI trigger's descriptor (rcl_pressure_add_psi()'s or systemd's)
  *   that reports an error has nothing left to wait on (its cgroup was
  *   removed): the source turns RCL_PSOURCE_OFF, fallback_errno ENODEV.
@@ -454,7 +471,11 @@ RCL_API int rcl_pressure_add_psi(struct rcl_pressure *p, const char *path);
  *
  * On a real cgroupfs, v1 also registers memory.pressure_level
  * notifications (mode RCL_PSOURCE_CGROUP_V1_EVENTS; RCL_PSOURCE_CGROUP_V1
- * if they are refused).  At most one cgroup source per monitor.
+ * if they are refused).  At most one cgroup source per monitor.  The
+ * limit includes the ancestors' (see the file comment): for a v2 @dir,
+ * /proc/self/mountinfo is read once here to find the cgroup2 mount whose
+ * root ends the walk up; if it cannot be read or @dir is not in that
+ * mount, the limit is @dir's own (no error).
  *
  * Context: any thread but the monitor's own callbacks (-EDEADLK).
  * Return: the source's index; -EINVAL for NULL @p or a version other than
