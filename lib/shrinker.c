@@ -343,7 +343,10 @@ RCL_API const char *rcl_shrink_policy_name(enum rcl_shrink_policy policy)
  * waiting free's announcement, then takes again the forking thread's own
  * (one per callback frame it is inside: each callback runs under its
  * walk's pin of the shrinker's slot), as the domains do with their slot
- * pins.  Registries are listed under all_regs_lock, held across the fork.
+ * pins.  Registries are listed under all_regs_lock, held across the fork,
+ * and so is each registry's lock (taken after all_regs_lock, the only
+ * place two are held at once; nothing is called under a registry's lock),
+ * so that the child never finds a registration or a free half done.
  *
  * The stripes that the other threads owned are nobody's in the child
  * either, and their key destructors never run there: without more, their
@@ -359,11 +362,19 @@ static struct rcl_shrinker_registry *all_regs;
 
 static void all_regs_prepare(void)
 {
+	struct rcl_shrinker_registry *reg;
+
 	pthread_mutex_lock(&all_regs_lock);
+	for (reg = all_regs; reg; reg = reg->all_next)
+		pthread_mutex_lock(&reg->lock);
 }
 
 static void all_regs_parent(void)
 {
+	struct rcl_shrinker_registry *reg;
+
+	for (reg = all_regs; reg; reg = reg->all_next)
+		pthread_mutex_unlock(&reg->lock);
 	pthread_mutex_unlock(&all_regs_lock);
 }
 
@@ -396,11 +407,11 @@ static void all_regs_child(void)
 		 * @released (or holding @lock) are not in the child, but the
 		 * condition still counts them: glibc's pthread_cond_destroy()
 		 * in the child's rcl_shrinker_registry_free() would wait for
-		 * them for ever.  The child is one thread, and no thread holds
-		 * either across a fork() (its callbacks run without @lock):
-		 * both start afresh, as a domain's conditions do (cond_fresh()).
+		 * them for ever.  The forking thread holds @lock (prepare):
+		 * give it back, and start the condition afresh, as a domain's
+		 * conditions do (cond_fresh()).
 		 */
-		(void)pthread_mutex_init(&reg->lock, NULL);
+		pthread_mutex_unlock(&reg->lock);
 		(void)pthread_cond_init(&reg->released, NULL);
 	}
 	for (f = tls_frames; f; f = f->up) {

@@ -112,8 +112,11 @@
  *                                     reclaimers)
  * rcl_shrinker_free                   registry mutex; sleeps until callbacks
  *                                     of this shrinker in flight have returned
- * rcl_shrinker_registry_shrink        none (atomic slot pins)
- * rcl_shrinker_shrink, _debug_*       none (atomic slot pin)
+ * rcl_shrinker_registry_shrink        none (atomic slot pins); the registry
+ *                                     mutex briefly while a free waits
+ * rcl_shrinker_shrink, _debug_*       none (atomic slot pin); the same
+ * fork() (an atfork handler)          every registry's mutex, across the
+ *                                     fork: the child finds none held
  * rcl_shrinker_stats / _backlog       none (lock-free reads, may be stale)
  * ==================================  =========================================
  */
