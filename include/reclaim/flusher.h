@@ -375,7 +375,9 @@ struct rcl_writeback_ops {
  *	RCL_WRITEBACK_MAX_BATCH
  *
  * From now on flush requests go to this thread instead of the application's
- * wakeup callback.
+ * wakeup callback.  A request pending for the application's flusher (never
+ * delivered) goes to the thread; the one in flight to it is dropped, and
+ * its rcl_domain_flush_done() returns -ENOENT.
  *
  * Context: any thread.
  * Return: 0; -EINVAL for NULL arguments or @batch above
