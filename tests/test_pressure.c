@@ -4188,6 +4188,90 @@ static void test_pressure_psi_polled_forced_tick_too_soon(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * An interval of 10 s, above twice max(window, PSI's 2 s): a forced tick
+ * 4.5 s after a SEVERE reading, the stall going on at 15 %, was under half
+ * the interval and skipped, and the skip was taken as a reading without an
+ * event, so the rule that ends a descriptor's level after 4 s without one
+ * set the polled source's level to none while it was under pressure.  The
+ * spacing is now at most PSI's 2 s window: that reading is rated.  One
+ * still skipped (1 s later, 50 %) is no evidence either way: no event,
+ * the level kept, the baseline kept (the timer's next tick, an interval
+ * after that forced one, rates 800 ms over the 11 s since the last rated
+ * reading, 7.3 %: MODERATE; its own 300 ms over 10 s would be none).
+ */
+static void test_pressure_psi_polled_forced_tick_keeps_the_level(void **state)
+{
+	struct fx f;
+	struct forced x;
+	uint64_t events;
+	int n;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	f.cfg.interval_ns = 10 * SEC;
+	fx_monitor(&f);
+	forced_init(&f, &x);
+
+	psi_tick(&f, &x.t, 1500000, 0, 10 * SEC, 1, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_SEVERE);
+	n = forced_tick(&f, &x, 675000, 0, 4500 * MS, RCL_PRESSURE_SEVERE);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), now(&f) + 10 * SEC);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(n, 1);
+	events = sinfo(f.p, x.psi).events;
+	assert_int_equal(forced_tick(&f, &x, 500000, 0, SEC,
+				     RCL_PRESSURE_NONE), 0);
+	assert_int_equal(sinfo(f.p, x.psi).events, events);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_SEVERE);
+	psi_tick(&f, &x.t, 300000, 0, 10 * SEC, 1, RCL_PRESSURE_MODERATE);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_MODERATE);
+	forced_fini(&x);
+	fx_fini(&f);
+}
+
+/*
+ * An interval beyond the clock's range is no timer: a polled PSI source is
+ * read only on the ticks memory.events brings forward.  Every one was under
+ * half that interval, so the source was never rated.  A forced reading 2 s
+ * (PSI's window) or more after the last rated one is rated now; one sooner
+ * is skipped, with the baseline kept (300 ms over the 2 s since the first:
+ * 15 %, SEVERE).
+ */
+static void test_pressure_psi_polled_without_a_timer(void **state)
+{
+	struct fx f;
+	struct forced x;
+	int n;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	f.cfg.interval_ns = UINT64_MAX;
+	fx_monitor(&f);
+	forced_init(&f, &x);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), RCL_CLOCK_FOREVER);
+
+	assert_int_equal(forced_tick(&f, &x, 150000, 0, SEC,
+				     RCL_PRESSURE_NONE), 0);
+	assert_int_equal(sinfo(f.p, x.psi).events, 0);
+	n = forced_tick(&f, &x, 150000, 0, SEC, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(n, 1);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), RCL_CLOCK_FOREVER);
+	/* An hour on: 70 % full stall over it, CRITICAL. */
+	n = forced_tick(&f, &x, 2520 * SEC / 1000, 2520 * SEC / 1000,
+			3600 * SEC, RCL_PRESSURE_CRITICAL);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_CRITICAL);
+	assert_int_equal(n, 1);
+	assert_int_equal(sinfo(f.p, x.psi).events, 2);
+	forced_fini(&x);
+	fx_fini(&f);
+}
+
 static void test_pressure_psi_bad_files(void **state)
 {
 	static const struct {
@@ -5810,6 +5894,8 @@ int main(void)
 		cmocka_unit_test(test_pressure_memory_sample),
 		cmocka_unit_test(test_pressure_psi_file_polled),
 		cmocka_unit_test(test_pressure_psi_polled_forced_tick_too_soon),
+		cmocka_unit_test(test_pressure_psi_polled_forced_tick_keeps_the_level),
+		cmocka_unit_test(test_pressure_psi_polled_without_a_timer),
 		cmocka_unit_test(test_pressure_psi_bad_files),
 		cmocka_unit_test(test_pressure_psi_fifo_does_not_block),
 		cmocka_unit_test(test_pressure_systemd_psi_file_polled),
