@@ -803,10 +803,27 @@ static enum rcl_pressure_level psi_level(uint64_t some, uint64_t full,
 /* The shortest interval a PSI reading is rated over: 1 ms. */
 #define PSI_MIN_DT_US 1000ull
 
+/*
+ * The spacing a polled PSI reading needs from the last rated one to be
+ * rated (psi_poll_locked()) is half the interval, and at most this: PSI's
+ * own window, 2 s.  With a huge interval (no timer) the readings are the
+ * ticks memory.events brings forward, and half of it would skip every one
+ * (pressure.h).
+ */
+#define PSI_POLL_SPACING_MAX_US PSI_WINDOW_US
+
+/*
+ * A polled source's reading skipped as too soon after the last rated one
+ * (psi_poll_locked()): no level, and no evidence that its level ended;
+ * the next reading rates the whole time since.
+ */
+#define LEVEL_SKIPPED (-2)
+
 /* What psi_read_locked() got. */
 enum psi_read {
 	PSI_READ_FAILED,	/* the file did not read or parse */
-	PSI_READ_BASE,		/* no interval to rate: a baseline, or too short */
+	PSI_READ_BASE,		/* a new baseline: no interval to rate */
+	PSI_READ_SHORT,		/* under PSI_MIN_DT_US since it: baseline kept */
 	PSI_READ_DELTA,		/* the stall growth since the baseline */
 };
 
@@ -824,9 +841,9 @@ static void psi_rebase(struct psrc *s, const struct rcl__psi *cur,
  * the growth of the "some" and "full" totals since its baseline into
  * @dsome, @dfull over @dt_us.  The first reading, and one whose counters
  * went back, become the baseline.  An interval shorter than PSI_MIN_DT_US
- * (a forced tick right after a reading) is rated as no reading and keeps
- * the baseline: a stall share over no time means nothing, and rated as
- * such it read as any level (0 >= threshold x 0).  The caller moves the
+ * (a forced tick right after a reading) is PSI_READ_SHORT, not rated, and
+ * keeps the baseline: a stall share over no time means nothing, and rated
+ * as such it read as any level (0 >= threshold x 0).  The caller moves the
  * baseline on PSI_READ_DELTA (psi_rebase()).
  */
 static enum psi_read psi_read_locked(struct rcl_pressure *p, struct psrc *s,
@@ -847,7 +864,7 @@ static enum psi_read psi_read_locked(struct rcl_pressure *p, struct psrc *s,
 	}
 	*dt_us = (now - s->prev_ns) / 1000;
 	if (*dt_us < PSI_MIN_DT_US)
-		return PSI_READ_BASE;
+		return PSI_READ_SHORT;
 	*dsome = cur->some_total_us - s->prev.some_total_us;
 	*dfull = cur->full_total_us - s->prev.full_total_us;
 	return PSI_READ_DELTA;
@@ -866,25 +883,34 @@ static enum rcl_pressure_level sd_level(const struct psrc *s, uint64_t dsome,
 		       RCL_PRESSURE_NONE;
 }
 
-/* Read a polled PSI file (p->lock held): the level, or -1 for no reading. */
+/*
+ * Read a polled PSI file (p->lock held): the level, -1 for no reading (a
+ * read error, a new baseline), or LEVEL_SKIPPED.
+ */
 static int psi_poll_locked(struct rcl_pressure *p, struct psrc *s,
 			   uint64_t now)
 {
 	struct rcl__psi cur;
 	uint64_t dsome, dfull, dt;
 
-	if (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt) !=
-	    PSI_READ_DELTA)
+	switch (psi_read_locked(p, s, now, &cur, &dsome, &dfull, &dt)) {
+	case PSI_READ_DELTA:
+		break;
+	case PSI_READ_SHORT:
+		return LEVEL_SKIPPED;
+	default:
 		return -1;
+	}
 	/*
 	 * A tick brought forward (memory.events changed) reads every source;
 	 * a few milliseconds are too short to rate a stall share over (1 ms
-	 * of stall in 5 would read as 20 %).  Under half the interval it is
-	 * no reading, and the baseline stays, so the next tick rates the
-	 * whole time since.
+	 * of stall in 5 would read as 20 %).  Under half the interval, or
+	 * PSI's window if that is shorter (a huge interval would skip every
+	 * forced reading), it is skipped, and the baseline stays, so the
+	 * next reading rates the whole time since.
 	 */
-	if (dt < p->interval / 2000)
-		return -1;
+	if (dt < RCL_MIN(p->interval / 2000, PSI_POLL_SPACING_MAX_US))
+		return LEVEL_SKIPPED;
 	psi_rebase(s, &cur, now);
 	if (s->mode == RCL_PSOURCE_SYSTEMD_PSI_POLL)
 		return (int)sd_level(s, dsome, dfull, dt);
@@ -936,6 +962,7 @@ static int trigger_totals_locked(struct rcl_pressure *p, struct psrc *s,
 		s->have_prev = false;	/* no deadline until a reading */
 		return -1;
 	case PSI_READ_BASE:
+	case PSI_READ_SHORT:
 		if (fired)
 			psi_rebase(s, &cur, now);
 		return -1;
@@ -1191,6 +1218,12 @@ static void tick_locked(struct rcl_pressure *p, uint64_t now, bool *act_now)
 		default:
 			break;
 		}
+		/*
+		 * A reading skipped as too soon says nothing: it neither
+		 * rates the source nor ends its level below.
+		 */
+		if (l == LEVEL_SKIPPED)
+			continue;
 		if (l >= 0 && event_locked(p, s, (enum rcl_pressure_level)l,
 					   now, p->dispatches))
 			act_now[i] = true;

@@ -4079,6 +4079,199 @@ static void test_pressure_psi_file_polled(void **state)
 	fx_fini(&f);
 }
 
+/*
+ * A tick brought forward: memory.events changed, and the tick reads every
+ * source, the polled PSI files too.  The fixture: a v2 cgroup source
+ * (index 0, with no pressure of its own) whose memory.events descriptor is
+ * the seam's socket, and a polled PSI file (index 1).  The monitor reads
+ * memory.events through that descriptor, which a socket cannot do
+ * (pread(): ESPIPE), so its descriptor number is pointed at the file
+ * itself, while a copy the test keeps holds the socket in the epoll set
+ * under the source's tag (epoll(7): an entry lives as long as its open
+ * file, whatever its descriptor number refers to now).
+ */
+struct forced {
+	struct cg c;
+	struct psi_totals t;
+	int keep;		/* the socket, kept in the epoll set */
+	int psi;
+};
+
+static void forced_init(struct fx *f, struct forced *x)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	memset(x, 0, sizeof(*x));
+	cg_init(&x->c, f, "cg", 2, 1);
+	x->c.max = 1000 * MB;
+	x->c.ws = 100 * MB;
+	cg_write(&x->c);
+	seam_on("memory.events", CGROUP2_MAGIC);
+	assert_int_equal(rcl_pressure_add_cgroup(f->p, x->c.dir, 0), 0);
+	seam_off();
+	assert_int_equal(seam.nr, 1);
+	x->keep = fcntl(seam.ours[0], F_DUPFD_CLOEXEC, 0);
+	path_of(path, sizeof(path), x->c.dir, "memory.events");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(x->keep >= 0 && fd >= 0);
+	assert_int_equal(dup3(fd, seam.ours[0], O_CLOEXEC), seam.ours[0]);
+	assert_int_equal(close(fd), 0);
+	x->t.name = "memory.pressure";
+	psi_file(f, &x->t, path, sizeof(path));
+	x->psi = rcl_pressure_add_psi(f->p, path);
+	assert_int_equal(x->psi, 1);
+	assert_int_equal(sinfo(f->p, x->psi).mode, RCL_PSOURCE_PSI_POLL);
+}
+
+/*
+ * Add to the PSI totals, advance @ns, change memory.events (EPOLLPRI) and
+ * dispatch: the actions taken (the budget checked for @level if any); the
+ * event is cleared afterwards, as the monitor's read of the real file
+ * does.
+ */
+static int forced_tick(struct fx *f, struct forced *x, uint64_t dsome,
+		       uint64_t dfull, uint64_t ns, enum rcl_pressure_level level)
+{
+	uint64_t before = usage(f);
+	char c;
+	int n;
+
+	x->t.some += dsome;
+	x->t.full += dfull;
+	put_psi(x->t.dir, x->t.name, x->t.some, x->t.full);
+	adv(f, ns);
+	assert_int_equal(send(seam.peer[0], "!", 1, MSG_OOB), 1);
+	n = rcl_pressure_dispatch(f->p);
+	assert_int_equal(recv(x->keep, &c, 1, MSG_OOB), 1);
+	if (n > 0)
+		assert_budget(f, doc_target(before, level, FLOOR));
+	return n;
+}
+
+static void forced_fini(struct forced *x)
+{
+	assert_int_equal(close(x->keep), 0);
+	seam_close_peers();
+}
+
+/*
+ * A forced tick 5 ms after the timer's: the polled PSI source was rated
+ * over those 5 ms, where 4 ms of "full" stall read as 80 % (CRITICAL), an
+ * action that halved the cache.  Under half the interval it is skipped
+ * with the baseline kept (fbb4348): no event, and the next tick rates the
+ * whole time since the timer's (72 ms over 1.005 s, 7.2 %: MODERATE;
+ * 68 ms over the last 1 s alone would be none).
+ */
+static void test_pressure_psi_polled_forced_tick_too_soon(void **state)
+{
+	struct fx f;
+	struct forced x;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	fx_monitor(&f);
+	forced_init(&f, &x);
+
+	psi_tick(&f, &x.t, 0, 0, SEC, 0, RCL_PRESSURE_NONE);	/* the timer */
+	assert_int_equal(forced_tick(&f, &x, 4000, 4000, 5 * MS,
+				     RCL_PRESSURE_NONE), 0);
+	/* It was a tick: the timer's next is an interval after it. */
+	assert_int_equal(rcl_pressure_next_deadline(f.p), now(&f) + SEC);
+	assert_int_equal(sinfo(f.p, x.psi).events, 0);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_NONE);
+	psi_tick(&f, &x.t, 68000, 0, SEC, 1, RCL_PRESSURE_MODERATE);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_MODERATE);
+	assert_int_equal(sinfo(f.p, x.psi).events, 1);
+	forced_fini(&x);
+	fx_fini(&f);
+}
+
+/*
+ * An interval of 10 s, above twice max(window, PSI's 2 s): a forced tick
+ * 4.5 s after a SEVERE reading, the stall going on at 15 %, was under half
+ * the interval and skipped, and the skip was taken as a reading without an
+ * event, so the rule that ends a descriptor's level after 4 s without one
+ * set the polled source's level to none while it was under pressure.  The
+ * spacing is now at most PSI's 2 s window: that reading is rated.  One
+ * still skipped (1 s later, 50 %) is no evidence either way: no event,
+ * the level kept, the baseline kept (the timer's next tick, an interval
+ * after that forced one, rates 800 ms over the 11 s since the last rated
+ * reading, 7.3 %: MODERATE; its own 300 ms over 10 s would be none).
+ */
+static void test_pressure_psi_polled_forced_tick_keeps_the_level(void **state)
+{
+	struct fx f;
+	struct forced x;
+	uint64_t events;
+	int n;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	f.cfg.interval_ns = 10 * SEC;
+	fx_monitor(&f);
+	forced_init(&f, &x);
+
+	psi_tick(&f, &x.t, 1500000, 0, 10 * SEC, 1, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_SEVERE);
+	n = forced_tick(&f, &x, 675000, 0, 4500 * MS, RCL_PRESSURE_SEVERE);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), now(&f) + 10 * SEC);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(n, 1);
+	events = sinfo(f.p, x.psi).events;
+	assert_int_equal(forced_tick(&f, &x, 500000, 0, SEC,
+				     RCL_PRESSURE_NONE), 0);
+	assert_int_equal(sinfo(f.p, x.psi).events, events);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_SEVERE);
+	psi_tick(&f, &x.t, 300000, 0, 10 * SEC, 1, RCL_PRESSURE_MODERATE);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_MODERATE);
+	forced_fini(&x);
+	fx_fini(&f);
+}
+
+/*
+ * An interval beyond the clock's range is no timer: a polled PSI source is
+ * read only on the ticks memory.events brings forward.  Every one was under
+ * half that interval, so the source was never rated.  A forced reading 2 s
+ * (PSI's window) or more after the last rated one is rated now; one sooner
+ * is skipped, with the baseline kept (300 ms over the 2 s since the first:
+ * 15 %, SEVERE).
+ */
+static void test_pressure_psi_polled_without_a_timer(void **state)
+{
+	struct fx f;
+	struct forced x;
+	int n;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	f.cfg.flags = RCL_PRESSURE_NO_TRIM;
+	f.cfg.interval_ns = UINT64_MAX;
+	fx_monitor(&f);
+	forced_init(&f, &x);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), RCL_CLOCK_FOREVER);
+
+	assert_int_equal(forced_tick(&f, &x, 150000, 0, SEC,
+				     RCL_PRESSURE_NONE), 0);
+	assert_int_equal(sinfo(f.p, x.psi).events, 0);
+	n = forced_tick(&f, &x, 150000, 0, SEC, RCL_PRESSURE_SEVERE);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(pstats(f.p).level, RCL_PRESSURE_SEVERE);
+	assert_int_equal(n, 1);
+	assert_int_equal(rcl_pressure_next_deadline(f.p), RCL_CLOCK_FOREVER);
+	/* An hour on: 70 % full stall over it, CRITICAL. */
+	n = forced_tick(&f, &x, 2520 * SEC / 1000, 2520 * SEC / 1000,
+			3600 * SEC, RCL_PRESSURE_CRITICAL);
+	assert_int_equal(sinfo(f.p, x.psi).level, RCL_PRESSURE_CRITICAL);
+	assert_int_equal(n, 1);
+	assert_int_equal(sinfo(f.p, x.psi).events, 2);
+	forced_fini(&x);
+	fx_fini(&f);
+}
+
 static void test_pressure_psi_bad_files(void **state)
 {
 	static const struct {
@@ -5700,6 +5893,9 @@ int main(void)
 		cmocka_unit_test(test_pressure_cgroup_bad_files_after_creation),
 		cmocka_unit_test(test_pressure_memory_sample),
 		cmocka_unit_test(test_pressure_psi_file_polled),
+		cmocka_unit_test(test_pressure_psi_polled_forced_tick_too_soon),
+		cmocka_unit_test(test_pressure_psi_polled_forced_tick_keeps_the_level),
+		cmocka_unit_test(test_pressure_psi_polled_without_a_timer),
 		cmocka_unit_test(test_pressure_psi_bad_files),
 		cmocka_unit_test(test_pressure_psi_fifo_does_not_block),
 		cmocka_unit_test(test_pressure_systemd_psi_file_polled),

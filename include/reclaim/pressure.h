@@ -56,7 +56,12 @@
  *   where they are refused (EINVAL, EPERM, EACCES, ...) or the file is
  *   elsewhere, the source reads the "total=" stall counters on a timer
  *   (&rcl_pressure_config.interval_ns) and applies the same fractions to
- *   the stall time of the interval: mode RCL_PSOURCE_PSI_POLL.  A file
+ *   the stall time since its last rated reading: mode
+ *   RCL_PSOURCE_PSI_POLL.  A tick that a v2 memory.events change brings
+ *   forward (below) reads it too; a reading less than half the interval,
+ *   or less than 2 s (PSI's window) if that is shorter, after the last
+ *   rated one is skipped: not rated, the source's level left as it was,
+ *   and the next reading rates the whole time since.  A file
  *   whose reads fail (EOPNOTSUPP: PSI compiled in but disabled) makes the
  *   call fail with that error; the other sources still work.
  * - cgroup (rcl_pressure_add_cgroup()): the process's own cgroup, found from
@@ -106,7 +111,8 @@
  *   trigger is refused (or that opens only for reading), or that is not on
  *   procfs or cgroup2, is polled: its totals on the timer against the
  *   trigger's own threshold, or systemd's default of 100 ms per 1 s
- *   (mode RCL_PSOURCE_SYSTEMD_PSI_POLL, fallback_errno ENODATA, EINVAL,
+ *   (readings too soon skipped as above; mode
+ *   RCL_PSOURCE_SYSTEMD_PSI_POLL, fallback_errno ENODATA, EINVAL,
  *   EACCES, ..., ENOTSUP).  The trigger's threshold is read as the
  *   kernel reads a trigger (sscanf(buf, "some %u %u")): "some" or "full",
  *   the stall and the window in microseconds after any whitespace, and
@@ -271,7 +277,9 @@ enum rcl_pressure_level {
  * @backoff_max_ns: the longest wait after actions that freed nothing;
  *	0 = 60 s; raised to @window_ns if below it
  * @interval_ns: the timer: PSI polling, cgroup reads; 0 = 1 s; at least
- *	1 ms; a value beyond the clock's range means no timer
+ *	1 ms; a value beyond the clock's range means no timer (polled
+ *	files are then read only on the ticks a v2 memory.events change
+ *	brings forward, and rated over at least 2 s: see PSI above)
  * @grow_pct: how far the budget grows back per grow interval, in percent
  *	of base, 1..100; 0 = 5
  * @cgroup_pct: the share of the cgroup's limit its working set is to stay
