@@ -709,18 +709,6 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 		return 0;
 	if (c->magic != OC_MAGIC)
 		return -EINVAL;
-	/*
-	 * Every refusal is decided here, before anything changes.  From a
-	 * callback of a reclaim pass (of any domain), an evict, shrinker or
-	 * write callback, rcl_domain_detach() may refuse (a pass inside the
-	 * lruvec) and so may rcl_shadow_limit_free() (the limit's shrinker
-	 * running in another thread): found out half-way, the shards already
-	 * detached could only be attached again, and a slot taken meanwhile
-	 * left one detached, its objects charged and out of every reclaim's
-	 * reach.  Outside those callbacks neither refuses: both wait.
-	 */
-	if (rcl__in_holding_callback() || rcl__shrinker_in_callback())
-		return RCL__REFUSE(-EDEADLK, "called from a reclaim, evict, shrinker or write callback, where detaching its shards or freeing its shadow limit may be refused half-way");
 	/* Pinned objects, in the index or deleted: -EBUSY, nothing done. */
 	if (atomic_load(&c->zombies) != 0)
 		return RCL__REFUSE(-EBUSY, "deleted objects are still pinned (rcl_objcache_put() them first)");
@@ -740,6 +728,18 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 		if (busy)
 			return RCL__REFUSE(-EBUSY, "objects in the index are pinned (rcl_objcache_put() them first)");
 	}
+	/*
+	 * The last refusal is decided here too, before anything changes.
+	 * From a callback of a reclaim pass (of any domain), an evict,
+	 * shrinker or write callback, rcl_domain_detach() may refuse (a pass
+	 * inside the lruvec) and so may rcl_shadow_limit_free() (the limit's
+	 * shrinker running in another thread): found out half-way, the shards
+	 * already detached could only be attached again, and a slot taken
+	 * meanwhile left one detached, its objects charged and out of every
+	 * reclaim's reach.  Outside those callbacks neither refuses: both wait.
+	 */
+	if (rcl__in_holding_callback() || rcl__shrinker_in_callback())
+		return RCL__REFUSE(-EDEADLK, "called from a reclaim, evict, shrinker or write callback, where detaching its shards or freeing its shadow limit may be refused half-way");
 	/*
 	 * No reclaim pass may meet the objects from here on.  Neither step
 	 * fails now: the detach waits for the passes inside each lruvec, the

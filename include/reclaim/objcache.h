@@ -487,9 +487,9 @@ RCL_API int rcl_objcache_new(struct rcl_domain *d,
  * in another thread, and neither waits from those callbacks).  From the
  * cache's hash, eq, destructor or for-each callbacks it is undefined (the
  * caller's contract).
- * Return: 0; -EDEADLK (from a callback); -EBUSY (pinned objects); -EINVAL
- * for a pointer that is not a live cache (detected when its memory still
- * holds one).
+ * Return: 0; -EBUSY (pinned objects, checked first); -EDEADLK (from a
+ * callback); -EINVAL for a pointer that is not a live cache (detected when
+ * its memory still holds one).
  */
 RCL_API int rcl_objcache_destroy(struct rcl_objcache *cache);
 
