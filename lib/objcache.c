@@ -562,24 +562,6 @@ static void oc_teardown(struct rcl_objcache *c)
 	oc_free(c, c);
 }
 
-/*
- * Attach again the shards below @n that a refused destroy detached; a
- * shard whose slot was taken meanwhile (-ENOSPC) stays detached, and says
- * so, for the next destroy and for new's undo.
- */
-static void oc_reattach(struct rcl_objcache *c, unsigned n)
-{
-	unsigned j;
-
-	for (j = 0; j < n; j++) {
-		struct oc_shard *sj = &c->shards[j];
-
-		if (!sj->attached)
-			sj->attached = rcl_domain_attach(c->d, &sj->lv,
-							 c->partition) == 0;
-	}
-}
-
 static size_t oc_pow2(size_t v)
 {
 	size_t p = 1;
@@ -746,31 +728,34 @@ int rcl_objcache_destroy(struct rcl_objcache *c)
 		if (busy)
 			return RCL__REFUSE(-EBUSY, "objects in the index are pinned (rcl_objcache_put() them first)");
 	}
-	/* No reclaim pass may meet the objects from here on. */
+	/*
+	 * The last refusal is decided here too, before anything changes.
+	 * From a callback of a reclaim pass (of any domain), an evict,
+	 * shrinker or write callback, rcl_domain_detach() may refuse (a pass
+	 * inside the lruvec) and so may rcl_shadow_limit_free() (the limit's
+	 * shrinker running in another thread): found out half-way, the shards
+	 * already detached could only be attached again, and a slot taken
+	 * meanwhile left one detached, its objects charged and out of every
+	 * reclaim's reach.  Outside those callbacks neither refuses: both wait.
+	 */
+	if (rcl__in_holding_callback() || rcl__shrinker_in_callback())
+		return RCL__REFUSE(-EDEADLK, "called from a reclaim, evict, shrinker or write callback, where detaching its shards or freeing its shadow limit may be refused half-way");
+	/*
+	 * No reclaim pass may meet the objects from here on.  Neither step
+	 * fails now: the detach waits for the passes inside each lruvec, the
+	 * free for the limit's shrinker (-ENOENT: the application detached
+	 * the lruvec itself, which objcache.h forbids; detached either way).
+	 */
 	for (i = 0; i < c->nr_shards; i++) {
 		if (!c->shards[i].attached)
 			continue;
 		err = rcl_domain_detach(c->d, &c->shards[i].lv);
-		if (err) {
-			oc_reattach(c, i);
-			if (err == -EDEADLK || err == -EBUSY)
-				return RCL__REFUSE(err, "called from a callback of the domain's reclaim pass, which it would wait for (rcl_domain_detach())");
-			return err;
-		}
+		RCL_ASSERT(err == 0 || err == -ENOENT);
 		c->shards[i].attached = false;
 	}
 	if (c->limit) {
-		/*
-		 * -EDEADLK from a callback (of another domain's pass, an
-		 * evict or a write callback) while the limit's shrinker runs
-		 * in another thread: it does not wait there.  Refused, the
-		 * shards attached again, nothing done.
-		 */
 		err = rcl_shadow_limit_free(c->limit);
-		if (err) {
-			oc_reattach(c, c->nr_shards);
-			return RCL__REFUSE(err, "called from a callback while the cache's shadow limit runs in another thread (rcl_shrinker_free())");
-		}
+		RCL_ASSERT(err == 0);
 		c->limit = NULL;
 	}
 	for (i = 0; i < c->nr_shards; i++) {

@@ -5,7 +5,8 @@
  * meta_charge), reclaim of unpinned objects only,
  * refaults activated through the miss token, del and destroy with pins,
  * put without get, iteration, statistics, dirty objects and the flusher
- * path, and several caches in one domain.
+ * path, several caches in one domain, and new and destroy refused from
+ * callbacks.
  *
  * Deterministic: no background reclaimer; reclaim is explicit
  * (rcl_domain_reclaim()) after rcl_lru_drain_local(); the flusher test
@@ -1144,6 +1145,157 @@ static void test_objcache_new_in_a_reclaim_pass_is_refused(void **state)
 	assert_int_equal(rcl_domain_free(new_in_pass_d), 0);
 }
 
+/*
+ * rcl_objcache_destroy() from a callback is refused (-EDEADLK) before it
+ * changes anything, however the callback is reached.  It used to detach
+ * every shard first and learn only then, from rcl_shadow_limit_free(), that
+ * the limit could not be freed there (its shrinker running in another
+ * thread): the shards went back by rcl_domain_attach(), and one whose slot
+ * another attach took meanwhile stayed detached, its objects charged and
+ * out of every reclaim's reach.  Each context below is refused whether or
+ * not the limit runs, and the cache stays whole: its objects are all found,
+ * a charge over the budget reclaims every one of them (every shard is still
+ * attached), and a destroy from outside a callback then succeeds.
+ */
+static struct rcl_objcache *dic_cache;
+static int dic_ret;
+static bool dic_done;
+
+static unsigned long dic_count(struct rcl_shrinker *s,
+			       struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return dic_done ? RCL_SHRINK_EMPTY : 1000;
+}
+
+static unsigned long dic_scan(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	(void)s;
+	if (!dic_done) {
+		dic_done = true;
+		dic_ret = rcl_objcache_destroy(dic_cache);
+	}
+	sc->nr_scanned = sc->nr_to_scan;
+	return 0;
+}
+
+static enum rcl_evict_status dic_evict(struct rcl_lru_node *node,
+				       struct rcl_evict_control *ctl)
+{
+	(void)node;
+	(void)ctl;
+	dic_ret = rcl_objcache_destroy(dic_cache);
+	return RCL_EVICT_BUSY;
+}
+
+static void test_objcache_destroy_in_a_callback_is_refused(void **state)
+{
+	static const struct rcl_shrinker_ops sops = {
+		.count_objects = dic_count,
+		.scan_objects = dic_scan,
+	};
+	struct rcl_shrinker_config scfg = { .ops = &sops };
+	struct fx *f = fx_new(64, 4, false);
+	struct rcl_shrinker *s;
+	unsigned i;
+	char key[8];
+
+	(void)state;
+	for (i = 0; i < 32; i++) {
+		snprintf(key, sizeof(key), "o%u", i);
+		put(f, insert_new(f, key, 1));
+	}
+	dic_cache = f->c;
+
+	/* A shrinker of another domain's reclaim pass. */
+	{
+		struct rcl_domain_config dc = { .budget = 1 << 20 };
+		struct rcl_domain *d2;
+
+		assert_int_equal(rcl_domain_new(&dc, &d2), 0);
+		assert_int_equal(rcl_shrinker_new(rcl_domain_registry(d2),
+						  &scfg, &s), 0);
+		assert_int_equal(rcl_shrinker_register(s), 0);
+		dic_done = false;
+		dic_ret = 1;
+		assert_true(rcl_domain_reclaim(d2, 100, RCL_CTX_CAPABLE,
+					       NULL) >= 0);
+		assert_true(dic_done);
+		assert_int_equal(dic_ret, -EDEADLK);
+		assert_int_equal(rcl_shrinker_free(s), 0);
+		assert_int_equal(rcl_domain_free(d2), 0);
+	}
+	/* An evict callback of an lruvec shrunk by hand (no pass). */
+	{
+		static const struct rcl_lruvec_ops lops = { .evict = dic_evict };
+		struct rcl_lruvec_config lc = { .ops = &lops };
+		struct rcl_lru_shrink_control lsc = { .type = RCL_LRU_FILE,
+						      .nr_to_scan = 1 };
+		struct rcl_lruvec lv;
+		struct rcl_lru_node n;
+
+		assert_int_equal(rcl_lruvec_init(&lv, &lc), 0);
+		rcl_lru_node_init(&n);
+		assert_int_equal(rcl_lruvec_add(&lv, &n, RCL_LRU_FILE, 1,
+						RCL_LRU_ADD_NOBATCH), 0);
+		dic_ret = 1;
+		assert_int_equal(rcl_lruvec_shrink_inactive(&lv, &lsc), 0);
+		assert_int_equal(dic_ret, -EDEADLK);
+		assert_int_equal(rcl_lruvec_del(&lv, &n), 0);
+		rcl_lruvec_destroy(&lv);
+	}
+	/*
+	 * A shrinker of a registry the application shrinks itself: no pass,
+	 * but rcl_shrinker_free() of the cache's shadow limit would not wait
+	 * there either.
+	 */
+	{
+		struct rcl_shrinker_registry *reg;
+
+		assert_int_equal(rcl_shrinker_registry_new(NULL, &reg), 0);
+		assert_int_equal(rcl_shrinker_new(reg, &scfg, &s), 0);
+		assert_int_equal(rcl_shrinker_register(s), 0);
+		dic_done = false;
+		dic_ret = 1;
+		assert_int_equal(rcl_shrinker_registry_shrink(reg, 0, 0,
+							      RCL_CTX_CAPABLE,
+							      NULL), 0);
+		assert_true(dic_done);
+		assert_int_equal(dic_ret, -EDEADLK);
+		assert_int_equal(rcl_shrinker_free(s), 0);
+		assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	}
+
+	/* Nothing was done: every object is there, still charged. */
+	for (i = 0; i < 32; i++) {
+		struct rcl_objcache_node *n;
+
+		snprintf(key, sizeof(key), "o%u", i);
+		n = rcl_objcache_get(f->c, key, strlen(key), NULL);
+		assert_non_null(n);
+		assert_int_equal(rcl_objcache_put(f->c, n), 0);
+	}
+	assert_int_equal(rcl_domain_usage(f->d), 32);
+	assert_int_equal(atomic_load(&nr_destroyed), 0);
+	/* The domain reaches every shard: a charge of the whole budget
+	 * reclaims all 32 objects. */
+	rcl_lru_drain_local();
+	for (i = 0; i < rcl_objcache_nr_shards(f->c); i++) {
+		assert_int_equal(rcl_lruvec_drain(rcl_objcache_lruvec(f->c, i)), 0);
+		assert_true(rcl_lruvec_count(rcl_objcache_lruvec(f->c, i),
+					     RCL_LRU_LIST(RCL_LRU_FILE, 0),
+					     NULL) > 0);
+	}
+	assert_int_equal(rcl_domain_charge(f->d, 64, RCL_CTX_CAPABLE, NULL), 0);
+	assert_int_equal(atomic_load(&nr_destroyed), 32);
+	assert_int_equal(stats(f).objects, 0);
+	assert_int_equal(stats(f).evictions, 32);
+	rcl_domain_uncharge(f->d, 64);
+	fx_free(f);
+}
+
 static void test_objcache_application_keys(void **state)
 {
 	struct rcl_domain_config dc = { .budget = 1 << 20 };
@@ -1661,6 +1813,7 @@ int main(void)
 		cmocka_unit_test(test_objcache_caches_share_a_domain),
 		cmocka_unit_test(test_objcache_application_keys),
 		cmocka_unit_test(test_objcache_new_in_a_reclaim_pass_is_refused),
+		cmocka_unit_test(test_objcache_destroy_in_a_callback_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

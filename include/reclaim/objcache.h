@@ -477,15 +477,19 @@ RCL_API int rcl_objcache_new(struct rcl_domain *d,
  * and rcl_objcache_writeback_ops() if they matter), and frees the cache.
  *
  * Context: any thread, not concurrently with any other call on @cache;
- * may sleep.  Not from a callback: from an evict or shrinker callback of
- * the domain's reclaim it returns -EDEADLK with nothing done (the detach
- * would wait for its own pass), and so it does from a callback of another
- * domain's pass or another lruvec's evict callback while the cache's
- * shadow limit is running in another thread (rcl_shrinker_free()); from
- * the cache's own callbacks or the flusher's write callback it is
- * undefined (the caller's contract).
- * Return: 0; -EBUSY (pinned objects); -EDEADLK; -EINVAL for a pointer that
- * is not a live cache (detected when its memory still holds one).
+ * may sleep.  Not from a callback of a reclaim pass of any domain, nor an
+ * evict, shrinker or write callback, however it is reached (also a
+ * shrinker of a registry, or an lruvec, that the application shrinks
+ * itself): there it returns -EDEADLK with nothing done, decided before
+ * anything changes, whether or not a detach or the free of the shadow
+ * limit would have been refused at that moment (the detach waits for passes
+ * inside the lruvecs, rcl_shrinker_free() for the limit's shrinker running
+ * in another thread, and neither waits from those callbacks).  From the
+ * cache's hash, eq, destructor or for-each callbacks it is undefined (the
+ * caller's contract).
+ * Return: 0; -EBUSY (pinned objects, checked first); -EDEADLK (from a
+ * callback); -EINVAL for a pointer that is not a live cache (detected when
+ * its memory still holds one).
  */
 RCL_API int rcl_objcache_destroy(struct rcl_objcache *cache);
 
