@@ -1450,7 +1450,7 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 {
 	unsigned long long u;
 	uint64_t budget = atomic_load(&d->budget), room, low;
-	bool drained = false;
+	bool retaken = false;
 
 	/*
 	 * Unstocked.  A charge that would leave less headroom than low
@@ -1462,10 +1462,8 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 		u = atomic_load(&d->usage);
 		low = atomic_load(&d->wlow);
 		if (u + amount < u || u + amount + low < u + amount ||
-		    u + amount + low > budget) {
+		    u + amount + low > budget)
 			rcl__domain_drain_stocks(d);
-			drained = true;
-		}
 	}
 	/*
 	 * A charge that can never be counted evicts nothing either; tested
@@ -1489,22 +1487,26 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 	 */
 	u = atomic_load(&d->usage);
 	for (;;) {
+		budget = atomic_load(&d->budget);
+		/*
+		 * A wrap, a refusal or an overshoot is decided without the
+		 * stocks, once more here: other threads' charges may have
+		 * filled the room since the test above chose not to take
+		 * them back, and a stock may hold memory again since it (or
+		 * a reclaim sweep) did: one attached, empty, while this
+		 * charge decides (no stock is filled then) takes its thread's
+		 * uncharges.  Once: a charge does not chase other threads'.
+		 */
+		if ((u + amount < u || u + amount > budget) && d->stock_cfg &&
+		    !retaken && atomic_load(&d->nr_stocks)) {
+			rcl__domain_drain_stocks(d);
+			retaken = true;
+			u = atomic_load(&d->usage);
+			continue;
+		}
 		if (u + amount < u)
 			return -EOVERFLOW;
-		if (d->mode == RCL_CHARGE_STRICT &&
-		    u + amount > atomic_load(&d->budget)) {
-			/*
-			 * Other threads' charges may have filled the room
-			 * since the test above chose not to take the stocks
-			 * back: a refusal is decided without them, once.
-			 */
-			if (d->stock_cfg && !drained &&
-			    atomic_load(&d->nr_stocks)) {
-				rcl__domain_drain_stocks(d);
-				drained = true;
-				u = atomic_load(&d->usage);
-				continue;
-			}
+		if (d->mode == RCL_CHARGE_STRICT && u + amount > budget) {
 			vm_add(d, VM_CHARGE_FAILURES, 1);
 			ev_add(d, EV_OOM, 1);
 			refused_wake(d, amount);

@@ -802,6 +802,134 @@ static void test_refusal_wakeup_sees_stocked_memory(void **state)
 	assert_int_equal(rcl_domain_free(r), 0);
 }
 
+/*
+ * A charge decides (a strict refusal, a soft overshoot and its oom event)
+ * with the stocks back, also when a stock holds memory again after the
+ * drains before it: its first one, and each direct reclaim sweep's.  Here
+ * the charge's own reclaim runs a shrinker that frees nothing, and whose
+ * every scan makes an agent charge 100 and uncharge it.  No stock can be
+ * filled while the charge decides (tight_begin()), but the agent's stock
+ * is attached, empty, by its first charge, and the uncharge goes into it;
+ * without stocks usage is back where it was, and the charge fits with 50
+ * to spare.
+ */
+#define DS_BUDGET (1u << 20)
+#define DS_BIG 8192u
+#define DS_FILL (DS_BUDGET - DS_BIG - 50u)
+
+struct ds_ctx {
+	struct agent a;
+	struct rcl_domain *d;
+	unsigned scans;
+};
+
+static unsigned long ds_count(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return 1000;
+}
+
+static unsigned long ds_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
+{
+	struct ds_ctx *c = sc->priv;
+
+	(void)s;
+	c->scans++;
+	T_EQ(agent_run(&c->a, do_charge, c->d, 100, NULL), 0);
+	T_EQ(agent_run(&c->a, do_uncharge, c->d, 100, NULL), 0);
+	sc->nr_scanned = sc->nr_to_scan;
+	return 0;
+}
+
+static const struct rcl_shrinker_ops ds_ops = {
+	.count_objects = ds_count,
+	.scan_objects = ds_scan,
+};
+
+struct ds_result {
+	int ret;
+	uint64_t over, usage;
+	struct rcl_vmstat vm;
+	struct rcl_domain_events ev;
+	unsigned scans;
+};
+
+static void ds_run(enum rcl_charge_mode mode, uint64_t stock,
+		   struct ds_result *r)
+{
+	struct rcl_watermarks wm = { .min = 1024, .low = 2048, .high = 4096 };
+	struct ds_ctx c = { .d = dom_new(DS_BUDGET, mode, stock) };
+	struct rcl_shrinker_config scfg = {
+		.ops = &ds_ops,
+		.name = "stock-in-reclaim",
+		.seeks = RCL_DEFAULT_SEEKS,
+		.priv = &c,
+	};
+	struct rcl_shrinker *s;
+
+	assert_int_equal(rcl_domain_set_watermarks(c.d, &wm), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(c.d), &scfg, &s),
+			 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	agent_start(&c.a);
+	/* Unstocked (as large as a stock); headroom stays above low. */
+	assert_int_equal(charge(NULL, c.d, DS_FILL, NULL), 0);
+	/* Headroom 50 after it: below min, so it reclaims. */
+	r->ret = charge(NULL, c.d, DS_BIG, &r->over);
+	r->scans = c.scans;
+	r->vm = vmstat(c.d);
+	assert_int_equal(rcl_domain_events(c.d, false, &r->ev), 0);
+	r->usage = drained_usage(c.d);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	agent_stop(&c.a);
+	assert_int_equal(rcl_domain_usage(c.d), r->usage);
+	assert_int_equal(rcl_domain_uncharge(c.d, r->usage), 0);
+	assert_int_equal(rcl_domain_free(c.d), 0);
+}
+
+static void ds_compare(enum rcl_charge_mode mode)
+{
+	struct ds_result s, u;
+
+	ds_run(mode, 0, &u);
+	ds_run(mode, 4096, &s);
+	print_message("stocked: %d, overshoot %llu, %llu overshoots, %llu "
+		      "failures, %llu oom, %u scans; unstocked: %d, overshoot "
+		      "%llu, %u scans\n", s.ret, (unsigned long long)s.over,
+		      (unsigned long long)s.vm.charge_overshoots,
+		      (unsigned long long)s.vm.charge_failures,
+		      (unsigned long long)s.ev.oom, s.scans, u.ret,
+		      (unsigned long long)u.over, u.scans);
+	/* Without stocks: the shrinker ran, freed nothing, and it fits. */
+	assert_true(u.scans >= 1);
+	assert_int_equal(u.ret, 0);
+	assert_int_equal(u.over, 0);
+	assert_int_equal(u.usage, DS_FILL + DS_BIG);
+	assert_int_equal(s.scans, u.scans);
+	assert_int_equal(s.ret, u.ret);
+	assert_int_equal(s.over, u.over);
+	assert_int_equal(s.usage, u.usage);
+	assert_int_equal(s.vm.charge_overshoots, u.vm.charge_overshoots);
+	assert_int_equal(s.vm.charge_failures, u.vm.charge_failures);
+	assert_int_equal(s.vm.allocstall, u.vm.allocstall);
+	assert_int_equal(s.ev.oom, u.ev.oom);
+}
+
+static void test_soft_overshoot_decided_with_stocks_back(void **state)
+{
+	(void)state;
+	ds_compare(RCL_CHARGE_SOFT);
+}
+
+static void test_strict_refusal_after_drain_with_stocks_back(void **state)
+{
+	(void)state;
+	ds_compare(RCL_CHARGE_STRICT);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Concurrency (TSan)                                                         */
 /* ------------------------------------------------------------------------- */
@@ -1179,6 +1307,8 @@ int main(void)
 		cmocka_unit_test(test_wakeup_sees_stocked_memory),
 		cmocka_unit_test(test_refusal_wakeup_sees_stocked_memory),
 		cmocka_unit_test(test_stock_drained_in_a_pass_is_no_progress),
+		cmocka_unit_test(test_soft_overshoot_decided_with_stocks_back),
+		cmocka_unit_test(test_strict_refusal_after_drain_with_stocks_back),
 		cmocka_unit_test(test_fork_child_not_held_by_parent_window),
 		cmocka_unit_test(test_concurrent_large_charge_fits_as_unstocked),
 		cmocka_unit_test(test_concurrent_strict_never_over_budget),
