@@ -771,6 +771,14 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
  * Every stock is on a registry, so that drainers find them.  Lock order:
  * registry > stock; with a stock's lock held, the library only moves a
  * domain's usage (stock_take(), stock_return()).
+ *
+ * A thread's exit gives its stock back from a pthread key destructor.  It
+ * does not run for a stock first made from another key's destructor in the
+ * last round of them (a value set then is never destroyed), so the owner
+ * also holds @owner, a robust mutex, from the stock's birth to its
+ * destructor: a drain that finds it owner-dead gives the dead thread's
+ * stock back and frees it (stock_reap_dead()), as lib/batch.c does for
+ * its batches.  @owner is outside the lock order: it is only trylocked.
  */
 #define STOCK_DEAD (UINT64_C(1) << 63)
 #define STOCK_LINE 64u
@@ -787,6 +795,8 @@ struct charge_stock {
 	pthread_mutex_t lock;
 	struct charge_stock *next, *prev;	/* registry, its lock */
 	void *raw;				/* what rcl__calloc() returned */
+	pthread_mutex_t owner;			/* robust: see above */
+	bool owned;				/* @owner is held (was made) */
 };
 
 static pthread_mutex_t stock_registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -997,10 +1007,68 @@ static void stock_unlink(struct charge_stock *s)
 	s->next->prev = s->prev;
 }
 
+/*
+ * Take @s->owner for the calling thread, which is creating @s: a trylock,
+ * as every take of it, so that a lock checker (TSan) orders no lock before
+ * one held for the thread's life.
+ */
+static void stock_own(struct charge_stock *s)
+{
+	pthread_mutexattr_t attr;
+
+	if (pthread_mutexattr_init(&attr) != 0)
+		return;
+	if (pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) == 0 &&
+	    pthread_mutex_init(&s->owner, &attr) == 0) {
+		if (pthread_mutex_trylock(&s->owner) == 0)
+			s->owned = true;
+		else
+			pthread_mutex_destroy(&s->owner);
+	}
+	pthread_mutexattr_destroy(&attr);
+}
+
+/*
+ * Free @s, letting go of @s->owner first: a held robust mutex is on its
+ * holder's robust list, which the kernel walks at that thread's exit.  (In
+ * a fork child the unlock of another thread's stock fails, EPERM: its
+ * owner is a thread of the parent, on no list of the child's.)
+ */
 static void stock_release(struct charge_stock *s)
 {
+	if (s->owned) {
+		pthread_mutex_unlock(&s->owner);
+		pthread_mutex_destroy(&s->owner);
+	}
 	pthread_mutex_destroy(&s->lock);
 	rcl__free(s->raw);
+}
+
+/*
+ * With the registry lock held: if @s's thread ended without its key
+ * destructor, give its stock back, unlink it and free it.  True if it did.
+ */
+static bool stock_reap_dead(struct charge_stock *s)
+{
+	if (!s->owned)
+		return false;
+	switch (pthread_mutex_trylock(&s->owner)) {
+	case EOWNERDEAD:
+		/* Ours now, on our robust list: stock_release() unlocks it. */
+		break;
+	case 0:
+		/* Unheld: cannot be, as its owner frees it on letting go. */
+		pthread_mutex_unlock(&s->owner);
+		return false;
+	default:
+		return false;	/* EBUSY: the owner lives */
+	}
+	pthread_mutex_lock(&s->lock);
+	stock_detach_locked(s);
+	stock_unlink(s);
+	pthread_mutex_unlock(&s->lock);
+	stock_release(s);
+	return true;
 }
 
 /* Thread exit: give the stock back (under the registry lock: see free). */
@@ -1111,6 +1179,7 @@ static struct charge_stock *stock_local(void)
 		rcl__free(raw);
 		goto fail;
 	}
+	stock_own(s);
 	if (pthread_setspecific(stock_key, s) != 0) {
 		stock_release(s);
 		goto fail;
@@ -1264,14 +1333,18 @@ static inline bool stock_refund(struct rcl_domain *d, uint64_t amount)
  * Detach every stock of @d and of its subtree (they hold @d's memory too).
  * Unconditional, for rcl_domain_free(): under
  * the registry lock, a stock that its exiting thread gives back is seen
- * either way.
+ * either way.  A stock whose thread ended without its destructor, of any
+ * domain or none, goes back and is freed on the way.
  */
 static void stocks_forget(struct rcl_domain *d)
 {
-	struct charge_stock *s;
+	struct charge_stock *s, *next;
 
 	pthread_mutex_lock(&stock_registry_lock);
-	for (s = stock_head.next; s != &stock_head; s = s->next) {
+	for (s = stock_head.next; s != &stock_head; s = next) {
+		next = s->next;
+		if (stock_reap_dead(s))
+			continue;
 		pthread_mutex_lock(&s->lock);
 		if (in_subtree(d, atomic_load(&s->dom)))
 			stock_detach_locked(s);
@@ -1285,6 +1358,18 @@ void rcl__domain_drain_stocks(struct rcl_domain *d)
 	/* None attached: a stock attached from now on found headroom. */
 	if (atomic_load(&d->nr_stocks))
 		stocks_forget(d);
+}
+
+unsigned rcl__domain_stock_count(void)
+{
+	struct charge_stock *s;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&stock_registry_lock);
+	for (s = stock_head.next; s != &stock_head; s = s->next)
+		n++;
+	pthread_mutex_unlock(&stock_registry_lock);
+	return n;
 }
 
 RCL_API int rcl_domain_drain_stocks(struct rcl_domain *d)

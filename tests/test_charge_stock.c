@@ -14,6 +14,7 @@
  * failure counter equals the failures the threads saw.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -32,6 +33,7 @@
 
 #include <reclaim/reclaim.h>
 
+#include "../lib/domain_internal.h"
 #include "../lib/internal.h"
 #include "test_util.h"
 
@@ -345,6 +347,83 @@ static void test_charge_from_a_later_key_destructor_is_unstocked(void **state)
 	assert_int_equal(rcl_domain_uncharge(late_d, (uint64_t)(calls + 2) * 100),
 			 0);
 	assert_int_equal(rcl_domain_free(late_d), 0);
+}
+
+/*
+ * A thread whose first charge comes from an application's key destructor
+ * in the last round of them (PTHREAD_DESTRUCTOR_ITERATIONS) makes its
+ * stock after the library's key was passed in that round, and a value set
+ * in the last round is never destroyed: no destructor gives that stock
+ * back, and tls_stock_gone is never set, as the thread had no stock
+ * before.  The next drain of the stocks gives its memory back and frees it;
+ * so does rcl_domain_free().
+ */
+static struct rcl_domain *last_d;
+static pthread_key_t last_key;
+static int last_calls, last_errors;
+
+static void last_destructor(void *arg)
+{
+	(void)arg;
+	/* Ask for another round until the last one, and charge only then. */
+	if (++last_calls < PTHREAD_DESTRUCTOR_ITERATIONS) {
+		if (pthread_setspecific(last_key, (void *)1) != 0)
+			last_errors++;
+		return;
+	}
+	if (rcl_domain_charge(last_d, 100, RCL_CTX_CAPABLE, NULL) != 0)
+		last_errors++;
+}
+
+static void *last_main(void *arg)
+{
+	(void)arg;
+	/* No charge before the destructors: no stock yet. */
+	if (pthread_setspecific(last_key, (void *)1) != 0)
+		last_errors++;
+	return NULL;
+}
+
+static void last_thread(void)
+{
+	pthread_t t;
+
+	last_calls = last_errors = 0;
+	assert_int_equal(pthread_create(&t, NULL, last_main, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(last_errors, 0);
+	assert_int_equal(last_calls, PTHREAD_DESTRUCTOR_ITERATIONS);
+}
+
+static void test_first_charge_in_the_last_destructor_round(void **state)
+{
+	unsigned before;
+
+	(void)state;
+	if (!LATE_DESTRUCTORS)
+		skip();
+	last_d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	/* The library's key exists before the application's. */
+	assert_int_equal(charge(NULL, last_d, 100, NULL), 0);
+	assert_int_equal(drained_usage(last_d), 100);
+	assert_int_equal(pthread_key_create(&last_key, last_destructor), 0);
+	before = rcl__domain_stock_count();
+
+	last_thread();
+	print_message("after the exit: usage %llu, stocks %u (before %u)\n",
+		      (unsigned long long)rcl_domain_usage(last_d),
+		      rcl__domain_stock_count(), before);
+	/* Its charge is counted once the stock is back ... */
+	assert_int_equal(drained_usage(last_d), 200);
+	/* ... and the dead thread's stock is freed. */
+	assert_int_equal(rcl__domain_stock_count(), before);
+
+	/* rcl_domain_free() gives it back and frees it too. */
+	last_thread();
+	assert_int_equal(rcl_domain_usage(last_d), 300 + 4096);
+	assert_int_equal(rcl_domain_free(last_d), 0);
+	assert_int_equal(rcl__domain_stock_count(), before);
+	assert_int_equal(pthread_key_delete(last_key), 0);
 }
 
 static void test_other_domain_gives_the_stock_back(void **state)
@@ -1297,6 +1376,7 @@ int main(void)
 		cmocka_unit_test(test_stock_holders_are_bounded),
 		cmocka_unit_test(test_thread_exit_returns_stock),
 		cmocka_unit_test(test_charge_from_a_later_key_destructor_is_unstocked),
+		cmocka_unit_test(test_first_charge_in_the_last_destructor_round),
 		cmocka_unit_test(test_other_domain_gives_the_stock_back),
 		cmocka_unit_test(test_free_detaches_every_stock),
 		cmocka_unit_test(test_fork_child_returns_absent_threads_stocks),

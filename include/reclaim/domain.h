@@ -124,7 +124,12 @@
  * thread that exits gives its stock back (a pthread key destructor; its
  * charges from key destructors that run later are unstocked), as
  * does rcl_domain_free() for every stock of the domain; after fork() the
- * child gives back the stocks of the threads it does not have.
+ * child gives back the stocks of the threads it does not have.  A stock
+ * that a thread first takes from another key's destructor in the last
+ * round of them (PTHREAD_DESTRUCTOR_ITERATIONS) is seen by no destructor:
+ * it stays charged after the thread's exit, as a stock does, until the
+ * next drain of the stocks (any of those above, rcl_domain_drain_stocks()
+ * or rcl_domain_free()), which gives it back and frees it.
  *
  * fork().  The child of a fork() has only the thread that called it, so a
  * domain there has no background reclaimer and no flusher thread, whatever
