@@ -1795,7 +1795,8 @@ static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 			      uint64_t context, uint64_t *overshoot)
 {
 	bool may = (context & RCL_CTX_MAY_BLOCK) && may_reclaim_here(d);
-	unsigned forced = 0, maxed = 0, stock_drained = 0, rounds, tries = 0;
+	unsigned forced = 0, maxed = 0, stock_drained = 0, retaken = 0;
+	unsigned rounds, tries = 0;
 	struct rcl_domain *c, *u, *last = NULL;
 	bool drained = false;
 	uint64_t os = 0;
@@ -1868,7 +1869,18 @@ static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 			}
 			continue;
 		}
-		/* It stays full. */
+		/*
+		 * It stays full.  Decided without the stocks, once more: one
+		 * may hold the level's memory again since the drain above
+		 * and each reclaim sweep's (attached, empty, while this
+		 * charge decides, it takes its thread's uncharges).
+		 */
+		if (!(retaken & (1u << c->depth)) &&
+		    atomic_load(&c->nr_stocks)) {
+			retaken |= 1u << c->depth;
+			rcl__domain_drain_stocks(c);
+			continue;
+		}
 		if (c->mode == RCL_CHARGE_STRICT) {
 			ev_add(c, EV_OOM, 1);
 			vm_add(c, VM_CHARGE_FAILURES, 1);

@@ -1009,6 +1009,119 @@ static void test_strict_refusal_after_drain_with_stocks_back(void **state)
 	ds_compare(RCL_CHARGE_STRICT);
 }
 
+/*
+ * The same for a child level that stays full: the shrinker's first scan
+ * frees 4242 of the child's, which without stocks leaves room for the
+ * charge with 50 to spare; every scan makes the agent charge 100 to the
+ * child and uncharge it, into its stock of the child, attached empty.
+ */
+#define DT_BUDGET 65536u
+#define DT_FILL (DT_BUDGET - 4000u)
+#define DT_FREED (DS_BIG - 4000u + 50u)
+
+struct dt_ctx {
+	struct agent a;
+	struct rcl_domain *c;
+	unsigned scans;
+};
+
+static unsigned long dt_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
+{
+	struct dt_ctx *c = sc->priv;
+
+	(void)s;
+	T_EQ(agent_run(&c->a, do_charge, c->c, 100, NULL), 0);
+	T_EQ(agent_run(&c->a, do_uncharge, c->c, 100, NULL), 0);
+	sc->nr_scanned = sc->nr_to_scan;
+	if (c->scans++)
+		return 0;
+	T_EQ(rcl_domain_uncharge(c->c, DT_FREED), 0);
+	return 1;
+}
+
+static const struct rcl_shrinker_ops dt_ops = {
+	.count_objects = ds_count,
+	.scan_objects = dt_scan,
+};
+
+static void dt_run(enum rcl_charge_mode mode, uint64_t stock,
+		   struct ds_result *r)
+{
+	struct rcl_domain *root = dom_new(1u << 20, RCL_CHARGE_STRICT, stock);
+	struct rcl_domain_config cfg = {
+		.budget = DT_BUDGET,
+		.mode = mode,
+		.parent = root,
+	};
+	struct dt_ctx c = { 0 };
+	struct rcl_shrinker_config scfg = {
+		.ops = &dt_ops,
+		.name = "child-stock-in-reclaim",
+		.seeks = RCL_DEFAULT_SEEKS,
+		.priv = &c,
+	};
+	struct rcl_shrinker *s;
+
+	assert_int_equal(rcl_domain_new(&cfg, &c.c), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(c.c), &scfg, &s),
+			 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	agent_start(&c.a);
+	/* Unstocked: as large as a stock of the child (1024). */
+	assert_int_equal(charge(NULL, c.c, DT_FILL, NULL), 0);
+	/* The child's room is 4000: it reclaims. */
+	r->ret = charge(NULL, c.c, DS_BIG, &r->over);
+	r->scans = c.scans;
+	r->vm = vmstat(c.c);
+	assert_int_equal(rcl_domain_events(c.c, false, &r->ev), 0);
+	r->usage = drained_usage(c.c);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	agent_stop(&c.a);
+	assert_int_equal(rcl_domain_usage(c.c), r->usage);
+	assert_int_equal(drained_usage(root), r->usage);
+	assert_int_equal(rcl_domain_uncharge(c.c, r->usage), 0);
+	assert_int_equal(rcl_domain_free(c.c), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+}
+
+static void dt_compare(enum rcl_charge_mode mode)
+{
+	struct ds_result s, u;
+
+	dt_run(mode, 0, &u);
+	dt_run(mode, 4096, &s);
+	print_message("stocked: %d, overshoot %llu, %llu overshoots, %llu "
+		      "failures, %llu oom; unstocked: %d, overshoot %llu\n",
+		      s.ret, (unsigned long long)s.over,
+		      (unsigned long long)s.vm.charge_overshoots,
+		      (unsigned long long)s.vm.charge_failures,
+		      (unsigned long long)s.ev.oom, u.ret,
+		      (unsigned long long)u.over);
+	assert_true(u.scans >= 1);
+	assert_int_equal(u.ret, 0);
+	assert_int_equal(u.over, 0);
+	assert_int_equal(u.usage, DT_FILL - DT_FREED + DS_BIG);
+	assert_int_equal(s.ret, u.ret);
+	assert_int_equal(s.over, u.over);
+	assert_int_equal(s.usage, u.usage);
+	assert_int_equal(s.vm.charge_overshoots, u.vm.charge_overshoots);
+	assert_int_equal(s.vm.charge_failures, u.vm.charge_failures);
+	assert_int_equal(s.ev.oom, u.ev.oom);
+}
+
+static void test_child_soft_overshoot_decided_with_stocks_back(void **state)
+{
+	(void)state;
+	dt_compare(RCL_CHARGE_SOFT);
+}
+
+static void test_child_strict_refusal_decided_with_stocks_back(void **state)
+{
+	(void)state;
+	dt_compare(RCL_CHARGE_STRICT);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Concurrency (TSan)                                                         */
 /* ------------------------------------------------------------------------- */
@@ -1389,6 +1502,8 @@ int main(void)
 		cmocka_unit_test(test_stock_drained_in_a_pass_is_no_progress),
 		cmocka_unit_test(test_soft_overshoot_decided_with_stocks_back),
 		cmocka_unit_test(test_strict_refusal_after_drain_with_stocks_back),
+		cmocka_unit_test(test_child_soft_overshoot_decided_with_stocks_back),
+		cmocka_unit_test(test_child_strict_refusal_decided_with_stocks_back),
 		cmocka_unit_test(test_fork_child_not_held_by_parent_window),
 		cmocka_unit_test(test_concurrent_large_charge_fits_as_unstocked),
 		cmocka_unit_test(test_concurrent_strict_never_over_budget),

@@ -112,7 +112,8 @@
  * back (every thread's, by the caller, under a lock of each stock) before
  * anything depends on the headroom: by a charge that would leave headroom
  * below low (so before its direct reclaim, the reclaimer's wakeup, a
- * strict failure or a soft overshoot), by every direct reclaim
+ * strict failure or a soft overshoot, and once more before those two if a
+ * stock is attached again by then), by every direct reclaim
  * (rcl_domain_reclaim() too), by each background reclaimer run, by
  * rcl_domain_set_budget(), by rcl_domain_set_watermarks() below low, and
  * by the pressure monitor's actions; and while a charge that no stock
