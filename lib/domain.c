@@ -779,6 +779,14 @@ RCL_API int rcl_domain_detach(struct rcl_domain *d, struct rcl_lruvec *lv)
  * Every stock is on a registry, so that drainers find them.  Lock order:
  * registry > stock; with a stock's lock held, the library only moves a
  * domain's usage (stock_take(), stock_return()).
+ *
+ * A thread's exit gives its stock back from a pthread key destructor.  It
+ * does not run for a stock first made from another key's destructor in the
+ * last round of them (a value set then is never destroyed), so the owner
+ * also holds @owner, a robust mutex, from the stock's birth to its
+ * destructor: a drain that finds it owner-dead gives the dead thread's
+ * stock back and frees it (stock_reap_dead()), as lib/batch.c does for
+ * its batches.  @owner is outside the lock order: it is only trylocked.
  */
 #define STOCK_DEAD (UINT64_C(1) << 63)
 #define STOCK_LINE 64u
@@ -795,6 +803,8 @@ struct charge_stock {
 	pthread_mutex_t lock;
 	struct charge_stock *next, *prev;	/* registry, its lock */
 	void *raw;				/* what rcl__calloc() returned */
+	pthread_mutex_t owner;			/* robust: see above */
+	bool owned;				/* @owner is held (was made) */
 };
 
 static pthread_mutex_t stock_registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1005,10 +1015,68 @@ static void stock_unlink(struct charge_stock *s)
 	s->next->prev = s->prev;
 }
 
+/*
+ * Take @s->owner for the calling thread, which is creating @s: a trylock,
+ * as every take of it, so that a lock checker (TSan) orders no lock before
+ * one held for the thread's life.
+ */
+static void stock_own(struct charge_stock *s)
+{
+	pthread_mutexattr_t attr;
+
+	if (pthread_mutexattr_init(&attr) != 0)
+		return;
+	if (pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) == 0 &&
+	    pthread_mutex_init(&s->owner, &attr) == 0) {
+		if (pthread_mutex_trylock(&s->owner) == 0)
+			s->owned = true;
+		else
+			pthread_mutex_destroy(&s->owner);
+	}
+	pthread_mutexattr_destroy(&attr);
+}
+
+/*
+ * Free @s, letting go of @s->owner first: a held robust mutex is on its
+ * holder's robust list, which the kernel walks at that thread's exit.  (In
+ * a fork child the unlock of another thread's stock fails, EPERM: its
+ * owner is a thread of the parent, on no list of the child's.)
+ */
 static void stock_release(struct charge_stock *s)
 {
+	if (s->owned) {
+		pthread_mutex_unlock(&s->owner);
+		pthread_mutex_destroy(&s->owner);
+	}
 	pthread_mutex_destroy(&s->lock);
 	rcl__free(s->raw);
+}
+
+/*
+ * With the registry lock held: if @s's thread ended without its key
+ * destructor, give its stock back, unlink it and free it.  True if it did.
+ */
+static bool stock_reap_dead(struct charge_stock *s)
+{
+	if (!s->owned)
+		return false;
+	switch (pthread_mutex_trylock(&s->owner)) {
+	case EOWNERDEAD:
+		/* Ours now, on our robust list: stock_release() unlocks it. */
+		break;
+	case 0:
+		/* Unheld: cannot be, as its owner frees it on letting go. */
+		pthread_mutex_unlock(&s->owner);
+		return false;
+	default:
+		return false;	/* EBUSY: the owner lives */
+	}
+	pthread_mutex_lock(&s->lock);
+	stock_detach_locked(s);
+	stock_unlink(s);
+	pthread_mutex_unlock(&s->lock);
+	stock_release(s);
+	return true;
 }
 
 /* Thread exit: give the stock back (under the registry lock: see free). */
@@ -1119,6 +1187,7 @@ static struct charge_stock *stock_local(void)
 		rcl__free(raw);
 		goto fail;
 	}
+	stock_own(s);
 	if (pthread_setspecific(stock_key, s) != 0) {
 		stock_release(s);
 		goto fail;
@@ -1272,14 +1341,18 @@ static inline bool stock_refund(struct rcl_domain *d, uint64_t amount)
  * Detach every stock of @d and of its subtree (they hold @d's memory too).
  * Unconditional, for rcl_domain_free(): under
  * the registry lock, a stock that its exiting thread gives back is seen
- * either way.
+ * either way.  A stock whose thread ended without its destructor, of any
+ * domain or none, goes back and is freed on the way.
  */
 static void stocks_forget(struct rcl_domain *d)
 {
-	struct charge_stock *s;
+	struct charge_stock *s, *next;
 
 	pthread_mutex_lock(&stock_registry_lock);
-	for (s = stock_head.next; s != &stock_head; s = s->next) {
+	for (s = stock_head.next; s != &stock_head; s = next) {
+		next = s->next;
+		if (stock_reap_dead(s))
+			continue;
 		pthread_mutex_lock(&s->lock);
 		if (in_subtree(d, atomic_load(&s->dom)))
 			stock_detach_locked(s);
@@ -1293,6 +1366,18 @@ void rcl__domain_drain_stocks(struct rcl_domain *d)
 	/* None attached: a stock attached from now on found headroom. */
 	if (atomic_load(&d->nr_stocks))
 		stocks_forget(d);
+}
+
+unsigned rcl__domain_stock_count(void)
+{
+	struct charge_stock *s;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&stock_registry_lock);
+	for (s = stock_head.next; s != &stock_head; s = s->next)
+		n++;
+	pthread_mutex_unlock(&stock_registry_lock);
+	return n;
 }
 
 RCL_API int rcl_domain_drain_stocks(struct rcl_domain *d)
@@ -1458,7 +1543,7 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 {
 	unsigned long long u;
 	uint64_t budget = atomic_load(&d->budget), room, low;
-	bool drained = false;
+	bool retaken = false;
 
 	/*
 	 * Unstocked.  A charge that would leave less headroom than low
@@ -1470,10 +1555,8 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 		u = atomic_load(&d->usage);
 		low = atomic_load(&d->wlow);
 		if (u + amount < u || u + amount + low < u + amount ||
-		    u + amount + low > budget) {
+		    u + amount + low > budget)
 			rcl__domain_drain_stocks(d);
-			drained = true;
-		}
 	}
 	/*
 	 * A charge that can never be counted evicts nothing either; tested
@@ -1497,22 +1580,26 @@ static int flat_commit(struct rcl_domain *d, uint64_t amount,
 	 */
 	u = atomic_load(&d->usage);
 	for (;;) {
+		budget = atomic_load(&d->budget);
+		/*
+		 * A wrap, a refusal or an overshoot is decided without the
+		 * stocks, once more here: other threads' charges may have
+		 * filled the room since the test above chose not to take
+		 * them back, and a stock may hold memory again since it (or
+		 * a reclaim sweep) did: one attached, empty, while this
+		 * charge decides (no stock is filled then) takes its thread's
+		 * uncharges.  Once: a charge does not chase other threads'.
+		 */
+		if ((u + amount < u || u + amount > budget) && d->stock_cfg &&
+		    !retaken && atomic_load(&d->nr_stocks)) {
+			rcl__domain_drain_stocks(d);
+			retaken = true;
+			u = atomic_load(&d->usage);
+			continue;
+		}
 		if (u + amount < u)
 			return -EOVERFLOW;
-		if (d->mode == RCL_CHARGE_STRICT &&
-		    u + amount > atomic_load(&d->budget)) {
-			/*
-			 * Other threads' charges may have filled the room
-			 * since the test above chose not to take the stocks
-			 * back: a refusal is decided without them, once.
-			 */
-			if (d->stock_cfg && !drained &&
-			    atomic_load(&d->nr_stocks)) {
-				rcl__domain_drain_stocks(d);
-				drained = true;
-				u = atomic_load(&d->usage);
-				continue;
-			}
+		if (d->mode == RCL_CHARGE_STRICT && u + amount > budget) {
 			vm_add(d, VM_CHARGE_FAILURES, 1);
 			ev_add(d, EV_OOM, 1);
 			refused_wake(d, amount);
@@ -1716,7 +1803,8 @@ static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 			      uint64_t context, uint64_t *overshoot)
 {
 	bool may = (context & RCL_CTX_MAY_BLOCK) && may_reclaim_here(d);
-	unsigned forced = 0, maxed = 0, stock_drained = 0, rounds, tries = 0;
+	unsigned forced = 0, maxed = 0, stock_drained = 0, retaken = 0;
+	unsigned rounds, tries = 0;
 	struct rcl_domain *c, *u, *last = NULL;
 	bool drained = false;
 	uint64_t os = 0;
@@ -1789,7 +1877,18 @@ static int tree_charge_levels(struct rcl_domain *d, uint64_t amount,
 			}
 			continue;
 		}
-		/* It stays full. */
+		/*
+		 * It stays full.  Decided without the stocks, once more: one
+		 * may hold the level's memory again since the drain above
+		 * and each reclaim sweep's (attached, empty, while this
+		 * charge decides, it takes its thread's uncharges).
+		 */
+		if (!(retaken & (1u << c->depth)) &&
+		    atomic_load(&c->nr_stocks)) {
+			retaken |= 1u << c->depth;
+			rcl__domain_drain_stocks(c);
+			continue;
+		}
 		if (c->mode == RCL_CHARGE_STRICT) {
 			ev_add(c, EV_OOM, 1);
 			vm_add(c, VM_CHARGE_FAILURES, 1);

@@ -344,6 +344,8 @@ void rcl__domain_drain_all(struct rcl_domain *d);
  * passes and the pressure monitor's actions, so that they see the memory.
  */
 void rcl__domain_drain_stocks(struct rcl_domain *d);
+/* How many charge stocks the registry holds, of every thread (for tests). */
+unsigned rcl__domain_stock_count(void);
 
 /* lib/vmscan.c */
 

@@ -14,6 +14,7 @@
  * failure counter equals the failures the threads saw.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -32,6 +33,7 @@
 
 #include <reclaim/reclaim.h>
 
+#include "../lib/domain_internal.h"
 #include "../lib/internal.h"
 #include "test_util.h"
 
@@ -345,6 +347,83 @@ static void test_charge_from_a_later_key_destructor_is_unstocked(void **state)
 	assert_int_equal(rcl_domain_uncharge(late_d, (uint64_t)(calls + 2) * 100),
 			 0);
 	assert_int_equal(rcl_domain_free(late_d), 0);
+}
+
+/*
+ * A thread whose first charge comes from an application's key destructor
+ * in the last round of them (PTHREAD_DESTRUCTOR_ITERATIONS) makes its
+ * stock after the library's key was passed in that round, and a value set
+ * in the last round is never destroyed: no destructor gives that stock
+ * back, and tls_stock_gone is never set, as the thread had no stock
+ * before.  The next drain of the stocks gives its memory back and frees it;
+ * so does rcl_domain_free().
+ */
+static struct rcl_domain *last_d;
+static pthread_key_t last_key;
+static int last_calls, last_errors;
+
+static void last_destructor(void *arg)
+{
+	(void)arg;
+	/* Ask for another round until the last one, and charge only then. */
+	if (++last_calls < PTHREAD_DESTRUCTOR_ITERATIONS) {
+		if (pthread_setspecific(last_key, (void *)1) != 0)
+			last_errors++;
+		return;
+	}
+	if (rcl_domain_charge(last_d, 100, RCL_CTX_CAPABLE, NULL) != 0)
+		last_errors++;
+}
+
+static void *last_main(void *arg)
+{
+	(void)arg;
+	/* No charge before the destructors: no stock yet. */
+	if (pthread_setspecific(last_key, (void *)1) != 0)
+		last_errors++;
+	return NULL;
+}
+
+static void last_thread(void)
+{
+	pthread_t t;
+
+	last_calls = last_errors = 0;
+	assert_int_equal(pthread_create(&t, NULL, last_main, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(last_errors, 0);
+	assert_int_equal(last_calls, PTHREAD_DESTRUCTOR_ITERATIONS);
+}
+
+static void test_first_charge_in_the_last_destructor_round(void **state)
+{
+	unsigned before;
+
+	(void)state;
+	if (!LATE_DESTRUCTORS)
+		skip();
+	last_d = dom_new(1u << 20, RCL_CHARGE_STRICT, 4096);
+	/* The library's key exists before the application's. */
+	assert_int_equal(charge(NULL, last_d, 100, NULL), 0);
+	assert_int_equal(drained_usage(last_d), 100);
+	assert_int_equal(pthread_key_create(&last_key, last_destructor), 0);
+	before = rcl__domain_stock_count();
+
+	last_thread();
+	print_message("after the exit: usage %llu, stocks %u (before %u)\n",
+		      (unsigned long long)rcl_domain_usage(last_d),
+		      rcl__domain_stock_count(), before);
+	/* Its charge is counted once the stock is back ... */
+	assert_int_equal(drained_usage(last_d), 200);
+	/* ... and the dead thread's stock is freed. */
+	assert_int_equal(rcl__domain_stock_count(), before);
+
+	/* rcl_domain_free() gives it back and frees it too. */
+	last_thread();
+	assert_int_equal(rcl_domain_usage(last_d), 300 + 4096);
+	assert_int_equal(rcl_domain_free(last_d), 0);
+	assert_int_equal(rcl__domain_stock_count(), before);
+	assert_int_equal(pthread_key_delete(last_key), 0);
 }
 
 static void test_other_domain_gives_the_stock_back(void **state)
@@ -802,6 +881,247 @@ static void test_refusal_wakeup_sees_stocked_memory(void **state)
 	assert_int_equal(rcl_domain_free(r), 0);
 }
 
+/*
+ * A charge decides (a strict refusal, a soft overshoot and its oom event)
+ * with the stocks back, also when a stock holds memory again after the
+ * drains before it: its first one, and each direct reclaim sweep's.  Here
+ * the charge's own reclaim runs a shrinker that frees nothing, and whose
+ * every scan makes an agent charge 100 and uncharge it.  No stock can be
+ * filled while the charge decides (tight_begin()), but the agent's stock
+ * is attached, empty, by its first charge, and the uncharge goes into it;
+ * without stocks usage is back where it was, and the charge fits with 50
+ * to spare.
+ */
+#define DS_BUDGET (1u << 20)
+#define DS_BIG 8192u
+#define DS_FILL (DS_BUDGET - DS_BIG - 50u)
+
+struct ds_ctx {
+	struct agent a;
+	struct rcl_domain *d;
+	unsigned scans;
+};
+
+static unsigned long ds_count(struct rcl_shrinker *s,
+			      struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return 1000;
+}
+
+static unsigned long ds_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
+{
+	struct ds_ctx *c = sc->priv;
+
+	(void)s;
+	c->scans++;
+	T_EQ(agent_run(&c->a, do_charge, c->d, 100, NULL), 0);
+	T_EQ(agent_run(&c->a, do_uncharge, c->d, 100, NULL), 0);
+	sc->nr_scanned = sc->nr_to_scan;
+	return 0;
+}
+
+static const struct rcl_shrinker_ops ds_ops = {
+	.count_objects = ds_count,
+	.scan_objects = ds_scan,
+};
+
+struct ds_result {
+	int ret;
+	uint64_t over, usage;
+	struct rcl_vmstat vm;
+	struct rcl_domain_events ev;
+	unsigned scans;
+};
+
+static void ds_run(enum rcl_charge_mode mode, uint64_t stock,
+		   struct ds_result *r)
+{
+	struct rcl_watermarks wm = { .min = 1024, .low = 2048, .high = 4096 };
+	struct ds_ctx c = { .d = dom_new(DS_BUDGET, mode, stock) };
+	struct rcl_shrinker_config scfg = {
+		.ops = &ds_ops,
+		.name = "stock-in-reclaim",
+		.seeks = RCL_DEFAULT_SEEKS,
+		.priv = &c,
+	};
+	struct rcl_shrinker *s;
+
+	assert_int_equal(rcl_domain_set_watermarks(c.d, &wm), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(c.d), &scfg, &s),
+			 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	agent_start(&c.a);
+	/* Unstocked (as large as a stock); headroom stays above low. */
+	assert_int_equal(charge(NULL, c.d, DS_FILL, NULL), 0);
+	/* Headroom 50 after it: below min, so it reclaims. */
+	r->ret = charge(NULL, c.d, DS_BIG, &r->over);
+	r->scans = c.scans;
+	r->vm = vmstat(c.d);
+	assert_int_equal(rcl_domain_events(c.d, false, &r->ev), 0);
+	r->usage = drained_usage(c.d);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	agent_stop(&c.a);
+	assert_int_equal(rcl_domain_usage(c.d), r->usage);
+	assert_int_equal(rcl_domain_uncharge(c.d, r->usage), 0);
+	assert_int_equal(rcl_domain_free(c.d), 0);
+}
+
+static void ds_compare(enum rcl_charge_mode mode)
+{
+	struct ds_result s, u;
+
+	ds_run(mode, 0, &u);
+	ds_run(mode, 4096, &s);
+	print_message("stocked: %d, overshoot %llu, %llu overshoots, %llu "
+		      "failures, %llu oom, %u scans; unstocked: %d, overshoot "
+		      "%llu, %u scans\n", s.ret, (unsigned long long)s.over,
+		      (unsigned long long)s.vm.charge_overshoots,
+		      (unsigned long long)s.vm.charge_failures,
+		      (unsigned long long)s.ev.oom, s.scans, u.ret,
+		      (unsigned long long)u.over, u.scans);
+	/* Without stocks: the shrinker ran, freed nothing, and it fits. */
+	assert_true(u.scans >= 1);
+	assert_int_equal(u.ret, 0);
+	assert_int_equal(u.over, 0);
+	assert_int_equal(u.usage, DS_FILL + DS_BIG);
+	assert_int_equal(s.scans, u.scans);
+	assert_int_equal(s.ret, u.ret);
+	assert_int_equal(s.over, u.over);
+	assert_int_equal(s.usage, u.usage);
+	assert_int_equal(s.vm.charge_overshoots, u.vm.charge_overshoots);
+	assert_int_equal(s.vm.charge_failures, u.vm.charge_failures);
+	assert_int_equal(s.vm.allocstall, u.vm.allocstall);
+	assert_int_equal(s.ev.oom, u.ev.oom);
+}
+
+static void test_soft_overshoot_decided_with_stocks_back(void **state)
+{
+	(void)state;
+	ds_compare(RCL_CHARGE_SOFT);
+}
+
+static void test_strict_refusal_after_drain_with_stocks_back(void **state)
+{
+	(void)state;
+	ds_compare(RCL_CHARGE_STRICT);
+}
+
+/*
+ * The same for a child level that stays full: the shrinker's first scan
+ * frees 4242 of the child's, which without stocks leaves room for the
+ * charge with 50 to spare; every scan makes the agent charge 100 to the
+ * child and uncharge it, into its stock of the child, attached empty.
+ */
+#define DT_BUDGET 65536u
+#define DT_FILL (DT_BUDGET - 4000u)
+#define DT_FREED (DS_BIG - 4000u + 50u)
+
+struct dt_ctx {
+	struct agent a;
+	struct rcl_domain *c;
+	unsigned scans;
+};
+
+static unsigned long dt_scan(struct rcl_shrinker *s,
+			     struct rcl_shrink_control *sc)
+{
+	struct dt_ctx *c = sc->priv;
+
+	(void)s;
+	T_EQ(agent_run(&c->a, do_charge, c->c, 100, NULL), 0);
+	T_EQ(agent_run(&c->a, do_uncharge, c->c, 100, NULL), 0);
+	sc->nr_scanned = sc->nr_to_scan;
+	if (c->scans++)
+		return 0;
+	T_EQ(rcl_domain_uncharge(c->c, DT_FREED), 0);
+	return 1;
+}
+
+static const struct rcl_shrinker_ops dt_ops = {
+	.count_objects = ds_count,
+	.scan_objects = dt_scan,
+};
+
+static void dt_run(enum rcl_charge_mode mode, uint64_t stock,
+		   struct ds_result *r)
+{
+	struct rcl_domain *root = dom_new(1u << 20, RCL_CHARGE_STRICT, stock);
+	struct rcl_domain_config cfg = {
+		.budget = DT_BUDGET,
+		.mode = mode,
+		.parent = root,
+	};
+	struct dt_ctx c = { 0 };
+	struct rcl_shrinker_config scfg = {
+		.ops = &dt_ops,
+		.name = "child-stock-in-reclaim",
+		.seeks = RCL_DEFAULT_SEEKS,
+		.priv = &c,
+	};
+	struct rcl_shrinker *s;
+
+	assert_int_equal(rcl_domain_new(&cfg, &c.c), 0);
+	assert_int_equal(rcl_shrinker_new(rcl_domain_registry(c.c), &scfg, &s),
+			 0);
+	assert_int_equal(rcl_shrinker_register(s), 0);
+	agent_start(&c.a);
+	/* Unstocked: as large as a stock of the child (1024). */
+	assert_int_equal(charge(NULL, c.c, DT_FILL, NULL), 0);
+	/* The child's room is 4000: it reclaims. */
+	r->ret = charge(NULL, c.c, DS_BIG, &r->over);
+	r->scans = c.scans;
+	r->vm = vmstat(c.c);
+	assert_int_equal(rcl_domain_events(c.c, false, &r->ev), 0);
+	r->usage = drained_usage(c.c);
+	assert_int_equal(rcl_shrinker_free(s), 0);
+	agent_stop(&c.a);
+	assert_int_equal(rcl_domain_usage(c.c), r->usage);
+	assert_int_equal(drained_usage(root), r->usage);
+	assert_int_equal(rcl_domain_uncharge(c.c, r->usage), 0);
+	assert_int_equal(rcl_domain_free(c.c), 0);
+	assert_int_equal(rcl_domain_free(root), 0);
+}
+
+static void dt_compare(enum rcl_charge_mode mode)
+{
+	struct ds_result s, u;
+
+	dt_run(mode, 0, &u);
+	dt_run(mode, 4096, &s);
+	print_message("stocked: %d, overshoot %llu, %llu overshoots, %llu "
+		      "failures, %llu oom; unstocked: %d, overshoot %llu\n",
+		      s.ret, (unsigned long long)s.over,
+		      (unsigned long long)s.vm.charge_overshoots,
+		      (unsigned long long)s.vm.charge_failures,
+		      (unsigned long long)s.ev.oom, u.ret,
+		      (unsigned long long)u.over);
+	assert_true(u.scans >= 1);
+	assert_int_equal(u.ret, 0);
+	assert_int_equal(u.over, 0);
+	assert_int_equal(u.usage, DT_FILL - DT_FREED + DS_BIG);
+	assert_int_equal(s.ret, u.ret);
+	assert_int_equal(s.over, u.over);
+	assert_int_equal(s.usage, u.usage);
+	assert_int_equal(s.vm.charge_overshoots, u.vm.charge_overshoots);
+	assert_int_equal(s.vm.charge_failures, u.vm.charge_failures);
+	assert_int_equal(s.ev.oom, u.ev.oom);
+}
+
+static void test_child_soft_overshoot_decided_with_stocks_back(void **state)
+{
+	(void)state;
+	dt_compare(RCL_CHARGE_SOFT);
+}
+
+static void test_child_strict_refusal_decided_with_stocks_back(void **state)
+{
+	(void)state;
+	dt_compare(RCL_CHARGE_STRICT);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Concurrency (TSan)                                                         */
 /* ------------------------------------------------------------------------- */
@@ -1169,6 +1489,7 @@ int main(void)
 		cmocka_unit_test(test_stock_holders_are_bounded),
 		cmocka_unit_test(test_thread_exit_returns_stock),
 		cmocka_unit_test(test_charge_from_a_later_key_destructor_is_unstocked),
+		cmocka_unit_test(test_first_charge_in_the_last_destructor_round),
 		cmocka_unit_test(test_other_domain_gives_the_stock_back),
 		cmocka_unit_test(test_free_detaches_every_stock),
 		cmocka_unit_test(test_fork_child_returns_absent_threads_stocks),
@@ -1179,6 +1500,10 @@ int main(void)
 		cmocka_unit_test(test_wakeup_sees_stocked_memory),
 		cmocka_unit_test(test_refusal_wakeup_sees_stocked_memory),
 		cmocka_unit_test(test_stock_drained_in_a_pass_is_no_progress),
+		cmocka_unit_test(test_soft_overshoot_decided_with_stocks_back),
+		cmocka_unit_test(test_strict_refusal_after_drain_with_stocks_back),
+		cmocka_unit_test(test_child_soft_overshoot_decided_with_stocks_back),
+		cmocka_unit_test(test_child_strict_refusal_decided_with_stocks_back),
 		cmocka_unit_test(test_fork_child_not_held_by_parent_window),
 		cmocka_unit_test(test_concurrent_large_charge_fits_as_unstocked),
 		cmocka_unit_test(test_concurrent_strict_never_over_budget),

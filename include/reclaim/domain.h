@@ -112,7 +112,8 @@
  * back (every thread's, by the caller, under a lock of each stock) before
  * anything depends on the headroom: by a charge that would leave headroom
  * below low (so before its direct reclaim, the reclaimer's wakeup, a
- * strict failure or a soft overshoot), by every direct reclaim
+ * strict failure or a soft overshoot, and once more before those two if a
+ * stock is attached again by then), by every direct reclaim
  * (rcl_domain_reclaim() too), by each background reclaimer run, by
  * rcl_domain_set_budget(), by rcl_domain_set_watermarks() below low, and
  * by the pressure monitor's actions; and while a charge that no stock
@@ -124,7 +125,12 @@
  * thread that exits gives its stock back (a pthread key destructor; its
  * charges from key destructors that run later are unstocked), as
  * does rcl_domain_free() for every stock of the domain; after fork() the
- * child gives back the stocks of the threads it does not have.
+ * child gives back the stocks of the threads it does not have.  A stock
+ * that a thread first takes from another key's destructor in the last
+ * round of them (PTHREAD_DESTRUCTOR_ITERATIONS) is seen by no destructor:
+ * it stays charged after the thread's exit, as a stock does, until the
+ * next drain of the stocks (any of those above, rcl_domain_drain_stocks()
+ * or rcl_domain_free()), which gives it back and frees it.
  *
  * fork().  The child of a fork() has only the thread that called it, so a
  * domain there has no background reclaimer and no flusher thread, whatever
