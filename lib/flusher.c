@@ -214,11 +214,12 @@ void rcl__domain_throttle_writeback(struct rcl_domain *d)
 	unsigned n;
 
 	vm_add(d, VM_WRITEBACK_THROTTLED, 1);
+	/* The clock is the application's: not read under wblock. */
+	deadline = deadline_in(d, 100 * RCL_NSEC_PER_MSEC);
 	pthread_mutex_lock(&d->wblock);
 	wb_cond_after_fork_locked(d);
 	start = atomic_load(&d->wb_ended);
 	n = atomic_fetch_add(&d->nr_throttled, 1) + 1;
-	deadline = deadline_in(d, 100 * RCL_NSEC_PER_MSEC);
 	while (atomic_load(&d->wb_ended) - start <
 		       (uint64_t)RCL_SCAN_CHUNK *
 			       RCL_MAX(n, atomic_load(&d->nr_throttled)) &&
@@ -247,10 +248,10 @@ RCL_API int rcl_domain_balance_dirty(struct rcl_domain *d, uint64_t context)
 		return 0;
 
 	vm_add(d, VM_DIRTY_THROTTLED, 1);
+	deadline = deadline_in(d, d->dirty_timeout);	/* not under wblock */
 	pthread_mutex_lock(&d->wblock);
 	wb_cond_after_fork_locked(d);
 	atomic_fetch_add(&d->nr_dirty_waiters, 1);
-	deadline = deadline_in(d, d->dirty_timeout);
 	kicked = atomic_load(&d->written);
 	/*
 	 * Woken when the dirty weight drops (writes end, dirty objects are
@@ -365,8 +366,9 @@ static void flusher_after_fork_locked(struct rcl_domain *d)
  * two looks at the counts).  Neither is held while waiting for another
  * lock of the library (wblock is a leaf; under flock the requests and the
  * thread's state change, and the waits release it), nor across a callback
- * of the application's that could fork (the wakeup and the writes run with
- * no lock held).
+ * of the application's (the wakeup, the writes and the refusal log run with
+ * no lock held, and the clock's now() is read before either is taken),
+ * except a custom clock's wait(), which clock.h restricts.
  */
 void rcl__domain_flusher_atfork_prepare(struct rcl_domain *d)
 {
@@ -838,7 +840,7 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 	pthread_mutex_lock(&d->flock);
 	flusher_after_fork_locked(d);
 	if (d->fl_running) {
-		err = RCL__REFUSE(-EBUSY, "the flusher thread runs already");
+		err = -EBUSY;	/* refused below, without flock */
 	} else {
 		flusher_batch_seq_settle_locked(d);
 		d->wops = *ops;
@@ -876,6 +878,12 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 		}
 	}
 	pthread_mutex_unlock(&d->flock);
+	/*
+	 * The refusal log is the application's: called with no lock that an
+	 * atfork handler takes (rcl__domain_flusher_atfork_prepare()).
+	 */
+	if (err == -EBUSY)
+		return RCL__REFUSE(-EBUSY, "the flusher thread runs already");
 	return err;
 }
 

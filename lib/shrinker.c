@@ -615,7 +615,7 @@ RCL_API int rcl_shrinker_register(struct rcl_shrinker *s)
 	pthread_mutex_lock(&reg->lock);
 again:
 	if (atomic_load(&s->slot) >= 0) {
-		err = RCL__REFUSE(-EBUSY, "the shrinker is registered already");
+		err = -EBUSY;	/* refused below, without the lock */
 		goto out;
 	}
 	/* Reuse the lowest free slot; grow the table if there is none. */
@@ -665,6 +665,9 @@ out:
 	/* A spare that another registration made unneeded. */
 	if (spare)
 		reg->alloc.free(reg->alloc.ctx, spare_raw);
+	/* The refusal log is the application's: not under the lock (fork). */
+	if (err == -EBUSY)
+		return RCL__REFUSE(-EBUSY, "the shrinker is registered already");
 	return err;
 }
 

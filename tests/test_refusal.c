@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define UNIT_TESTING 1
@@ -584,6 +586,80 @@ static void test_refusal_log_hook_is_not_a_cancellation_point(void **state)
 	rcl_clear_refusal();
 }
 
+/*
+ * The refusal hook may fork(): the library's atfork handlers take its
+ * registries' and domains' locks, so no refusal may call the hook with one
+ * of those held (a hook that forks would wait for itself for ever; so would
+ * a fork-safe logger's lock, taken by its own prepare handler, in a fork
+ * from another thread).  An alarm turns such a hang into a failure.
+ */
+static unsigned fork_hook_forks;
+
+static void fork_hook(void *arg, const char *func, int err, const char *rule)
+{
+	pid_t pid;
+
+	(void)arg;
+	(void)func;
+	(void)err;
+	(void)rule;
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0 && waitpid(pid, NULL, 0) == pid)
+		fork_hook_forks++;
+}
+
+static int fork_write(void *priv, struct rcl_lru_node *node)
+{
+	(void)priv;
+	(void)node;
+	return 0;
+}
+
+static unsigned long fork_count(struct rcl_shrinker *s,
+				struct rcl_shrink_control *sc)
+{
+	(void)s;
+	(void)sc;
+	return 0;
+}
+
+static void test_refusal_log_hook_may_fork(void **state)
+{
+	const struct rcl_refusal_log log = { fork_hook, NULL };
+	const struct rcl_writeback_ops wops = { .write = fork_write };
+	const struct rcl_shrinker_ops sops = { .count_objects = fork_count,
+					       .scan_objects = fork_count };
+	const struct rcl_shrinker_config scfg = { .ops = &sops, .name = "f",
+						  .seeks = 2 };
+	struct rcl_domain_config cfg = { .budget = 1u << 20 };
+	struct rcl_shrinker_registry *reg;
+	struct rcl_shrinker *sh;
+	struct rcl_domain *d;
+
+	(void)state;
+	fork_hook_forks = 0;
+	assert_int_equal(rcl_domain_new(&cfg, &d), 0);
+	assert_int_equal(rcl_domain_flusher_start(d, &wops, NULL, 0), 0);
+	assert_int_equal(rcl_shrinker_registry_new(NULL, &reg), 0);
+	assert_int_equal(rcl_shrinker_new(reg, &scfg, &sh), 0);
+	assert_int_equal(rcl_shrinker_register(sh), 0);
+	assert_int_equal(rcl_set_refusal_log(&log), 0);
+	alarm(60);
+	assert_int_equal(rcl_domain_flusher_start(d, &wops, NULL, 0), -EBUSY);
+	assert_int_equal(fork_hook_forks, 1);
+	assert_int_equal(rcl_shrinker_register(sh), -EBUSY);
+	assert_int_equal(fork_hook_forks, 2);
+	alarm(0);
+	assert_int_equal(rcl_set_refusal_log(NULL), 0);
+	assert_int_equal(rcl_shrinker_free(sh), 0);
+	assert_int_equal(rcl_shrinker_registry_free(reg), 0);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	assert_int_equal(rcl_domain_free(d), 0);
+	rcl_clear_refusal();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +669,7 @@ int main(void)
 		cmocka_unit_test(test_refusal_pressure),
 		cmocka_unit_test(test_refusal_domain_tree),
 		cmocka_unit_test(test_refusal_log_hook_is_not_a_cancellation_point),
+		cmocka_unit_test(test_refusal_log_hook_may_fork),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,6 +51,13 @@ extern "C" {
  *	the deadline has passed.  The library creates every condition variable
  *	it passes here with pthread_condattr_setclock(CLOCK_MONOTONIC).
  * @ctx: passed to both
+ *
+ * The library calls @now with none of its locks held that fork() takes
+ * (see domain.h, fork()), and @wait with @mutex held, which may be one of
+ * them: a custom @wait must release @mutex as pthread_cond_wait() does
+ * before it blocks, and must not call fork() or take a lock that an
+ * atfork prepare handler takes while it holds @mutex.  rcl_clock_monotonic()
+ * and the fake clock do neither.
  */
 struct rcl_clock {
 	uint64_t (*now)(void *ctx);

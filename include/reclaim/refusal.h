@@ -58,6 +58,9 @@ RCL_API void rcl_clear_refusal(void);
  *	@arg, the function's name, the negative errno it returns and the rule
  *	(static strings).  It may run with a library lock held, so it must not
  *	call the library (rcl_last_refusal() excepted); log, count or assert.
+ *	It never runs with a lock that the library's fork() handlers take, so
+ *	it may take a lock that the application's own atfork handlers take
+ *	(a fork-safe logger's), or fork().
  * @arg: passed to @fn
  */
 struct rcl_refusal_log {
