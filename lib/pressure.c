@@ -66,6 +66,8 @@
 __extension__ typedef unsigned __int128 u128;
 
 #define PROC_MAGIC 0x9fa0u
+/* The bytes psi_write() copies of a write to /proc/pressure/<res>. */
+#define PROC_PSI_WRITE_MAX 32
 #define CGROUP1_MAGIC 0x27e0ebu
 #define CGROUP2_MAGIC 0x63677270u
 
@@ -2275,6 +2277,7 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 	if (mode == RCL_PSOURCE_SYSTEMD_PSI) {
 		struct rcl__psi psi;
 		unsigned long magic;
+		size_t plen;
 		ssize_t n;
 		int tfd;
 
@@ -2284,9 +2287,19 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 				      RCL__REFUSE(-EBADMSG, "the watched file is not in PSI's format");
 			goto out;
 		}
-		/* The trigger's own threshold, for polling and fd mode. */
-		if (!dlen || rcl__psi_trigger_parse((const char *)data,
-						    (size_t)dlen, &s->sd_full,
+		/*
+		 * The trigger's own threshold, for polling and fd mode, as
+		 * the kernel will read it: /proc/pressure's psi_write() copies
+		 * at most 32 bytes and puts a NUL on the last one copied (a
+		 * value without its NUL loses its last digit there); a
+		 * cgroup's memory.pressure takes the whole write.
+		 */
+		magic = fs_magic(fd);
+		plen = (size_t)dlen;
+		if (magic == PROC_MAGIC && plen)
+			plen = RCL_MIN(plen, (size_t)PROC_PSI_WRITE_MAX) - 1;
+		if (!dlen || rcl__psi_trigger_parse((const char *)data, plen,
+						    &s->sd_full,
 						    &s->sd_stall_us,
 						    &s->sd_window_us)) {
 			/* systemd's documented default: 100 ms per 1 s. */
@@ -2294,7 +2307,6 @@ RCL_API int rcl_pressure_add_systemd(struct rcl_pressure *p, const char *watch,
 			s->sd_stall_us = 100000;
 			s->sd_window_us = 1000000;
 		}
-		magic = fs_magic(fd);
 		if (magic != PROC_MAGIC && magic != CGROUP2_MAGIC) {
 			s->fallback_errno = ENOTSUP;
 		} else if (!dlen) {

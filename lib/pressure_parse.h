@@ -58,9 +58,11 @@ int rcl__psi_parse(const char *buf, size_t len, struct rcl__psi *out);
  * one), any text.  A NUL before the window ends the kernel's string, and
  * so the trigger.  The stall must be > 0 and at most the window; the
  * window > 0.  (The kernel's own window limits, 500 ms to 10 s, are not
- * checked here: the kernel checks them.  Nor is /proc/pressure's 32-byte
- * write buffer, of which it reads the first 31 bytes; a cgroup's
- * memory.pressure reads the whole write.)  A trigger is configuration,
+ * checked here: the kernel checks them.  Nor is /proc/pressure's write
+ * buffer: psi_write() copies at most 32 bytes and replaces the last byte
+ * copied with a NUL, so the caller passes the length that the kernel keeps
+ * there; a cgroup's memory.pressure reads the whole write.)  A trigger is
+ * configuration,
  * not a measurement: a number above UINT32_MAX (which the kernel's %u
  * would wrap to another value) is -EINVAL too, and so are a sign and a
  * missing number.

@@ -4541,6 +4541,53 @@ static void test_pressure_systemd_psi_file_without_trigger_is_polled(void **stat
 }
 
 /*
+ * A systemd trigger without its NUL, as the kernel will read it: written
+ * to /proc/pressure, psi_write() puts a NUL on the last byte it copies, so
+ * "some 150000 10000000" is some 150 ms per 1 s there (15 %); a cgroup's
+ * memory.pressure takes the whole write, 150 ms per 10 s (1.5 %).  The
+ * write is refused (read-only opens), so the source polls at that
+ * threshold.
+ */
+static void test_pressure_systemd_trigger_as_proc_pressure_reads_it(void **state)
+{
+	static const unsigned long magics[] = { PROC_MAGIC, CGROUP2_MAGIC };
+	struct fx f;
+	struct psi_totals t = { .name = "memory.pressure" };
+	char path[PATH_MAX];
+	unsigned i;
+	int src;
+
+	(void)state;
+	fx_init(&f, BUDGET, FILL);
+	psi_file(&f, &t, path, sizeof(path));
+	for (i = 0; i < 2; i++) {
+		fx_monitor(&f);
+		seam_on("memory.pressure", magics[i]);
+		seam.refuse_rw = EACCES;
+		/* "some 150000 10000000", no NUL */
+		src = rcl_pressure_add_systemd(f.p, path,
+					       "c29tZSAxNTAwMDAgMTAwMDAwMDA=");
+		seam_off();
+		assert_int_equal(src, 0);
+		assert_int_equal(sinfo(f.p, src).mode,
+				 RCL_PSOURCE_SYSTEMD_PSI_POLL);
+		if (magics[i] == PROC_MAGIC) {
+			psi_tick(&f, &t, 149999, 0, SEC, 0, RCL_PRESSURE_NONE);
+			psi_tick(&f, &t, 150000, 0, SEC, 1,
+				 RCL_PRESSURE_SEVERE);
+		} else {
+			psi_tick(&f, &t, 14999, 0, SEC, 0, RCL_PRESSURE_NONE);
+			psi_tick(&f, &t, 15000, 0, SEC, 1,
+				 RCL_PRESSURE_SEVERE);
+		}
+		assert_int_equal(rcl_pressure_free(f.p), 0);
+		f.p = NULL;
+	}
+	fx_monitor(&f);
+	fx_fini(&f);
+}
+
+/*
  * A PSI trigger's descriptor that reports EPOLLERR | EPOLLPRI (its cgroup
  * removed: kernfs reports that for ever) turns the source off.  The old
  * check (EPOLLERR without EPOLLPRI) never matched it: an event per
@@ -5901,6 +5948,7 @@ int main(void)
 		cmocka_unit_test(test_pressure_systemd_psi_file_polled),
 		cmocka_unit_test(test_pressure_systemd_psi_poll_needs_an_interval),
 		cmocka_unit_test(test_pressure_systemd_psi_file_without_trigger_is_polled),
+		cmocka_unit_test(test_pressure_systemd_trigger_as_proc_pressure_reads_it),
 		cmocka_unit_test(test_pressure_psi_trigger_gone_turns_off),
 		cmocka_unit_test(test_pressure_psi_trigger_level_is_the_highest),
 		cmocka_unit_test(test_pressure_psi_trigger_events_reach_the_thread),

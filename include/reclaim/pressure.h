@@ -116,7 +116,9 @@
  *   EACCES, ..., ENOTSUP).  The trigger's threshold is read as the
  *   kernel reads a trigger (sscanf(buf, "some %u %u")): "some" or "full",
  *   the stall and the window in microseconds after any whitespace, and
- *   whatever follows them ignored; the default is used only for data that
+ *   whatever follows them ignored; on procfs, of at most the first 32
+ *   bytes less the last one, as /proc/pressure reads a write (data
+ *   without its NUL loses its last byte there); the default is used only for data that
  *   is not such a trigger (a number missing, signed or above UINT32_MAX,
  *   a stall of 0 or above the window).  systemd has one level: SEVERE.
  * - A PSI trigger's descriptor (rcl_pressure_add_psi()'s or systemd's)
