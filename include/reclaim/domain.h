@@ -129,8 +129,11 @@
  * that a thread first takes from another key's destructor in the last
  * round of them (PTHREAD_DESTRUCTOR_ITERATIONS) is seen by no destructor:
  * it stays charged after the thread's exit, as a stock does, until the
- * next drain of the stocks (any of those above, rcl_domain_drain_stocks()
- * or rcl_domain_free()), which gives it back and frees it.
+ * next drain of its domain's stocks (any of those above,
+ * rcl_domain_drain_stocks() or rcl_domain_free()), which gives it back and
+ * frees it.  One that a drain had emptied before holds nothing; its
+ * memory is freed by the next drain, of any domain, that finds stocks
+ * attached, or by an rcl_domain_free().
  *
  * fork().  The child of a fork() has only the thread that called it, so a
  * domain there has no background reclaimer and no flusher thread, whatever
