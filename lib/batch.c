@@ -23,7 +23,8 @@
  * destructor in the last round of them (a value set then is never
  * destroyed).  So the owner also holds a robust mutex from the batch's
  * birth to its destructor: a drain of all batches that finds it
- * owner-dead applies the dead thread's entries and frees its batch.
+ * owner-dead applies the dead thread's entries and frees its batch.  In a
+ * fork() child the other threads' batches are orphaned, and go the same way.
  *
  * Lock order: registry > batch > lruvec.  The owner mutex is outside it:
  * everyone only ever trylocks it.
@@ -63,6 +64,8 @@ struct rcl__tbatch {
 	 */
 	pthread_mutex_t owner;
 	bool owned;
+	/* In a fork() child: a batch of a thread the child does not have. */
+	bool orphan;
 };
 
 /* ------------------------------------------------------------------------- */
@@ -229,6 +232,14 @@ static void batch_destructor(void *arg)
  */
 static bool batch_reap_dead(struct rcl__tbatch *b)
 {
+	if (b->orphan) {
+		/*
+		 * Its owner mutex is held by a thread of the parent, on no
+		 * robust list of the child: freed with the batch, untouched.
+		 */
+		b->owned = false;
+		goto reap;
+	}
 	if (!b->owned)
 		return false;
 	switch (pthread_mutex_trylock(&b->owner)) {
@@ -242,6 +253,7 @@ static bool batch_reap_dead(struct rcl__tbatch *b)
 	default:
 		return false;	/* EBUSY: the owner lives */
 	}
+reap:
 	batch_lock(b);
 	batch_apply(b, NULL);
 	b->reg_prev->reg_next = b->reg_next;
@@ -271,11 +283,26 @@ static void batch_atfork_release(void)
 	pthread_mutex_unlock(&registry_lock);
 }
 
+/*
+ * The child has only the forking thread: the other threads' batches are
+ * nobody's, and no key destructor of theirs will run.  Orphaned, they are
+ * applied and freed by the next drain of all batches, as a dead thread's.
+ */
+static void batch_atfork_child(void)
+{
+	struct rcl__tbatch *b;
+
+	for (b = registry_head.reg_next; b != &registry_head; b = b->reg_next)
+		if (b != tls_batch)
+			b->orphan = true;
+	batch_atfork_release();
+}
+
 static void make_key(void)
 {
 	batch_key_ok = pthread_key_create(&batch_key, batch_destructor) == 0 &&
 		       pthread_atfork(batch_atfork_prepare, batch_atfork_release,
-				      batch_atfork_release) == 0;
+				      batch_atfork_child) == 0;
 }
 
 static struct rcl__tbatch *batch_create(void)

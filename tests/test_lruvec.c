@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <semaphore.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -335,6 +337,75 @@ static void test_lruvec_first_add_in_the_last_destructor_round(void **state)
 	assert_int_equal(rcl_lruvec_del(&last_lv, &last_node), 0);
 	assert_int_equal(rcl_lruvec_del(&last_lv, &extra), 0);
 	assert_int_equal(rcl_lruvec_destroy(&last_lv), 0);
+}
+
+/*
+ * fork(): a batch of another thread of the parent is nobody's in the child,
+ * and its key destructor never runs there.  The child's next drain of all
+ * batches lists its entries and frees it, as a dead thread's.
+ */
+static struct rcl_lruvec fkb_lv;
+static struct rcl_lru_node fkb_node;
+static sem_t fkb_added, fkb_release;
+
+static void *fkb_main(void *arg)
+{
+	(void)arg;
+	if (rcl_lruvec_add(&fkb_lv, &fkb_node, RCL_LRU_FILE, 1, 0) != 0)
+		abort();
+	sem_post(&fkb_added);
+	while (sem_wait(&fkb_release) != 0)
+		;
+	return NULL;
+}
+
+static void test_lruvec_fork_child_frees_other_threads_batches(void **state)
+{
+	struct rcl_lru_node own;
+	pthread_t t;
+	unsigned before;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	assert_int_equal(rcl_lruvec_init(&fkb_lv, NULL), 0);
+	rcl_lru_node_init(&fkb_node);
+	rcl_lru_node_init(&own);
+	/* The forking thread's own batch, with an entry: kept in the child. */
+	assert_int_equal(rcl_lruvec_add(&fkb_lv, &own, RCL_LRU_FILE, 1, 0), 0);
+	assert_int_equal(sem_init(&fkb_added, 0, 0), 0);
+	assert_int_equal(sem_init(&fkb_release, 0, 0), 0);
+	assert_int_equal(pthread_create(&t, NULL, fkb_main, NULL), 0);
+	assert_int_equal(sem_wait(&fkb_added), 0);
+	assert_true(rcl_lru_node_flags(&fkb_node) & RCL_LRU_F_PENDING);
+	before = rcl__tbatch_count();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* Child: plain checks, no cmocka (its state is the parent's). */
+		if (rcl_lruvec_drain(&fkb_lv) != 0)
+			_exit(2);
+		if (!(rcl_lru_node_flags(&fkb_node) & RCL_LRU_F_LISTED))
+			_exit(3);
+		if (!(rcl_lru_node_flags(&own) & RCL_LRU_F_LISTED))
+			_exit(4);
+		/* The other thread's batch is freed; this thread's stays. */
+		if (rcl__tbatch_count() != before - 1)
+			_exit(5);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ASSERT_CHILD_EXITED_OK(st);
+	/* In the parent the thread lives: its batch is its own. */
+	assert_int_equal(rcl__tbatch_count(), before);
+	assert_int_equal(sem_post(&fkb_release), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(rcl_lruvec_drain(&fkb_lv), 0);
+	assert_int_equal(rcl_lruvec_del(&fkb_lv, &fkb_node), 0);
+	assert_int_equal(rcl_lruvec_del(&fkb_lv, &own), 0);
+	assert_int_equal(rcl_lruvec_destroy(&fkb_lv), 0);
+	sem_destroy(&fkb_added);
+	sem_destroy(&fkb_release);
 }
 
 static void test_lruvec_init_defaults(void **state)
@@ -2177,6 +2248,7 @@ int main(void)
 		cmocka_unit_test(test_lruvec_zeroed_node_is_idle),
 		cmocka_unit_test(test_lruvec_add_from_a_later_key_destructor_is_listed),
 		cmocka_unit_test(test_lruvec_first_add_in_the_last_destructor_round),
+		cmocka_unit_test(test_lruvec_fork_child_frees_other_threads_batches),
 		cmocka_unit_test(test_lruvec_container_of),
 		cmocka_unit_test(test_lruvec_version),
 		cmocka_unit_test(test_lruvec_init_defaults),

@@ -41,7 +41,8 @@
  * destructor in the last round of them (PTHREAD_DESTRUCTOR_ITERATIONS, where
  * a value set is never destroyed): its nodes stay pending after the thread
  * is gone, until the next rcl_lruvec_drain() or rcl_lruvec_destroy() (any
- * lruvec), which lists them and frees that batch.
+ * lruvec), which lists them and frees that batch.  In the child of a
+ * fork(), the batches of the parent's other threads are such batches too.
  *
  * Object lifetime.  Once rcl_lruvec_del() has returned 0 the library holds no
  * reference to the node: it is on no list, in no thread's batch, and not
