@@ -322,13 +322,14 @@ static struct rcl__tbatch *batch_create(void)
 		rcl__free(b);
 		return NULL;
 	}
+	/* Ours before it is listed: a fork() child must not orphan it. */
+	tls_batch = b;
 	pthread_mutex_lock(&registry_lock);
 	b->reg_next = registry_head.reg_next;
 	b->reg_prev = &registry_head;
 	registry_head.reg_next->reg_prev = b;
 	registry_head.reg_next = b;
 	pthread_mutex_unlock(&registry_lock);
-	tls_batch = b;
 	return b;
 }
 

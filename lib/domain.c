@@ -257,19 +257,11 @@ static pthread_once_t all_domains_once = PTHREAD_ONCE_INIT;
 
 static void all_domains_prepare(void)
 {
-	struct rcl_domain *d;
-
 	pthread_mutex_lock(&all_domains_lock);
-	for (d = all_domains; d; d = d->all_next)
-		rcl__domain_flusher_atfork_prepare(d);
 }
 
 static void all_domains_parent(void)
 {
-	struct rcl_domain *d;
-
-	for (d = all_domains; d; d = d->all_next)
-		rcl__domain_flusher_atfork_parent(d);
 	pthread_mutex_unlock(&all_domains_lock);
 }
 

@@ -520,8 +520,6 @@ void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
  * parent's flusher thread and its requests are not here, so the lock-free
  * filters must not see them busy.
  */
-void rcl__domain_flusher_atfork_prepare(struct rcl_domain *d);
-void rcl__domain_flusher_atfork_parent(struct rcl_domain *d);
 void rcl__domain_flusher_atfork_child(struct rcl_domain *d);
 /* Reclaim met only writeback: sleep until writes progress (at most 100 ms). */
 void rcl__domain_throttle_writeback(struct rcl_domain *d);

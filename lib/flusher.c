@@ -360,29 +360,6 @@ static void flusher_after_fork_locked(struct rcl_domain *d)
 }
 
 /*
- * fork(): flock and wblock are held across it (after all_domains_lock), so
- * that the child finds neither held by a thread it does not have (the
- * parent's flusher thread between two waits, a throttled thread between
- * two looks at the counts).  Neither is held while waiting for another
- * lock of the library (wblock is a leaf; under flock the requests and the
- * thread's state change, and the waits release it), nor across a callback
- * of the application's (the wakeup, the writes and the refusal log run with
- * no lock held, and the clock's now() is read before either is taken),
- * except a custom clock's wait(), which clock.h restricts.
- */
-void rcl__domain_flusher_atfork_prepare(struct rcl_domain *d)
-{
-	pthread_mutex_lock(&d->flock);
-	pthread_mutex_lock(&d->wblock);
-}
-
-void rcl__domain_flusher_atfork_parent(struct rcl_domain *d)
-{
-	pthread_mutex_unlock(&d->wblock);
-	pthread_mutex_unlock(&d->flock);
-}
-
-/*
  * The lock-free filters (rcl__domain_dirtied(), rcl_domain_balance_dirty())
  * would see the parent thread's requests busy for ever and never take
  * flock, where flusher_after_fork_locked() drops them.  The child is one
@@ -392,8 +369,6 @@ void rcl__domain_flusher_atfork_child(struct rcl_domain *d)
 {
 	if (d->fl_running && d->fl_pid != getpid())
 		atomic_store(&d->flush_busy, false);
-	pthread_mutex_unlock(&d->wblock);
-	pthread_mutex_unlock(&d->flock);
 }
 
 /*

@@ -1023,7 +1023,10 @@ static void wake_waiters_locked(struct rcl_lruvec *lv);
  * Wait, lock held, until reclaim puts back a node it handed to the evict
  * callback (F_EVICTING).  Returns the node's flags then, or -EDEADLK from
  * any evict callback: the callback may be the one holding the node, or wait
- * for one that does (conservatively, as rcl_lruvec_del_wait()).
+ * for one that does (conservatively, as rcl_lruvec_del_wait()); the caller
+ * refuses once it has dropped the lock (the refusal log is the
+ * application's, and a fork() from it would wait for batches whose holders
+ * wait for this lock).
  */
 static int wait_evicting_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node,
 				uint32_t *fp)
@@ -1032,8 +1035,7 @@ static int wait_evicting_locked(struct rcl_lruvec *lv, struct rcl_lru_node *node
 	int cs;
 
 	if (rcl__tls_evict_frames)
-		return rcl__refuse("rcl_lruvec_set_dirty", -EDEADLK,
-				   "would wait for a node in an evict callback's hands from an evict callback");
+		return -EDEADLK;
 	/* Not a cancellation point: see do_del(). */
 	cs = rcl__cancel_off();
 	atomic_fetch_add_explicit(&lv->__nr_waiters, 1, memory_order_relaxed);
@@ -1086,7 +1088,8 @@ RCL_API int rcl_lruvec_set_dirty(struct rcl_lruvec *lv, struct rcl_lru_node *nod
 
 			if (err) {
 				rcl__lruvec_unlock(lv);
-				return err;
+				return rcl__refuse("rcl_lruvec_set_dirty", err,
+						   "would wait for a node in an evict callback's hands from an evict callback");
 			}
 			continue;
 		}

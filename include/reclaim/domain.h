@@ -149,11 +149,9 @@
  * wait for it (also when the child was forked from a callback of a pass:
  * only that pass, the child's own, is waited for until it ends), though the objects that pass had isolated stay isolated in
  * the child's copy of the lruvec (the child cannot destroy it).
- * The flush and writeback-throttle locks of every domain are held across
- * the fork, so the child never finds those held.  Otherwise, as POSIX says
- * of fork() in a multithreaded process, a thread of the parent that was
- * inside a call of the library at the fork can leave that domain's locks
- * (an lruvec's, a domain's own) held in the child.
+ * As POSIX says of fork() in a multithreaded process, a thread of the
+ * parent that was inside a call of the library at the fork can leave that
+ * domain's locks held in the child.
  *
  * Trees of domains (the kernel's memory cgroups).  A domain created with a
  * parent (&struct rcl_domain_config.parent) is a *child*: every charge to it
