@@ -854,8 +854,8 @@ RCL_API int rcl_domain_flusher_start(struct rcl_domain *d,
 	}
 	pthread_mutex_unlock(&d->flock);
 	/*
-	 * The refusal log is the application's: called with no lock that an
-	 * atfork handler takes (rcl__domain_flusher_atfork_prepare()).
+	 * The refusal log is the application's: called with no lock held
+	 * (refusal.h: a hook may fork, or take a fork-safe logger's lock).
 	 */
 	if (err == -EBUSY)
 		return RCL__REFUSE(-EBUSY, "the flusher thread runs already");

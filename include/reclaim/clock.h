@@ -52,12 +52,11 @@ extern "C" {
  *	it passes here with pthread_condattr_setclock(CLOCK_MONOTONIC).
  * @ctx: passed to both
  *
- * The library calls @now with none of its locks held that fork() takes
- * (see domain.h, fork()), and @wait with @mutex held, which may be one of
- * them: a custom @wait must release @mutex as pthread_cond_wait() does
- * before it blocks, and must not call fork() or take a lock that an
- * atfork prepare handler takes while it holds @mutex.  rcl_clock_monotonic()
- * and the fake clock do neither.
+ * The library may call both with its own locks held (@wait always with
+ * @mutex, one of them): a custom clock must release @mutex in @wait as
+ * pthread_cond_wait() does before it blocks, and neither callback may call
+ * the library or fork().  rcl_clock_monotonic() and the fake clock keep
+ * to that.
  */
 struct rcl_clock {
 	uint64_t (*now)(void *ctx);
