@@ -364,9 +364,30 @@ static void flusher_after_fork_locked(struct rcl_domain *d)
  * would see the parent thread's requests busy for ever and never take
  * flock, where flusher_after_fork_locked() drops them.  The child is one
  * thread here: plain reads of the thread's fields are safe.
+ *
+ * A thread of the parent may also have held flock or wblock at the fork
+ * (the flusher thread between two waits, a writer between two looks at the
+ * throttle's counts), and no one gives them back in the child.  The forking
+ * thread holds neither (nothing that may fork runs under them: clock.h,
+ * refusal.h), so one it cannot take is another thread's: it starts afresh.
+ * What flock guarded may be half changed: the requests are dropped, as a
+ * stop drops them.  (Holding both across the fork instead deadlocks it:
+ * their holders wait for lruvec locks whose holders wait for batch locks
+ * that the batches' prepare handler takes.)
  */
 void rcl__domain_flusher_atfork_child(struct rcl_domain *d)
 {
+	if (pthread_mutex_trylock(&d->flock) == 0) {
+		pthread_mutex_unlock(&d->flock);
+	} else {
+		(void)pthread_mutex_init(&d->flock, NULL);
+		d->inflight = d->pending = false;
+		atomic_store(&d->flush_busy, false);
+	}
+	if (pthread_mutex_trylock(&d->wblock) == 0)
+		pthread_mutex_unlock(&d->wblock);
+	else
+		(void)pthread_mutex_init(&d->wblock, NULL);
 	if (d->fl_running && d->fl_pid != getpid())
 		atomic_store(&d->flush_busy, false);
 }

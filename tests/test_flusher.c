@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <semaphore.h>
 #include <sys/wait.h>
 
 #define UNIT_TESTING 1
@@ -3247,6 +3248,78 @@ static void test_flusher_fork_child_during_a_batch(void **state)
 }
 
 /*
+ * fork() while another thread holds the domain's flush lock: the parent's
+ * flusher thread in its wait, through a clock whose wait() keeps the mutex
+ * until the test lets it go (what a thread between two waits does for a
+ * moment).  The child must not find flock held for ever: its flush request
+ * returns.  An alarm turns a hang into a failure.
+ */
+static sem_t hold_in, hold_out;
+static atomic_int hold_armed;
+
+static uint64_t hold_now(void *ctx)
+{
+	const struct rcl_clock *m = rcl_clock_monotonic();
+
+	(void)ctx;
+	return m->now(m->ctx);
+}
+
+static int hold_wait(void *ctx, pthread_cond_t *cond, pthread_mutex_t *mutex,
+		     uint64_t deadline)
+{
+	const struct rcl_clock *m = rcl_clock_monotonic();
+
+	(void)ctx;
+	if (atomic_exchange(&hold_armed, 0)) {
+		sem_post(&hold_in);
+		while (sem_wait(&hold_out) != 0)
+			;
+	}
+	return m->wait(m->ctx, cond, mutex, deadline);
+}
+
+static const struct rcl_clock hold_clock = { hold_now, hold_wait, NULL };
+
+static void test_flusher_fork_child_with_flock_held_elsewhere(void **state)
+{
+	static const struct rcl_writeback_ops ops = { .write = forkwb_write };
+	struct rcl_domain_config cfg = { .budget = HUGE_BUDGET,
+					 .clock = &hold_clock };
+	struct rcl_domain *d;
+	int st = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(sem_init(&hold_in, 0, 0), 0);
+	assert_int_equal(sem_init(&hold_out, 0, 0), 0);
+	atomic_store(&hold_armed, 1);
+	assert_int_equal(rcl_domain_new(&cfg, &d), 0);
+	assert_int_equal(rcl_domain_flusher_start(d, &ops, NULL, 0), 0);
+	/* The thread is in its first wait, holding flock. */
+	while (sem_wait(&hold_in) != 0)
+		;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int err;
+
+		alarm(20);
+		/* No flusher in the child and no ops: nobody to ask. */
+		err = rcl_domain_flush(d, 0);
+		_exit(err == -ENODEV ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(sem_post(&hold_out), 0);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	ASSERT_CHILD_EXITED_OK(st);
+	assert_int_equal(rcl_domain_free(d), 0);
+	sem_destroy(&hold_in);
+	sem_destroy(&hold_out);
+}
+
+/*
  * fork() while a request is in flight to the parent's flusher thread, in
  * a domain that also has an application flusher: in the child, with no
  * thread, flush requests go to the application's ops (domain.h).  The
@@ -4022,6 +4095,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_thread_own_callbacks),
 		cmocka_unit_test(test_flusher_thread_concurrent_stop),
 		cmocka_unit_test(test_flusher_fork_child_during_a_batch),
+		cmocka_unit_test(test_flusher_fork_child_with_flock_held_elsewhere),
 		cmocka_unit_test(test_flusher_fork_child_requests_reach_the_ops),
 		cmocka_unit_test(test_flusher_fork_child_background_reaches_the_ops),
 		cmocka_unit_test(test_flusher_fork_child_while_skip_set_grows),

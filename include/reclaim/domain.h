@@ -149,9 +149,13 @@
  * wait for it (also when the child was forked from a callback of a pass:
  * only that pass, the child's own, is waited for until it ends), though the objects that pass had isolated stay isolated in
  * the child's copy of the lruvec (the child cannot destroy it).
- * As POSIX says of fork() in a multithreaded process, a thread of the
- * parent that was inside a call of the library at the fork can leave that
- * domain's locks held in the child.
+ * The flush and writeback-throttle locks, which the parent's flusher
+ * thread and throttled writers hold for moments, start afresh in the child
+ * if a thread of the parent held them at the fork (the flush requests are
+ * then dropped).  Otherwise, as POSIX says of fork() in a multithreaded
+ * process, a thread of the parent that was inside a call of the library at
+ * the fork can leave that domain's locks (an lruvec's, the domain's own)
+ * held in the child.
  *
  * Trees of domains (the kernel's memory cgroups).  A domain created with a
  * parent (&struct rcl_domain_config.parent) is a *child*: every charge to it
