@@ -518,7 +518,8 @@ void rcl__domain_flush_request(struct rcl_domain *d, uint64_t nr,
 /*
  * In a fork()'s child, from the atfork handler (one thread, no lock): the
  * parent's flusher thread and its requests are not here, so the lock-free
- * filters must not see them busy.
+ * filters must not see them busy; flock and wblock, if a parent thread held
+ * them, are initialised again (and the requests dropped).
  */
 void rcl__domain_flusher_atfork_child(struct rcl_domain *d);
 /* Reclaim met only writeback: sleep until writes progress (at most 100 ms). */

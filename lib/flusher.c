@@ -349,12 +349,20 @@ static void flusher_after_fork_locked(struct rcl_domain *d)
 		/*
 		 * What the thread had allocated for a request under way is
 		 * this process's copy, which nothing refers to but the
-		 * thread's stack: free it.
+		 * thread's stack: free it - unless this thread is that one,
+		 * forked from its own write callback, whose batch goes on
+		 * using them.  Each pointer is cleared before its free, so
+		 * that a fork from the free (or of another thread meanwhile)
+		 * cannot free it twice.
 		 */
-		wb_skip_free(d, &d->fl_skip);
-		if (d->fl_items)
-			d->alloc.free(d->alloc.ctx, d->fl_items);
-		d->fl_items = NULL;
+		if (rcl__tls_flusher_of != d) {
+			struct wb_item *items = d->fl_items;
+
+			wb_skip_free(d, &d->fl_skip);
+			d->fl_items = NULL;
+			if (items)
+				d->alloc.free(d->alloc.ctx, items);
+		}
 	}
 	flusher_cond_after_fork_locked(d);
 }
@@ -372,8 +380,9 @@ static void flusher_after_fork_locked(struct rcl_domain *d)
  * refusal.h), so one it cannot take is another thread's: it starts afresh.
  * What flock guarded may be half changed: the requests are dropped, as a
  * stop drops them.  (Holding both across the fork instead deadlocks it:
- * their holders wait for lruvec locks whose holders wait for batch locks
- * that the batches' prepare handler takes.)
+ * the forking thread would hold wblock while the batches' prepare handler
+ * waits for a batch lock, whose holder waits for an lruvec lock, whose
+ * holder waits for wblock to wake throttled writers.)
  */
 void rcl__domain_flusher_atfork_child(struct rcl_domain *d)
 {

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #define UNIT_TESTING 1
@@ -3248,6 +3249,74 @@ static void test_flusher_fork_child_during_a_batch(void **state)
 }
 
 /*
+ * fork() from the flusher thread's own write callback: the child's one
+ * thread is that flusher thread, in the middle of its batch.  A flush
+ * request there takes flock, whose first use in the child forgets the
+ * parent's flusher thread; it freed the batch's items, which the batch
+ * below the callback goes on using and frees again at its end.  The child
+ * ends by its alarm once the batch is over (its flusher loop then waits for
+ * ever, as a fork from a callback leaves it); a crash is a failure.
+ */
+static atomic_int fcb_child;
+static atomic_int fcb_forked;
+
+static void fcb_alarm(int sig)
+{
+	(void)sig;
+	_exit(0);
+}
+
+static int fcb_write(void *priv, struct rcl_lru_node *node)
+{
+	struct rcl_domain *d = priv;
+
+	(void)node;
+	if (atomic_exchange(&fcb_forked, 1))
+		return 0;
+	atomic_store(&fcb_child, (int)fork());
+	if (atomic_load(&fcb_child) == 0) {
+		signal(SIGALRM, fcb_alarm);
+		alarm(2);
+		if (rcl_domain_flush(d, 0) != -ENODEV)
+			_exit(1);
+	}
+	return 0;
+}
+
+static void test_flusher_fork_from_the_flusher_threads_write(void **state)
+{
+	struct rcl_domain *d = dom_make(HUGE_BUDGET, NULL, NULL, RCL_FLUSH_ALL, 0);
+	struct rcl_writeback_ops ops = { .write = fcb_write };
+	struct fcache c;
+	int st = 0;
+
+	(void)state;
+	/*
+	 * Under TSan the child, forked from a thread that is not the main
+	 * one, does not end by its alarm in the flusher's endless wait.
+	 */
+	if (!THREADS_AFTER_FORK)
+		skip();
+	atomic_store(&fcb_forked, 0);
+	atomic_store(&fcb_child, -1);
+	fc_init(&c, d, 4, 1, false, true);
+	fc_fill(&c, 4);
+	set_dirty(&c, 0);
+	set_dirty(&c, 1);
+	fflush(NULL);
+	assert_int_equal(rcl_domain_flusher_start(d, &ops, d, 2), 0);
+	assert_int_equal(rcl_domain_flush(d, 0), 0);
+	WAIT_FOR(atomic_load(&fcb_forked) && atomic_load(&fcb_child) != -1);
+	assert_true(atomic_load(&fcb_child) > 0);
+	assert_int_equal(waitpid((pid_t)atomic_load(&fcb_child), &st, 0),
+			 (pid_t)atomic_load(&fcb_child));
+	ASSERT_CHILD_EXITED_OK(st);
+	assert_int_equal(rcl_domain_flusher_stop(d), 0);
+	fc_destroy(&c, true);
+	dom_free(d, NULL);
+}
+
+/*
  * fork() while another thread holds the domain's flush lock: the parent's
  * flusher thread in its wait, through a clock whose wait() keeps the mutex
  * until the test lets it go (what a thread between two waits does for a
@@ -4096,6 +4165,7 @@ int main(void)
 		cmocka_unit_test(test_flusher_thread_concurrent_stop),
 		cmocka_unit_test(test_flusher_fork_child_during_a_batch),
 		cmocka_unit_test(test_flusher_fork_child_with_flock_held_elsewhere),
+		cmocka_unit_test(test_flusher_fork_from_the_flusher_threads_write),
 		cmocka_unit_test(test_flusher_fork_child_requests_reach_the_ops),
 		cmocka_unit_test(test_flusher_fork_child_background_reaches_the_ops),
 		cmocka_unit_test(test_flusher_fork_child_while_skip_set_grows),

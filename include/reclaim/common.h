@@ -63,6 +63,9 @@
  * @free: releases memory from @alloc; never called with NULL
  * @ctx: passed to both
  *
+ * Both may be called with the library's locks held: they must not call the
+ * library, nor fork().
+ *
  * Library-allocated objects (registries, shrinkers, ...) take an optional
  * allocator at creation; NULL means malloc()/free().  Everything allocated
  * on behalf of an object comes from its allocator: a domain's registry and
