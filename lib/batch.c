@@ -62,8 +62,7 @@ struct rcl__tbatch {
 	 * a trylock means the thread ended without it (batch_reap_dead()).
 	 * @owned: it is held (false if it could not be made).
 	 */
-	pthread_mutex_t owner;
-	bool owned;
+	struct rcl__owner owner;
 	/* In a fork() child: a batch of a thread the child does not have. */
 	bool orphan;
 };
@@ -169,43 +168,6 @@ static void batch_apply(struct rcl__tbatch *b, struct rcl_lruvec *only)
 	b->nr = keep;
 }
 
-/*
- * Take @b->owner for the calling thread, which is creating @b.  A trylock,
- * as every other take of it: nobody can hold a new mutex, and a lock
- * checker (TSan) orders no lock before one only ever trylocked, so holding
- * it for the thread's life makes no cycle with the locks the caller holds
- * now and takes later.
- */
-static void batch_own(struct rcl__tbatch *b)
-{
-	pthread_mutexattr_t attr;
-
-	if (pthread_mutexattr_init(&attr) != 0)
-		return;
-	if (pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) == 0 &&
-	    pthread_mutex_init(&b->owner, &attr) == 0) {
-		if (pthread_mutex_trylock(&b->owner) == 0)
-			b->owned = true;
-		else
-			pthread_mutex_destroy(&b->owner);
-	}
-	pthread_mutexattr_destroy(&attr);
-}
-
-/*
- * Let go of @b->owner before @b is freed: a held robust mutex is on its
- * holder's robust list, which the kernel writes through at that thread's
- * exit.  (In a fork child the unlock fails, EPERM: the owner is a thread of
- * the parent, and the child's list does not hold it.)
- */
-static void batch_disown(struct rcl__tbatch *b)
-{
-	if (b->owned) {
-		pthread_mutex_unlock(&b->owner);
-		pthread_mutex_destroy(&b->owner);
-	}
-}
-
 static void batch_destructor(void *arg)
 {
 	struct rcl__tbatch *b = arg;
@@ -222,7 +184,7 @@ static void batch_destructor(void *arg)
 		tls_batch = NULL;
 		tls_batch_gone = true;
 	}
-	batch_disown(b);
+	rcl__owner_drop(&b->owner);
 	rcl__free(b);
 }
 
@@ -237,29 +199,16 @@ static bool batch_reap_dead(struct rcl__tbatch *b)
 		 * Its owner mutex is held by a thread of the parent, on no
 		 * robust list of the child: freed with the batch, untouched.
 		 */
-		b->owned = false;
-		goto reap;
-	}
-	if (!b->owned)
+		b->owner.held = false;
+	} else if (!rcl__owner_dead(&b->owner)) {
 		return false;
-	switch (pthread_mutex_trylock(&b->owner)) {
-	case EOWNERDEAD:
-		/* Ours now, on our robust list: batch_disown() takes it off. */
-		break;
-	case 0:
-		/* Unheld: cannot be, as its owner frees it on letting go. */
-		pthread_mutex_unlock(&b->owner);
-		return false;
-	default:
-		return false;	/* EBUSY: the owner lives */
 	}
-reap:
 	batch_lock(b);
 	batch_apply(b, NULL);
 	b->reg_prev->reg_next = b->reg_next;
 	b->reg_next->reg_prev = b->reg_prev;
 	batch_unlock(b);
-	batch_disown(b);
+	rcl__owner_drop(&b->owner);
 	rcl__free(b);
 	return true;
 }
@@ -316,9 +265,9 @@ static struct rcl__tbatch *batch_create(void)
 	if (!b)
 		return NULL;
 	atomic_init(&b->lock, 0);
-	batch_own(b);
+	rcl__owner_take(&b->owner);
 	if (pthread_setspecific(batch_key, b) != 0) {
-		batch_disown(b);
+		rcl__owner_drop(&b->owner);
 		rcl__free(b);
 		return NULL;
 	}

@@ -795,8 +795,7 @@ struct charge_stock {
 	pthread_mutex_t lock;
 	struct charge_stock *next, *prev;	/* registry, its lock */
 	void *raw;				/* what rcl__calloc() returned */
-	pthread_mutex_t owner;			/* robust: see above */
-	bool owned;				/* @owner is held (was made) */
+	struct rcl__owner owner;		/* see above */
 };
 
 static pthread_mutex_t stock_registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1008,27 +1007,6 @@ static void stock_unlink(struct charge_stock *s)
 }
 
 /*
- * Take @s->owner for the calling thread, which is creating @s: a trylock,
- * as every take of it, so that a lock checker (TSan) orders no lock before
- * one held for the thread's life.
- */
-static void stock_own(struct charge_stock *s)
-{
-	pthread_mutexattr_t attr;
-
-	if (pthread_mutexattr_init(&attr) != 0)
-		return;
-	if (pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) == 0 &&
-	    pthread_mutex_init(&s->owner, &attr) == 0) {
-		if (pthread_mutex_trylock(&s->owner) == 0)
-			s->owned = true;
-		else
-			pthread_mutex_destroy(&s->owner);
-	}
-	pthread_mutexattr_destroy(&attr);
-}
-
-/*
  * Free @s, letting go of @s->owner first: a held robust mutex is on its
  * holder's robust list, which the kernel walks at that thread's exit.  (In
  * a fork child the unlock of another thread's stock fails, EPERM: its
@@ -1036,10 +1014,7 @@ static void stock_own(struct charge_stock *s)
  */
 static void stock_release(struct charge_stock *s)
 {
-	if (s->owned) {
-		pthread_mutex_unlock(&s->owner);
-		pthread_mutex_destroy(&s->owner);
-	}
+	rcl__owner_drop(&s->owner);
 	pthread_mutex_destroy(&s->lock);
 	rcl__free(s->raw);
 }
@@ -1050,19 +1025,8 @@ static void stock_release(struct charge_stock *s)
  */
 static bool stock_reap_dead(struct charge_stock *s)
 {
-	if (!s->owned)
-		return false;
-	switch (pthread_mutex_trylock(&s->owner)) {
-	case EOWNERDEAD:
-		/* Ours now, on our robust list: stock_release() unlocks it. */
-		break;
-	case 0:
-		/* Unheld: cannot be, as its owner frees it on letting go. */
-		pthread_mutex_unlock(&s->owner);
-		return false;
-	default:
-		return false;	/* EBUSY: the owner lives */
-	}
+	if (!rcl__owner_dead(&s->owner))
+		return false;	/* its owner lives, or nothing is known */
 	pthread_mutex_lock(&s->lock);
 	stock_detach_locked(s);
 	stock_unlink(s);
@@ -1179,7 +1143,7 @@ static struct charge_stock *stock_local(void)
 		rcl__free(raw);
 		goto fail;
 	}
-	stock_own(s);
+	rcl__owner_take(&s->owner);
 	if (pthread_setspecific(stock_key, s) != 0) {
 		stock_release(s);
 		goto fail;

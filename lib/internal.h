@@ -6,6 +6,7 @@
 #ifndef RECLAIM_INTERNAL_H
 #define RECLAIM_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -322,6 +323,73 @@ bool rcl__tbatch_del_pending_local(struct rcl_lruvec *lv,
 void rcl__tbatch_drain_all(struct rcl_lruvec *lv);
 /* How many batches the registry holds (for tests). */
 unsigned rcl__tbatch_count(void);
+
+/*
+ * A thread's mark on something it owns until its key destructor runs (its
+ * add batch, its charge stock), for the case no destructor sees: a value
+ * first set in the last round of key destructors is never destroyed.  A
+ * robust mutex that the owner takes at creation and gives back in its
+ * destructor; a thread that ends holding it leaves it owner-dead, which a
+ * walker's trylock sees.  Every take is a trylock, so that a lock checker
+ * (TSan) orders no lock before one held for a thread's life.  @held: the
+ * mark was made (false if the mutex could not be: then nothing is known).
+ */
+struct rcl__owner {
+	pthread_mutex_t m;
+	bool held;
+};
+
+/* Mark @o as the calling thread's (it is creating @o's object). */
+static inline void rcl__owner_take(struct rcl__owner *o)
+{
+	pthread_mutexattr_t attr;
+
+	if (pthread_mutexattr_init(&attr) != 0)
+		return;
+	if (pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) == 0 &&
+	    pthread_mutex_init(&o->m, &attr) == 0) {
+		if (pthread_mutex_trylock(&o->m) == 0)
+			o->held = true;
+		else
+			pthread_mutex_destroy(&o->m);
+	}
+	pthread_mutexattr_destroy(&attr);
+}
+
+/*
+ * Let go of @o before its object is freed: a held robust mutex is on its
+ * holder's robust list, which the kernel writes through at that thread's
+ * exit.  (In a fork child the unlock of another thread's mark fails,
+ * EPERM: its owner is a thread of the parent, on no list of the child's.)
+ */
+static inline void rcl__owner_drop(struct rcl__owner *o)
+{
+	if (o->held) {
+		pthread_mutex_unlock(&o->m);
+		pthread_mutex_destroy(&o->m);
+		o->held = false;
+	}
+}
+
+/*
+ * Did @o's thread end without giving it back?  Then @o is the caller's now
+ * (on its robust list: rcl__owner_drop() it before the free).
+ */
+static inline bool rcl__owner_dead(struct rcl__owner *o)
+{
+	if (!o->held)
+		return false;
+	switch (pthread_mutex_trylock(&o->m)) {
+	case EOWNERDEAD:
+		return true;
+	case 0:
+		/* Unheld: cannot be, as its owner frees it on letting go. */
+		pthread_mutex_unlock(&o->m);
+		return false;
+	default:
+		return false;	/* EBUSY: the owner lives */
+	}
+}
 
 /* Workingset (lib/workingset.c): the shadow of an eviction now, the clock. */
 /* The shadow of an eviction now, @ahead ticks not yet added to the clock. */
